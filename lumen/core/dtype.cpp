@@ -1,0 +1,112 @@
+#include "lumen/core/dtype.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "lumen/core/error.h"
+
+namespace lumen {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::I32: return 4;
+    case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+DType dtype_from_name(const std::string& name) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool}) {
+    if (name == dtype_name(d)) return d;
+  }
+  fail("unknown dtype '", name, "' (expected one of f32, f16, bf16, i32, bool)");
+}
+
+bool is_float(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+uint16_t float_to_half(float value) {
+  uint32_t x = std::bit_cast<uint32_t>(value);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t exponent = (x >> 23) & 0xffu;
+  uint32_t mantissa = x & 0x7fffffu;
+  if (exponent == 0xff) {  // inf or NaN; keep NaN quiet and non-zero
+    return static_cast<uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u | (mantissa >> 13) : 0u));
+  }
+  int e = static_cast<int>(exponent) - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
+  if (e <= 0) {  // subnormal half or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mantissa |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half_mantissa = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1u);
+    uint32_t halfway = 1u << (shift - 1u);
+    if (rest > halfway || (rest == halfway && (half_mantissa & 1u))) ++half_mantissa;
+    return static_cast<uint16_t>(sign | half_mantissa);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // may carry into inf: correct
+  return static_cast<uint16_t>(half);
+}
+
+float half_to_float(uint16_t bits) {
+  uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1fu;
+  uint32_t mantissa = bits & 0x3ffu;
+  uint32_t x;
+  if (exponent == 0x1f) {
+    x = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent == 0) {
+    if (mantissa == 0) {
+      x = sign;
+    } else {  // normalise a subnormal
+      int e = -1;
+      do {
+        ++e;
+        mantissa <<= 1;
+      } while ((mantissa & 0x400u) == 0);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else {
+    x = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  return std::bit_cast<float>(x);
+}
+
+uint16_t float_to_bf16(float value) {
+  uint32_t x = std::bit_cast<uint32_t>(value);
+  if (std::isnan(value)) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+double round_to_dtype(double value, DType dtype) {
+  switch (dtype) {
+    case DType::F32: return static_cast<double>(static_cast<float>(value));
+    case DType::F16: return half_to_float(float_to_half(static_cast<float>(value)));
+    case DType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(value)));
+    default: return value;
+  }
+}
+
+}  // namespace lumen

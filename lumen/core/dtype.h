@@ -1,0 +1,28 @@
+// DType — element types a tensor can hold, with their sizes, names, and the
+// half-precision conversions every backend and the interpreter share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace lumen {
+
+enum class DType : uint8_t { F32, F16, BF16, I32, Bool };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);  // "f32", "f16", "bf16", "i32", "bool"
+DType dtype_from_name(const std::string& name);  // throws Error for unknown names
+bool is_float(DType dtype);
+
+// IEEE binary16 and bfloat16 <-> float, round to nearest even; NaN stays NaN.
+uint16_t float_to_half(float value);
+float half_to_float(uint16_t bits);
+uint16_t float_to_bf16(float value);
+float bf16_to_float(uint16_t bits);
+
+// Rounds a double to the nearest value representable in a float dtype
+// (used by the interpreter so every op rounds like the target type would).
+double round_to_dtype(double value, DType dtype);
+
+}  // namespace lumen

@@ -1,0 +1,87 @@
+// View — the shape tracker: how a tensor's logical elements map onto the flat
+// buffer of the node that produced them. Movement ops (permute, reshape,
+// expand, slice, flip, pad) only change the View; no data moves.
+//
+// A View is a stack of layers. Each layer has a shape, strides, an offset and
+// an optional validity mask per dim (padding reads as zero). Layer 0 indexes
+// the buffer; layer k indexes the contiguous logical array of layer k-1's
+// shape. Most chains stay one layer; a reshape that cannot be expressed with
+// strides (e.g. merging permuted dims) pushes a new layer instead of copying.
+//
+// `index(idx)` turns a logical index into {flat buffer index, validity}.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lumen/core/expr.h"
+#include "lumen/core/expr_eval.h"
+
+namespace lumen {
+
+using Shape = std::vector<Expr>;
+
+struct ViewLayer {
+  Shape shape;
+  std::vector<Expr> strides;
+  Expr offset = Expr(0);
+  std::vector<std::pair<Expr, Expr>> mask;  // [begin, end) per dim; empty: every index valid
+
+  bool operator==(const ViewLayer& other) const;
+};
+
+class View {
+ public:
+  View() = default;
+  static View contiguous(const Shape& shape);
+
+  const Shape& shape() const { return layers_.back().shape; }
+  size_t rank() const { return shape().size(); }
+  const std::vector<ViewLayer>& layers() const { return layers_; }
+
+  // `order[i]` is the source dim placed at position i.
+  View permute(const std::vector<int>& order) const;
+  View reshape(const Shape& new_shape) const;
+  // Dims of size 1 may grow to any size; other dims must stay equal.
+  View expand(const Shape& new_shape) const;
+  // Elements begin, begin+step, ... < end of `dim`; 0 <= begin <= end <= size, step >= 1.
+  View slice(int dim, Expr begin, Expr end, int64_t step = 1) const;
+  View flip(int dim) const;
+  // Adds `before` and `after` invalid (zero-reading) positions to each dim.
+  View pad(const std::vector<std::pair<Expr, Expr>>& padding) const;
+
+  struct Index {
+    Expr index;  // flat position in the source buffer
+    Expr valid;  // 0 where the element is padding
+  };
+  Index index(const std::vector<Expr>& idx) const;
+  // Index for the canonical loop variables i0, i1, ... over this view's shape.
+  Index index() const;
+
+  // True if reading through this view is reading the buffer in order.
+  bool is_contiguous() const;
+  bool has_mask() const;
+  // Substitutes bound dynamic dims.
+  View bind(const Bindings& bindings) const;
+
+  bool operator==(const View& other) const { return layers_ == other.layers_; }
+  bool operator!=(const View& other) const { return !(*this == other); }
+  std::string to_string() const;
+
+ private:
+  explicit View(std::vector<ViewLayer> layers) : layers_(std::move(layers)) {}
+  ViewLayer& top() { return layers_.back(); }
+
+  std::vector<ViewLayer> layers_;
+};
+
+// Row-major strides of `shape`, simplified.
+std::vector<Expr> contiguous_strides(const Shape& shape);
+// Product of the dims, simplified.
+Expr shape_numel(const Shape& shape);
+// The canonical loop index variable for dim `d` of `shape`: "i<d>" over [0, shape[d]).
+Expr loop_index(const Shape& shape, size_t d);
+std::vector<Expr> loop_indices(const Shape& shape);
+
+}  // namespace lumen

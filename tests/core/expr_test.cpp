@@ -1,0 +1,92 @@
+// Tests for lumen/core/expr.h, expr_eval.h and simplify.h on hand-picked cases.
+#include <gtest/gtest.h>
+
+#include "lumen/core/error.h"
+#include "lumen/core/expr.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen {
+namespace {
+
+TEST(Expr, HashConsingMakesEqualStructuresIdentical) {
+  Expr x = Expr::var("x", 0, 10);
+  Expr a = x * 4 + 3;
+  Expr b = x * 4 + 3;
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_NE((x * 4 + 2).get(), a.get());
+  // Same name, different bounds: different variables.
+  EXPECT_NE(Expr::var("x", 0, 11), x);
+}
+
+TEST(Expr, FloorSemantics) {
+  EXPECT_EQ(evaluate(Expr(-7) / Expr(2), {}), -4);
+  EXPECT_EQ(evaluate(Expr(-7) % Expr(2), {}), 1);
+  EXPECT_EQ(evaluate(Expr(7) % Expr(-2), {}), -1);
+  EXPECT_EQ(evaluate(Expr(7) / Expr(-2), {}), -4);
+  Expr x = Expr::var("x", -100, 100);
+  EXPECT_EQ(evaluate(x / 3, {{"x", -1}}), -1);
+  EXPECT_EQ(evaluate(x % 3, {{"x", -1}}), 2);
+}
+
+TEST(Expr, EvaluationErrors) {
+  Expr x = Expr::var("x", -100, 100);
+  EXPECT_THROW(evaluate(x / 3, {}), Error);                                   // unbound
+  EXPECT_THROW(evaluate(Expr(5) / x, {{"x", 0}}), Error);                     // division by zero
+  EXPECT_THROW(evaluate(x * Expr(int64_t{1} << 62) * 4, {{"x", 7}}), Error);  // overflow
+  EXPECT_THROW(Expr(3) / Expr(0), Error);
+}
+
+TEST(Expr, BoundsAreComputedWhenBuilt) {
+  Expr i = Expr::var("i", 0, 9);
+  Expr e = i * 4 + 3;
+  EXPECT_EQ(e.lo(), 3);
+  EXPECT_EQ(e.hi(), 39);
+  EXPECT_EQ((i % 4).hi(), 3);
+  EXPECT_EQ((i / 4).hi(), 2);
+  EXPECT_EQ(lt(i, Expr(10)).lo(), 1);
+}
+
+TEST(Expr, PrintsReadably) {
+  Expr i = Expr::var("i", 0, 9), j = Expr::var("j", 0, 9);
+  EXPECT_EQ(to_string(simplify(i * 4 + j - 3)), "i*4 + j - 3");
+  EXPECT_EQ(to_string(select(lt(i, j), i, j / 2)), "i < j ? i : j/2");
+  EXPECT_EQ(to_string(min(i, j) % 3), "min(i, j)%3");
+}
+
+TEST(Simplify, CanonicalSums) {
+  Expr x = Expr::var("x", 0, 100), y = Expr::var("y", 0, 100);
+  EXPECT_EQ(simplify(x + y - x), y);
+  EXPECT_EQ(simplify((x + 1) * 3 - x * 3), Expr(3));
+  EXPECT_EQ(simplify(x + y), simplify(y + x));
+  EXPECT_EQ(simplify((x / 4) * 4 + x % 4), x);
+}
+
+TEST(Simplify, DivModWithBounds) {
+  Expr i = Expr::var("i", 0, 7), j = Expr::var("j", 0, 3);
+  EXPECT_EQ(simplify((i * 4 + j) / 4), i);
+  EXPECT_EQ(simplify((i * 4 + j) % 4), j);
+  EXPECT_EQ(simplify((i * 8 + j * 2) / 2), simplify(i * 4 + j));
+  EXPECT_EQ(simplify((i / 2) / 4), simplify(i / 8));
+  EXPECT_EQ(simplify(lt(i, Expr(8))), Expr(1));
+  EXPECT_EQ(simplify(min(i, Expr(20))), i);
+}
+
+TEST(Simplify, SymbolicDivisorUsesExtent) {
+  Expr seq = Expr::symbol("seq");
+  Expr i = Expr::index("i", Expr(4)), j = Expr::index("j", seq);
+  Expr flat = i * seq + j;
+  EXPECT_EQ(simplify(flat / seq), i);
+  EXPECT_EQ(simplify(flat % seq), j);
+}
+
+TEST(Simplify, ProveIsConservative) {
+  Expr x = Expr::var("x", 0, 10);
+  EXPECT_TRUE(prove(lt(x, Expr(11))));
+  EXPECT_FALSE(prove(lt(x, Expr(10))));
+  EXPECT_TRUE(prove(lt(x, x + 1)));
+  EXPECT_FALSE(prove(lt(x + 1, x)));
+}
+
+}  // namespace
+}  // namespace lumen
