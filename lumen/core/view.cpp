@@ -149,7 +149,7 @@ View View::contiguous(const Shape& shape) {
   ViewLayer layer;
   layer.shape = shape;
   layer.strides = contiguous_strides(shape);
-  return View({layer});
+  return View(shape, {layer});
 }
 
 View View::permute(const std::vector<int>& order) const {
@@ -336,6 +336,7 @@ bool View::has_mask() const {
 View View::bind(const Bindings& bindings) const {
   View v = *this;
   auto sub = [&](Expr& e) { e = simplify(substitute(e, bindings)); };
+  for (Expr& e : v.base_) sub(e);
   for (ViewLayer& layer : v.layers_) {
     for (Expr& e : layer.shape) sub(e);
     for (Expr& e : layer.strides) sub(e);

@@ -37,6 +37,8 @@ class View {
   static View contiguous(const Shape& shape);
 
   const Shape& shape() const { return layers_.back().shape; }
+  // The shape of the contiguous buffer this view reads (what contiguous() got).
+  const Shape& base_shape() const { return base_; }
   size_t rank() const { return shape().size(); }
   const std::vector<ViewLayer>& layers() const { return layers_; }
 
@@ -65,14 +67,15 @@ class View {
   // Substitutes bound dynamic dims.
   View bind(const Bindings& bindings) const;
 
-  bool operator==(const View& other) const { return layers_ == other.layers_; }
+  bool operator==(const View& other) const { return base_ == other.base_ && layers_ == other.layers_; }
   bool operator!=(const View& other) const { return !(*this == other); }
   std::string to_string() const;
 
  private:
-  explicit View(std::vector<ViewLayer> layers) : layers_(std::move(layers)) {}
+  View(Shape base, std::vector<ViewLayer> layers) : base_(std::move(base)), layers_(std::move(layers)) {}
   ViewLayer& top() { return layers_.back(); }
 
+  Shape base_;
   std::vector<ViewLayer> layers_;
 };
 

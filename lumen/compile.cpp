@@ -1,0 +1,40 @@
+#include "lumen/compile.h"
+
+#include "lumen/core/error.h"
+#include "lumen/runtime/interp_executor.h"
+
+namespace lumen {
+
+const char* backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::Interp: return "interp";
+  }
+  return "?";
+}
+
+Program compile(const Graph& graph, const std::vector<Tensor>& outputs, const CompileOptions& options) {
+  std::vector<NamedOutput> named;
+  if (outputs.empty()) {
+    named = graph.outputs();
+  } else {
+    for (const Tensor& t : outputs) {
+      if (t.graph() != &graph) fail("compile: an output tensor belongs to a different graph");
+      std::string name = "out" + std::to_string(named.size());
+      for (const NamedOutput& o : graph.outputs()) {
+        if (o.edge == t.edge()) name = o.name;
+      }
+      named.push_back({name, t.edge()});
+    }
+  }
+  if (named.empty()) fail("compile: the graph has no outputs; pass output tensors or call mark_output()");
+  auto copy = std::make_shared<const Graph>(graph);
+  std::vector<Edge> edges;
+  for (const NamedOutput& o : named) edges.push_back(o.edge);
+  switch (options.backend) {
+    case Backend::Interp:
+      return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
+  }
+  fail("compile: unknown backend");
+}
+
+}  // namespace lumen

@@ -1,0 +1,26 @@
+// compile(graph, options) -> Program: the one entry that wires the layers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lumen/core/graph.h"
+#include "lumen/core/tensor.h"
+#include "lumen/runtime/program.h"
+
+namespace lumen {
+
+enum class Backend { Interp };
+
+struct CompileOptions {
+  Backend backend = Backend::Interp;
+};
+
+// Compiles the graph's marked outputs, or `outputs` when given (named out0,
+// out1, ... unless they are also marked outputs). The graph is copied: later
+// changes to it do not affect the Program.
+Program compile(const Graph& graph, const std::vector<Tensor>& outputs = {}, const CompileOptions& options = {});
+
+const char* backend_name(Backend backend);
+
+}  // namespace lumen

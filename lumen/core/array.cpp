@@ -1,0 +1,139 @@
+#include "lumen/core/array.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "lumen/core/error.h"
+
+namespace lumen {
+
+namespace {
+
+int64_t checked_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail("array: shape ", shape_string(shape), " has a negative dim");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) fail("array: shape ", shape_string(shape), " is too large");
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+Array::Array(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  size_t bytes = static_cast<size_t>(checked_numel(shape_)) * dtype_size(dtype_);
+  std::shared_ptr<unsigned char[]> storage(new unsigned char[bytes > 0 ? bytes : 1]());
+  data_ = storage.get();
+  owner_ = std::move(storage);
+}
+
+Array Array::from_floats(const std::vector<float>& data, std::vector<int64_t> shape) {
+  Array a(DType::F32, std::move(shape));
+  if (static_cast<int64_t>(data.size()) != a.numel()) {
+    fail("array: ", data.size(), " values given for shape ", shape_string(a.shape()), " (", a.numel(), " elements)");
+  }
+  if (!data.empty()) std::memcpy(a.data(), data.data(), data.size() * sizeof(float));
+  return a;
+}
+
+Array Array::from_ints(const std::vector<int32_t>& data, std::vector<int64_t> shape) {
+  Array a(DType::I32, std::move(shape));
+  if (static_cast<int64_t>(data.size()) != a.numel()) {
+    fail("array: ", data.size(), " values given for shape ", shape_string(a.shape()), " (", a.numel(), " elements)");
+  }
+  if (!data.empty()) std::memcpy(a.data(), data.data(), data.size() * sizeof(int32_t));
+  return a;
+}
+
+Array Array::borrow(void* data, DType dtype, std::vector<int64_t> shape, std::shared_ptr<void> owner) {
+  Array a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  checked_numel(a.shape_);
+  a.data_ = data;
+  a.owner_ = std::move(owner);
+  return a;
+}
+
+int64_t Array::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+double Array::get(int64_t flat) const {
+  auto i = static_cast<size_t>(flat);
+  switch (dtype_) {
+    case DType::F32: return static_cast<const float*>(data_)[i];
+    case DType::F16: return half_to_float(static_cast<const uint16_t*>(data_)[i]);
+    case DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(data_)[i]);
+    case DType::I32: return static_cast<const int32_t*>(data_)[i];
+    case DType::Bool: return static_cast<const uint8_t*>(data_)[i] != 0 ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Array::set(int64_t flat, double value) {
+  auto i = static_cast<size_t>(flat);
+  switch (dtype_) {
+    case DType::F32: static_cast<float*>(data_)[i] = static_cast<float>(value); return;
+    case DType::F16: static_cast<uint16_t*>(data_)[i] = float_to_half(static_cast<float>(value)); return;
+    case DType::BF16: static_cast<uint16_t*>(data_)[i] = float_to_bf16(static_cast<float>(value)); return;
+    case DType::I32: {
+      double t = std::isnan(value) ? 0.0 : std::trunc(value);
+      t = std::fmin(std::fmax(t, -2147483648.0), 2147483647.0);
+      static_cast<int32_t*>(data_)[i] = static_cast<int32_t>(t);
+      return;
+    }
+    case DType::Bool: static_cast<uint8_t*>(data_)[i] = value != 0.0 ? 1 : 0; return;
+  }
+}
+
+std::vector<float> Array::to_floats() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = static_cast<float>(get(i));
+  return out;
+}
+
+Array Array::clone() const {
+  Array copy(dtype_, shape_);
+  if (nbytes() > 0) std::memcpy(copy.data(), data_, nbytes());
+  return copy;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+std::ostream& operator<<(std::ostream& out, const Array& a) {
+  const auto& shape = a.shape();
+  if (shape.empty()) return out << a.get(0);
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t n = a.numel();
+  if (n == 0) return out << "[]";
+  for (int64_t f = 0; f < n; ++f) {
+    size_t opened = 0;  // brackets that open at this element
+    for (size_t d = shape.size(); d-- > 0 && idx[d] == 0;) ++opened;
+    for (size_t k = 0; k < opened; ++k) out << '[';
+    out << a.get(f);
+    size_t d = shape.size();
+    size_t closed = 0;
+    while (d-- > 0) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+      ++closed;
+    }
+    for (size_t k = 0; k < closed; ++k) out << ']';
+    if (f + 1 < n) out << ", ";
+  }
+  return out;
+}
+
+}  // namespace lumen

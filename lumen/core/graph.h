@@ -1,0 +1,98 @@
+// Graph — a static program of primitive ops. Nodes are appended in
+// topological order (a node's inputs always have smaller ids) and never
+// change. Each input edge carries the View through which the consumer reads
+// the producer's output, so movement costs nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lumen/core/dtype.h"
+#include "lumen/core/expr.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/op.h"
+#include "lumen/core/view.h"
+
+namespace lumen {
+
+class Tensor;
+using NodeId = int32_t;
+
+// How a consumer reads a producer: the view maps the producer's contiguous
+// output (shape = producer's shape) to the operand's logical shape.
+struct Edge {
+  NodeId node = -1;
+  View view;
+  bool operator==(const Edge& other) const { return node == other.node && view == other.view; }
+};
+
+struct Node {
+  Op op = Op::Constant;
+  DType dtype = DType::F32;
+  Shape shape;               // the output's shape; outputs are contiguous
+  std::vector<Edge> inputs;  // operands, already in their logical shapes
+  std::string name;          // Input: the name users set it by
+  double number = 0;         // Constant: the value, when `pattern` is undefined
+  Expr pattern;              // Constant: an integer Expr of i0, i1, ... (per-dim element index)
+  int axis = -1;             // SumReduce / MaxReduce / Gather
+};
+
+struct NamedOutput {
+  std::string name;
+  Edge edge;
+};
+
+// A condition on dynamic dims that must hold when they are bound.
+struct DimConstraint {
+  Expr condition;
+  std::string message;
+};
+
+class Graph {
+ public:
+  // Sources.
+  Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);
+  Tensor constant(double value, DType dtype = DType::F32);  // rank 0; expand/reshape to broadcast
+  Tensor iota(const Expr& pattern, const Shape& shape, DType dtype = DType::I32);
+  // A dynamic dim: a symbol bound at run time (from input shapes or explicitly).
+  Expr dim(const std::string& name);
+
+  // Appends a validated node; returns its id. Prefer the Tensor methods.
+  NodeId add(Node node);
+  const Node& node(NodeId id) const;
+  size_t size() const { return nodes_.size(); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  Tensor tensor(NodeId id);  // the node's output as a Tensor
+
+  void mark_output(const Tensor& t, const std::string& name = "");
+  const std::vector<NamedOutput>& outputs() const { return outputs_; }
+  std::vector<NodeId> input_ids() const;
+  NodeId find_input(const std::string& name) const;  // -1 if absent
+  std::vector<std::string> dim_names() const;         // dynamic dims, in first-use order
+
+  // Records a condition on dynamic dims: fails now if provably false, is
+  // dropped if provably true, else checked by check_dims() at run time.
+  void require(const Expr& condition, const std::string& message);
+  const std::vector<DimConstraint>& constraints() const { return constraints_; }
+
+  // Completes `bindings` from the shapes of the given inputs and checks
+  // every dim is bound, non-negative and satisfies the constraints.
+  void bind_dims(const std::vector<std::pair<std::string, std::vector<int64_t>>>& input_shapes,
+                 Bindings& bindings) const;
+  void check_dims(const Bindings& bindings) const;
+
+  // Graphviz. display() writes DOT and, when `dot` is installed, renders by
+  // the file's extension (.svg, .png, .pdf); returns the written path.
+  std::string to_dot() const;
+  std::string display(const std::string& path) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<NamedOutput> outputs_;
+  std::vector<DimConstraint> constraints_;
+  std::vector<std::string> dim_names_;
+};
+
+}  // namespace lumen

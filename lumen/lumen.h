@@ -1,0 +1,12 @@
+// lumen — the public C++ API in one include.
+#pragma once
+
+#include "lumen/compile.h"
+#include "lumen/core/array.h"
+#include "lumen/core/dtype.h"
+#include "lumen/core/error.h"
+#include "lumen/core/expr.h"
+#include "lumen/core/graph.h"
+#include "lumen/core/tensor.h"
+#include "lumen/core/typed.h"
+#include "lumen/runtime/program.h"

@@ -1,0 +1,21 @@
+// Executor — what a backend gives the runtime: run the compiled graph on a
+// set of inputs and dim bindings, producing the outputs in order.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lumen/core/array.h"
+#include "lumen/core/expr_eval.h"
+
+namespace lumen {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) = 0;
+  virtual const char* backend_name() const = 0;
+};
+
+}  // namespace lumen

@@ -1,0 +1,107 @@
+#include "lumen/runtime/program.h"
+
+#include <algorithm>
+
+#include "lumen/core/error.h"
+
+namespace lumen {
+
+Program::Program(std::shared_ptr<const Graph> graph, std::vector<NamedOutput> outputs,
+                 std::unique_ptr<Executor> executor)
+    : graph_(std::move(graph)), outputs_(std::move(outputs)), executor_(std::move(executor)) {}
+
+const Node& Program::input_node(const std::string& input) const {
+  NodeId id = graph_->find_input(input);
+  if (id < 0) {
+    std::string known;
+    for (NodeId i : graph_->input_ids()) known += (known.empty() ? "'" : ", '") + graph_->node(i).name + "'";
+    fail("set: the program has no input named '", input, "' (inputs: ", known.empty() ? "none" : known, ")");
+  }
+  return graph_->node(id);
+}
+
+void Program::set(const std::string& input, Array data) {
+  const Node& n = input_node(input);
+  if (data.dtype() != n.dtype) {
+    fail("set: input '", input, "' is declared ", dtype_name(n.dtype), " ", to_string(n.shape), " but the data is ",
+         dtype_name(data.dtype()), " ", shape_string(data.shape()));
+  }
+  if (data.shape().size() != n.shape.size()) {
+    fail("set: input '", input, "' expects shape ", to_string(n.shape), ", got ", shape_string(data.shape()));
+  }
+  for (size_t d = 0; d < n.shape.size(); ++d) {
+    if (n.shape[d].is_const() && n.shape[d].value() != data.shape()[d]) {
+      fail("set: input '", input, "' expects shape ", to_string(n.shape), ", got ", shape_string(data.shape()));
+    }
+  }
+  inputs_[input] = std::move(data);
+}
+
+std::vector<int64_t> Program::declared_shape(const std::string& input) const {
+  const Node& n = input_node(input);
+  std::vector<int64_t> dims;
+  for (const Expr& d : n.shape) {
+    try {
+      dims.push_back(evaluate(d, bindings_));
+    } catch (const Error&) {
+      fail("set: input '", input, "' has dynamic shape ", to_string(n.shape),
+           "; pass an Array with a concrete shape or bind its dims first");
+    }
+  }
+  return dims;
+}
+
+void Program::set(const std::string& input, const std::vector<float>& values) {
+  std::vector<int64_t> shape = declared_shape(input);
+  Array a(input_node(input).dtype, shape);
+  if (static_cast<int64_t>(values.size()) != a.numel()) {
+    fail("set: input '", input, "' has shape ", shape_string(shape), " (", a.numel(), " elements), got ", values.size(),
+         " values");
+  }
+  for (size_t i = 0; i < values.size(); ++i) a.set(static_cast<int64_t>(i), values[i]);
+  inputs_[input] = std::move(a);
+}
+
+void Program::set(const std::string& input, const std::vector<int32_t>& values) {
+  std::vector<int64_t> shape = declared_shape(input);
+  Array a(input_node(input).dtype, shape);
+  if (static_cast<int64_t>(values.size()) != a.numel()) {
+    fail("set: input '", input, "' has shape ", shape_string(shape), " (", a.numel(), " elements), got ", values.size(),
+         " values");
+  }
+  for (size_t i = 0; i < values.size(); ++i) a.set(static_cast<int64_t>(i), values[i]);
+  inputs_[input] = std::move(a);
+}
+
+void Program::bind(const std::string& dim, int64_t value) {
+  auto names = graph_->dim_names();
+  if (std::find(names.begin(), names.end(), dim) == names.end()) fail("bind: the program has no dynamic dim '", dim, "'");
+  if (value < 0) fail("bind: dynamic dim '", dim, "' = ", value, " is negative; dims must be >= 0");
+  bindings_[dim] = value;
+}
+
+void Program::run() { results_ = executor_->execute(inputs_, bindings_); }
+
+const Array& Program::get(const std::string& output) const {
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    if (outputs_[k].name != output) continue;
+    if (k >= results_.size()) fail("get: output '", output, "' is not available; call run() first");
+    return results_[k];
+  }
+  fail("get: the program has no output named '", output, "'");
+}
+
+const Array& Program::get(const Tensor& output) const {
+  for (const NamedOutput& o : outputs_) {
+    if (o.edge == output.edge()) return get(o.name);
+  }
+  fail("get: that tensor is not an output of the program; pass it to compile() or mark_output() it");
+}
+
+std::vector<std::string> Program::output_names() const {
+  std::vector<std::string> names;
+  for (const NamedOutput& o : outputs_) names.push_back(o.name);
+  return names;
+}
+
+}  // namespace lumen

@@ -1,0 +1,51 @@
+// Program — a compiled graph, ready to run many times: set inputs by name,
+// bind dynamic dims (or let input shapes bind them), run, read outputs.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/core/array.h"
+#include "lumen/core/graph.h"
+#include "lumen/core/tensor.h"
+#include "lumen/runtime/executor.h"
+
+namespace lumen {
+
+class Program {
+ public:
+  Program(std::shared_ptr<const Graph> graph, std::vector<NamedOutput> outputs, std::unique_ptr<Executor> executor);
+
+  // Sets an input. The Array's shape binds the input's dynamic dims.
+  void set(const std::string& input, Array data);
+  // Sets an f32/i32 input from values; the declared shape must be concrete
+  // (or its dims already bound).
+  void set(const std::string& input, const std::vector<float>& values);
+  void set(const std::string& input, const std::vector<int32_t>& values);
+  void set(const std::string& input, std::initializer_list<float> values) { set(input, std::vector<float>(values)); }
+  void bind(const std::string& dim, int64_t value);
+
+  void run();
+
+  const Array& get(const std::string& output) const;
+  const Array& get(const Tensor& output) const;
+  std::vector<std::string> output_names() const;
+  const Graph& graph() const { return *graph_; }
+  const char* backend_name() const { return executor_->backend_name(); }
+
+ private:
+  std::vector<int64_t> declared_shape(const std::string& input) const;
+  const Node& input_node(const std::string& input) const;
+
+  std::shared_ptr<const Graph> graph_;
+  std::vector<NamedOutput> outputs_;
+  std::unique_ptr<Executor> executor_;
+  std::map<std::string, Array> inputs_;
+  Bindings bindings_;
+  std::vector<Array> results_;
+};
+
+}  // namespace lumen
