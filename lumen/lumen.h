@@ -9,4 +9,5 @@
 #include "lumen/core/graph.h"
 #include "lumen/core/tensor.h"
 #include "lumen/core/typed.h"
+#include "lumen/ops/ops.h"
 #include "lumen/runtime/program.h"

@@ -217,6 +217,10 @@ Tensor Tensor::flip(int ax) const { return with_view(view_.flip(axis(ax, "flip")
 
 Tensor Tensor::pad(const std::vector<std::pair<Expr, Expr>>& padding) const { return with_view(view_.pad(padding)); }
 
+Tensor Tensor::unfold(int ax, int64_t size, int64_t step, int64_t dilation) const {
+  return with_view(view_.unfold(axis(ax, "unfold"), size, step, dilation));
+}
+
 Tensor Tensor::unsqueeze(int ax) const {
   int r = static_cast<int>(rank());
   int a = ax < 0 ? ax + r + 1 : ax;

@@ -55,6 +55,7 @@ class Tensor {
   Tensor slice(int axis, Expr begin, Expr end, int64_t step = 1) const;
   Tensor flip(int axis) const;
   Tensor pad(const std::vector<std::pair<Expr, Expr>>& padding) const;
+  Tensor unfold(int axis, int64_t size, int64_t step, int64_t dilation = 1) const;
   Tensor unsqueeze(int axis) const;
   Tensor squeeze(int axis) const;
 

@@ -293,6 +293,40 @@ View View::pad(const std::vector<std::pair<Expr, Expr>>& padding) const {
   return v;
 }
 
+View View::unfold(int dim, int64_t size, int64_t step, int64_t dilation) const {
+  check_dim("unfold", dim, rank(), shape());
+  auto d = static_cast<size_t>(dim);
+  if (size < 1 || step < 1 || dilation < 1) {
+    fail("unfold: size, step and dilation must be >= 1, got ", size, ", ", step, ", ", dilation);
+  }
+  Expr span = Expr((size - 1) * dilation + 1);
+  if (disproved(le(span, shape()[d]))) {
+    fail("unfold: a window spans ", span, " elements but dim ", dim, " of shape ", lumen::to_string(shape()),
+         " has only ", shape()[d]);
+  }
+  View v = *this;
+  const ViewLayer& current = v.layers_.back();
+  bool masked = !current.mask.empty() && !mask_is_full(current.mask[d], current.shape[d]);
+  if (masked) {  // validity would depend on w*step + k*dilation: index the padded array through a new layer
+    ViewLayer fresh;
+    fresh.shape = current.shape;
+    fresh.strides = contiguous_strides(current.shape);
+    v.layers_.push_back(fresh);
+  }
+  ViewLayer& layer = v.top();
+  Expr stride = layer.strides[d];
+  Expr windows = simplify((layer.shape[d] - span) / step + 1);
+  layer.shape[d] = windows;
+  layer.strides[d] = simplify(stride * step);
+  layer.shape.insert(layer.shape.begin() + dim + 1, Expr(size));
+  layer.strides.insert(layer.strides.begin() + dim + 1, simplify(stride * dilation));
+  if (!layer.mask.empty()) {
+    layer.mask[d] = {Expr(0), windows};
+    layer.mask.insert(layer.mask.begin() + dim + 1, {Expr(0), Expr(size)});
+  }
+  return v;
+}
+
 View::Index View::index(const std::vector<Expr>& idx) const {
   if (idx.size() != rank()) fail("view: ", idx.size(), " indices given for shape ", lumen::to_string(shape()));
   std::vector<Expr> current = idx;

@@ -52,6 +52,9 @@ class View {
   View flip(int dim) const;
   // Adds `before` and `after` invalid (zero-reading) positions to each dim.
   View pad(const std::vector<std::pair<Expr, Expr>>& padding) const;
+  // Sliding windows (torch.Tensor.unfold with dilation): dim d of extent n
+  // becomes two dims [windows, size], window w reading w*step + k*dilation.
+  View unfold(int dim, int64_t size, int64_t step, int64_t dilation = 1) const;
 
   struct Index {
     Expr index;  // flat position in the source buffer

@@ -103,7 +103,7 @@ struct ChainFuzzer {
     size_t rank = table.shape.size();
     int dim = uniform(0, static_cast<int>(rank) - 1);
     auto d = static_cast<size_t>(dim);
-    switch (uniform(0, 5)) {
+    switch (uniform(0, 6)) {
       case 0: {  // permute
         std::vector<int> order(rank);
         std::iota(order.begin(), order.end(), 0);
@@ -168,6 +168,24 @@ struct ChainFuzzer {
         });
         view = view.flip(dim);
         return "flip";
+      }
+      case 5: {  // unfold into windows
+        if (rank >= 5) return "skip";
+        int64_t n = table.shape[d];
+        int64_t dilation = uniform(1, 2), size = uniform(1, 3), stride = uniform(1, 2);
+        if ((size - 1) * dilation + 1 > n) return "skip";
+        int64_t windows = (n - (size - 1) * dilation - 1) / stride + 1;
+        std::vector<int64_t> shape = table.shape;
+        shape[d] = windows;
+        shape.insert(shape.begin() + dim + 1, size);
+        table = table.remap(shape, [&](const std::vector<int64_t>& idx, std::vector<int64_t>& src) {
+          src = idx;
+          src[d] = idx[d] * stride + idx[d + 1] * dilation;
+          src.erase(src.begin() + dim + 1);
+          return true;
+        });
+        view = view.unfold(dim, size, stride, dilation);
+        return "unfold";
       }
       default: {  // pad
         int64_t before = uniform(0, 2), after = uniform(0, 2);

@@ -1,0 +1,261 @@
+#include "lumen/ops/conv.h"
+
+#include <cmath>
+
+#include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
+#include "lumen/ops/elementwise.h"
+#include "lumen/ops/linalg.h"
+#include "lumen/ops/math.h"
+#include "lumen/ops/movement.h"
+
+namespace lumen::ops {
+
+namespace {
+
+int64_t static_size(const Tensor& x, size_t d, const char* op) {
+  const Expr& e = x.shape()[d];
+  if (!e.is_const()) fail(op, ": needs static spatial sizes, got shape ", to_string(x.shape()));
+  return e.value();
+}
+
+void check_rank(const Tensor& x, size_t rank, const char* op, const char* layout) {
+  if (x.rank() != rank) fail(op, ": expects ", layout, ", got shape ", to_string(x.shape()));
+}
+
+// Output length of a sliding window, with PyTorch's ceil_mode rule.
+int64_t window_count(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,
+                     const char* op) {
+  int64_t span = dilation * (kernel - 1) + 1;
+  int64_t room = in + 2 * pad - span;
+  if (room < 0) {
+    fail(op, ": input size ", in, " (padded to ", in + 2 * pad, ") is smaller than the kernel span ", span);
+  }
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;  // the last window must start inside the input
+  return out;
+}
+
+// [N, C, H, W] padded (pad value `fill`) and cut into windows: [N, C, OH, KH, OW, KW].
+Tensor windows(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode, double fill,
+               const char* op, Pair* out_size) {
+  int64_t h = static_size(x, 2, op), w = static_size(x, 3, op);
+  int64_t oh = window_count(h, kernel[0], stride[0], padding[0], dilation[0], ceil_mode, op);
+  int64_t ow = window_count(w, kernel[1], stride[1], padding[1], dilation[1], ceil_mode, op);
+  *out_size = {oh, ow};
+  // Extra padding after the end so the last ceil-mode window is complete.
+  int64_t extra_h = std::max<int64_t>((oh - 1) * stride[0] + dilation[0] * (kernel[0] - 1) + 1 - (h + 2 * padding[0]), 0);
+  int64_t extra_w = std::max<int64_t>((ow - 1) * stride[1] + dilation[1] * (kernel[1] - 1) + 1 - (w + 2 * padding[1]), 0);
+  std::vector<std::pair<Expr, Expr>> pads = {{Expr(0), Expr(0)},
+                                              {Expr(0), Expr(0)},
+                                              {Expr(padding[0]), Expr(padding[0] + extra_h)},
+                                              {Expr(padding[1]), Expr(padding[1] + extra_w)}};
+  Tensor padded = x.pad(pads);
+  if (fill != 0) {
+    Tensor inside = scalar_like(x, 1, DType::Bool).expand(x.shape()).pad(pads);
+    if (std::isinf(fill) && fill < 0) {
+      padded = padded + neg_inf_where(logical_not(inside), x.dtype());  // exact: x + 0 inside, 0 - inf outside
+    } else {
+      padded = where(inside, padded, scalar_like(x, fill, x.dtype()));
+    }
+  }
+  return padded.unfold(2, kernel[0], stride[0], dilation[0]).unfold(4, kernel[1], stride[1], dilation[1]);
+}
+
+Pair default_stride(Pair stride, Pair kernel) { return stride[0] == 0 && stride[1] == 0 ? kernel : stride; }
+
+// [out, in] averaging matrix of adaptive pooling along one axis.
+Tensor adaptive_matrix(Graph& g, int64_t in, int64_t out, DType dtype) {
+  Shape s{Expr(out), Expr(in)};
+  Expr i = loop_index(s, 0), h = loop_index(s, 1);
+  Expr start = (i * in) / out, end = ((i + 1) * in + out - 1) / out;
+  Tensor mask = g.iota(logical_and(ge(h, start), lt(h, end)), s, DType::Bool).cast(dtype);
+  Tensor count = g.iota(end - start, s, DType::I32).cast(dtype);
+  return mask / count;
+}
+
+// [out, in] linear-interpolation matrix along one axis (tent weights at the source coordinate).
+Tensor bilinear_matrix(Graph& g, int64_t in, int64_t out, double scale, bool align_corners, DType dtype) {
+  Shape s{Expr(out), Expr(1)};
+  Tensor i = g.iota(loop_index(s, 0), s, DType::I32).cast(DType::F32);
+  Tensor src;
+  if (align_corners) {
+    src = i * (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0);
+  } else {
+    src = (i + 0.5) * scale - 0.5;
+  }
+  src = clamp(src, 0.0, static_cast<double>(in - 1));
+  Shape t{Expr(1), Expr(in)};
+  Tensor h = g.iota(loop_index(t, 1), t, DType::I32).cast(DType::F32);
+  return relu(1.0 - abs(src - h)).cast(dtype);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride, Pair padding,
+              Pair dilation, int64_t groups) {
+  check_rank(x, 4, "conv2d", "input [N, C, H, W]");
+  check_rank(weight, 4, "conv2d", "weight [O, C/groups, KH, KW]");
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t cg = static_size(weight, 1, "conv2d"), kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  if (groups < 1 || c % groups != 0 || o % groups != 0 || c / groups != cg) {
+    fail("conv2d: input ", to_string(x.shape()), " with weight ", to_string(weight.shape()), " and groups=", groups,
+         ": need C divisible by groups and weight.shape[1] == C/groups");
+  }
+  if (stride[0] < 1 || stride[1] < 1 || dilation[0] < 1 || dilation[1] < 1 || padding[0] < 0 || padding[1] < 0) {
+    fail("conv2d: stride and dilation must be >= 1 and padding >= 0");
+  }
+  Pair out{};
+  Tensor win = windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
+  const Expr& n = x.shape()[0];
+  int64_t og = o / groups, k = cg * kh * kw;
+  // [N, G, OH, OW, Cg, KH, KW] -> [N, G, 1, OH, OW, K]
+  Tensor a = win.reshape({n, Expr(groups), Expr(cg), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)})
+                 .permute({0, 1, 3, 5, 2, 4, 6})
+                 .reshape({n, Expr(groups), Expr(1), Expr(out[0]), Expr(out[1]), Expr(k)});
+  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(og), Expr(1), Expr(1), Expr(k)});
+  auto [lhs, rhs] = promote(a, b);
+  Tensor y = lhs.mul(rhs).sum_reduce(-1).reshape({n, Expr(o), Expr(out[0]), Expr(out[1])});
+  if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
+  return y;
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups) {
+  check_rank(x, 3, "conv1d", "input [N, C, L]");
+  check_rank(weight, 3, "conv1d", "weight [O, C/groups, K]");
+  Tensor y = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, {1, stride}, {0, padding}, {1, dilation}, groups);
+  return y.squeeze(2);
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
+                        Pair padding, Pair output_padding, int64_t groups, Pair dilation) {
+  check_rank(x, 4, "conv_transpose2d", "input [N, C, H, W]");
+  check_rank(weight, 4, "conv_transpose2d", "weight [C, O/groups, KH, KW]");
+  int64_t c = static_size(x, 1, "conv_transpose2d"), og = static_size(weight, 1, "conv_transpose2d");
+  int64_t kh = static_size(weight, 2, "conv_transpose2d"), kw = static_size(weight, 3, "conv_transpose2d");
+  if (groups < 1 || c % groups != 0 || static_size(weight, 0, "conv_transpose2d") != c) {
+    fail("conv_transpose2d: input ", to_string(x.shape()), " with weight ", to_string(weight.shape()), " and groups=",
+         groups, ": weight.shape[0] must equal C and C must be divisible by groups");
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (output_padding[d] >= std::max(stride[d], dilation[d])) {
+      fail("conv_transpose2d: output_padding must be smaller than stride or dilation");
+    }
+  }
+  // Insert stride-1 zeros between input elements (views: reshape, pad, reshape, slice).
+  Tensor z = x;
+  for (int d = 0; d < 2; ++d) {
+    int axis = 2 + d;
+    int64_t len = static_size(z, static_cast<size_t>(axis), "conv_transpose2d");
+    if (stride[d] == 1) continue;
+    Shape split = z.shape();
+    split.insert(split.begin() + axis + 1, Expr(1));
+    std::vector<std::pair<Expr, Expr>> pads(split.size(), {Expr(0), Expr(0)});
+    pads[static_cast<size_t>(axis) + 1] = {Expr(0), Expr(stride[d] - 1)};
+    Shape merged = z.shape();
+    merged[static_cast<size_t>(axis)] = Expr(len * stride[d]);
+    z = z.reshape(split).pad(pads).reshape(merged).slice(axis, 0, (len - 1) * stride[d] + 1);
+  }
+  // Pad by dilation·(k-1) - padding (negative crops) plus output_padding at the end.
+  std::vector<int64_t> pads = {dilation[1] * (kw - 1) - padding[1], dilation[1] * (kw - 1) - padding[1] + output_padding[1],
+                               dilation[0] * (kh - 1) - padding[0], dilation[0] * (kh - 1) - padding[0] + output_padding[0]};
+  z = pad(z, pads);
+  // Weight [C, Og, KH, KW] -> [G·Og, Cg, KH, KW], flipped spatially.
+  int64_t cg = c / groups;
+  Tensor w = weight.reshape({Expr(groups), Expr(cg), Expr(og), Expr(kh), Expr(kw)})
+                 .permute({0, 2, 1, 3, 4})
+                 .reshape({Expr(groups * og), Expr(cg), Expr(kh), Expr(kw)})
+                 .flip(2)
+                 .flip(3);
+  return conv2d(z, w, bias, {1, 1}, {0, 0}, dilation, groups);
+}
+
+Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode) {
+  check_rank(x, 4, "max_pool2d", "input [N, C, H, W]");
+  if (!is_float(x.dtype())) fail("max_pool2d: needs a float tensor, got ", dtype_name(x.dtype()));
+  for (int d = 0; d < 2; ++d) {
+    if (padding[d] * 2 > kernel[d]) fail("max_pool2d: padding should be at most half the kernel size");
+  }
+  Pair out{};
+  Tensor win = windows(x, kernel, default_stride(stride, kernel), padding, dilation, ceil_mode,
+                       -std::numeric_limits<double>::infinity(), "max_pool2d", &out);
+  return win.max_reduce(5).max_reduce(3);
+}
+
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad) {
+  check_rank(x, 4, "avg_pool2d", "input [N, C, H, W]");
+  if (!is_float(x.dtype())) fail("avg_pool2d: needs a float tensor, got ", dtype_name(x.dtype()));
+  Pair s = default_stride(stride, kernel), out{};
+  Tensor sums = windows(x, kernel, s, padding, {1, 1}, ceil_mode, 0, "avg_pool2d", &out).sum_reduce(5).sum_reduce(3);
+  // Divisor per window, as PyTorch counts it: the window clipped to the padded
+  // input (count_include_pad) or to the input itself.
+  Graph& g = *x.graph();
+  Tensor count;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = static_size(x, 2 + static_cast<size_t>(d), "avg_pool2d");
+    Shape shape = d == 0 ? Shape{Expr(out[0]), Expr(1)} : Shape{Expr(1), Expr(out[1])};
+    Expr o = loop_index(shape, static_cast<size_t>(d));
+    Expr begin = o * s[d] - padding[d];
+    Expr end = min(begin + kernel[d], Expr(in + padding[d]));
+    Expr length = count_include_pad ? end - begin : min(end, Expr(in)) - max(begin, Expr(0));
+    Tensor part = g.iota(simplify(length), shape, DType::I32);
+    count = count.defined() ? count.mul(part) : part;
+  }
+  return sums / count.cast(x.dtype());
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size) {
+  check_rank(x, 4, "adaptive_avg_pool2d", "input [N, C, H, W]");
+  if (output_size[0] < 1 || output_size[1] < 1) fail("adaptive_avg_pool2d: output size must be positive");
+  int64_t h = static_size(x, 2, "adaptive_avg_pool2d"), w = static_size(x, 3, "adaptive_avg_pool2d");
+  Graph& g = *x.graph();
+  Tensor rows = adaptive_matrix(g, h, output_size[0], x.dtype());           // [OH, H]
+  Tensor cols = adaptive_matrix(g, w, output_size[1], x.dtype());           // [OW, W]
+  return matmul(matmul(rows, x), cols.transpose(0, 1));                     // [N, C, OH, OW]
+}
+
+Tensor interpolate(const Tensor& x, std::optional<Pair> size, std::optional<std::array<double, 2>> scale_factor,
+                   const std::string& mode, bool align_corners) {
+  check_rank(x, 4, "interpolate", "input [N, C, H, W]");
+  int64_t h = static_size(x, 2, "interpolate"), w = static_size(x, 3, "interpolate");
+  Pair out{};
+  std::array<double, 2> scale{};  // source step per output element
+  if (size) {
+    out = *size;
+    scale = {static_cast<double>(h) / static_cast<double>(out[0]), static_cast<double>(w) / static_cast<double>(out[1])};
+  } else if (scale_factor) {
+    out = {static_cast<int64_t>(std::floor(static_cast<double>(h) * (*scale_factor)[0])),
+           static_cast<int64_t>(std::floor(static_cast<double>(w) * (*scale_factor)[1]))};
+    scale = {1.0 / (*scale_factor)[0], 1.0 / (*scale_factor)[1]};
+  } else {
+    fail("interpolate: give either size or scale_factor");
+  }
+  if (out[0] < 1 || out[1] < 1) fail("interpolate: output size must be positive");
+  Graph& g = *x.graph();
+  if (mode == "nearest") {
+    Tensor r = x;
+    for (int d = 0; d < 2; ++d) {
+      Shape s{Expr(out[d])};
+      int64_t in = d == 0 ? h : w;
+      // floor(i · scale), clamped; exact in integers when the scale is in/out.
+      Expr src = size ? min((loop_index(s, 0) * in) / out[d], Expr(in - 1)) : Expr();
+      Tensor index;
+      if (src.defined()) {
+        index = g.iota(simplify(src), s, DType::I32);
+      } else {
+        Tensor i = g.iota(loop_index(s, 0), s, DType::I32).cast(DType::F32);
+        index = minimum(floor(i * scale[d]), g.constant(static_cast<double>(in - 1), DType::F32)).cast(DType::I32);
+      }
+      r = r.gather(index, 2 + d);
+    }
+    return r;
+  }
+  if (mode != "bilinear") fail("interpolate: unknown mode '", mode, "' (use nearest or bilinear)");
+  if (!is_float(x.dtype())) fail("interpolate: bilinear needs a float tensor");
+  Tensor rows = bilinear_matrix(g, h, out[0], scale[0], align_corners, x.dtype());
+  Tensor cols = bilinear_matrix(g, w, out[1], scale[1], align_corners, x.dtype());
+  return matmul(matmul(rows, x), cols.transpose(0, 1));
+}
+
+}  // namespace lumen::ops

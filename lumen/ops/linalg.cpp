@@ -1,0 +1,182 @@
+#include "lumen/ops/linalg.h"
+
+#include <algorithm>
+#include <map>
+
+#include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
+#include "lumen/ops/elementwise.h"
+
+namespace lumen::ops {
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  auto [x, y] = promote(a, b);
+  if (x.rank() == 0 || y.rank() == 0) fail("matmul: both operands need at least 1 dim, got ", to_string(a.shape()), " and ", to_string(b.shape()));
+  return x.matmul(y);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (a.rank() != 3 || b.rank() != 3) {
+    fail("bmm: expects 3-D operands [B, M, K] and [B, K, N], got ", to_string(a.shape()), " and ", to_string(b.shape()));
+  }
+  if (simplify(a.shape()[0]) != simplify(b.shape()[0])) {
+    fail("bmm: batch sizes differ: ", to_string(a.shape()), " and ", to_string(b.shape()));
+  }
+  return matmul(a, b);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias) {
+  if (weight.rank() != 2) fail("linear: weight must be 2-D [out, in], got ", to_string(weight.shape()));
+  Tensor y = matmul(x, weight.transpose(0, 1));
+  return bias ? add(y, *bias) : y;
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  if (a.rank() != 1 || b.rank() != 1) fail("outer: expects 1-D operands, got ", to_string(a.shape()), " and ", to_string(b.shape()));
+  return mul(a.unsqueeze(1), b.unsqueeze(0));
+}
+
+namespace {
+
+// Expands "..." into fresh labels (uppercase, which users may not write) for an operand of `rank`.
+std::string expand_ellipsis(const std::string& spec, size_t rank, size_t* ellipsis_rank, const std::string& equation) {
+  auto at = spec.find("...");
+  if (at == std::string::npos) return spec;
+  size_t explicit_labels = spec.size() - 3;
+  if (rank < explicit_labels) fail("einsum: operand of rank ", rank, " is too small for '", spec, "' in '", equation, "'");
+  size_t n = rank - explicit_labels;
+  *ellipsis_rank = std::max(*ellipsis_rank, n);
+  std::string labels;
+  for (size_t i = 0; i < n; ++i) labels += static_cast<char>('Z' - (n - 1 - i));
+  return spec.substr(0, at) + labels + spec.substr(at + 3);
+}
+
+// Takes the diagonal for labels repeated within one operand ("ii" -> "i").
+Tensor take_diagonals(Tensor t, std::string& labels) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    for (size_t j = i + 1; j < labels.size(); ++j) {
+      if (labels[i] != labels[j]) continue;
+      Expr n = t.shape()[i];
+      if (simplify(n) != simplify(t.shape()[j])) fail("einsum: repeated label '", labels[i], "' has different sizes");
+      if (!n.is_const()) fail("einsum: a repeated label needs a static size, got ", n);
+      // Move dims i and j last, flatten them and step by n + 1 along the diagonal.
+      std::vector<int> order;
+      std::string rest;
+      for (size_t d = 0; d < labels.size(); ++d) {
+        if (d == i || d == j) continue;
+        order.push_back(static_cast<int>(d));
+        rest += labels[d];
+      }
+      order.push_back(static_cast<int>(i));
+      order.push_back(static_cast<int>(j));
+      t = t.permute(order);
+      Shape s(t.shape().begin(), t.shape().end() - 2);
+      s.push_back(Expr(n.value() * n.value()));
+      int last = static_cast<int>(s.size()) - 1;
+      t = t.reshape(s).slice(last, 0, n.value() * n.value(), n.value() + 1);
+      labels = rest + labels[i];
+      return take_diagonals(t, labels);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  std::string eq;
+  for (char ch : equation) {
+    if (ch != ' ') eq += ch;
+  }
+  auto arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> specs;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    specs.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (specs.size() != operands.size()) {
+    fail("einsum: '", equation, "' names ", specs.size(), " operands but ", operands.size(), " were given");
+  }
+  size_t ellipsis_rank = 0;
+  std::vector<Tensor> ts = operands;
+  std::map<char, Expr> sizes;
+  std::map<char, int> counts;
+  std::string order;  // every label, in first-seen order
+  for (size_t k = 0; k < specs.size(); ++k) {
+    for (char ch : specs[k]) {
+      if (ch != '.' && !std::islower(static_cast<unsigned char>(ch))) {
+        fail("einsum: labels must be lowercase letters, got '", ch, "' in '", equation, "'");
+      }
+    }
+    specs[k] = expand_ellipsis(specs[k], ts[k].rank(), &ellipsis_rank, equation);
+    if (specs[k].size() != ts[k].rank()) {
+      fail("einsum: operand ", k, " has shape ", to_string(ts[k].shape()), " but '", specs[k], "' names ",
+           specs[k].size(), " dims");
+    }
+    ts[k] = take_diagonals(ts[k], specs[k]);
+    for (size_t d = 0; d < specs[k].size(); ++d) {
+      char ch = specs[k][d];
+      Expr n = ts[k].shape()[d];
+      auto it = sizes.find(ch);
+      if (it == sizes.end()) {
+        sizes[ch] = n;
+        order += ch;
+      } else if (simplify(it->second) != simplify(n) && !n.is_const(1)) {
+        if (it->second.is_const(1)) {
+          it->second = n;
+        } else {
+          fail("einsum: label '", ch, "' has size ", it->second, " in one operand and ", n, " in another");
+        }
+      }
+      counts[ch]++;
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+    auto at = out.find("...");
+    if (at != std::string::npos) {
+      std::string labels;
+      for (size_t i = 0; i < ellipsis_rank; ++i) labels += static_cast<char>('Z' - (ellipsis_rank - 1 - i));
+      out = out.substr(0, at) + labels + out.substr(at + 3);
+    }
+    for (char ch : out) {
+      if (!sizes.count(ch)) fail("einsum: output label '", ch, "' does not appear in the inputs of '", equation, "'");
+    }
+  } else {
+    for (size_t i = 0; i < ellipsis_rank; ++i) out += static_cast<char>('Z' - (ellipsis_rank - 1 - i));
+    std::string once;
+    for (const auto& [ch, n] : counts) {
+      if (n == 1 && std::islower(static_cast<unsigned char>(ch))) once += ch;
+    }
+    out += once;
+  }
+  // All labels: output labels first, then the summed ones.
+  std::string all = out;
+  for (char ch : order) {
+    if (all.find(ch) == std::string::npos) all += ch;
+  }
+  Tensor product;
+  for (size_t k = 0; k < ts.size(); ++k) {
+    std::vector<int> perm;
+    Shape target;
+    for (char ch : all) {
+      auto at = specs[k].find(ch);
+      if (at != std::string::npos) perm.push_back(static_cast<int>(at));
+    }
+    Tensor t = ts[k].permute(perm);
+    for (char ch : all) target.push_back(specs[k].find(ch) != std::string::npos ? ts[k].shape()[specs[k].find(ch)] : Expr(1));
+    t = t.reshape(target);
+    product = product.defined() ? mul(product, t) : t;
+  }
+  Shape full;
+  for (char ch : all) full.push_back(sizes[ch]);
+  product = product.expand(full);
+  for (size_t d = all.size(); d-- > out.size();) product = product.sum_reduce(static_cast<int>(d));
+  return product;
+}
+
+}  // namespace lumen::ops

@@ -1,0 +1,242 @@
+#include "lumen/ops/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
+#include "lumen/ops/elementwise.h"
+#include "lumen/ops/math.h"
+#include "lumen/ops/precision.h"
+
+namespace lumen::ops {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Tensor c(const Tensor& like, double v) { return scalar_like(like, v, like.dtype()); }
+
+// Reduces `axes` one at a time (highest first, so lower axis numbers stay valid).
+template <typename F>
+Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one) {
+  Tensor r = x;
+  for (auto it = axes.rbegin(); it != axes.rend(); ++it) r = reduce_one(r, *it);
+  if (keepdim) {
+    for (int a : axes) r = r.unsqueeze(a);
+  }
+  return r;
+}
+
+// A float tensor holding the value of a (possibly symbolic) count.
+Tensor count_tensor(const Tensor& like, const Expr& n, DType dtype) {
+  return like.graph()->iota(n, {}, DType::I32).cast(dtype);
+}
+
+// x padded along `axis` to `size` with `fill` (exactly: padding reads 0, fill is added only there).
+Tensor pad_with(const Tensor& x, int axis, int64_t extra, double fill) {
+  std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
+  padding[static_cast<size_t>(axis)] = {Expr(0), Expr(extra)};
+  Tensor padded = x.pad(padding);
+  if (fill == 0) return padded;
+  Tensor ones = c(x, 1).expand(x.shape()).pad(padding);  // 1 inside, 0 in the padding
+  return padded + (1.0 - ones) * fill;
+}
+
+// Pairwise tree product along a static axis: exact rounding per multiply.
+Tensor tree_product(const Tensor& x, int axis) {
+  int64_t n = x.shape()[static_cast<size_t>(axis)].value();
+  if (n == 0) return c(x, 1).expand(x.shape()).sum_reduce(axis) + 1.0;
+  Tensor r = x;
+  while (n > 1) {
+    int64_t half = (n + 1) / 2;
+    if (n % 2) r = pad_with(r, axis, 1, 1.0);
+    r = r.slice(axis, 0, half).mul(r.slice(axis, half, 2 * half));
+    n = half;
+  }
+  return r.squeeze(axis);
+}
+
+// Inclusive scan along a static axis by doubling (Hillis-Steele): log2(n) steps.
+Tensor scan(const Tensor& x, int axis, bool multiply) {
+  Expr extent = x.shape()[static_cast<size_t>(axis)];
+  Tensor r = x;
+  if (!extent.is_const()) {  // symbolic length: an explicit lower-triangular mask
+    if (multiply) fail("cumprod: needs a static length along axis ", axis, ", got ", extent);
+    Shape s{extent, extent};
+    Tensor mask = x.graph()->iota(ge(loop_index(s, 0), loop_index(s, 1)), s, DType::Bool).cast(x.dtype());
+    Tensor moved = x.transpose(axis, -1).unsqueeze(-2);  // [..., 1, n]
+    return (moved * mask).sum_reduce(-1).transpose(axis, -1);
+  }
+  int64_t n = extent.value();
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
+    padding[static_cast<size_t>(axis)] = {Expr(shift), Expr(0)};
+    Tensor shifted = r.slice(axis, 0, n - shift).pad(padding);
+    if (multiply) {
+      Tensor ones = c(r, 1).expand(r.slice(axis, 0, n - shift).shape()).pad(padding);
+      shifted = shifted + (1.0 - ones);  // the shifted-in positions multiply by 1
+      r = r.mul(shifted);
+    } else {
+      r = r.add(shifted);
+    }
+  }
+  return r;
+}
+
+Tensor arg_extreme(const Tensor& x, std::optional<int> axis, bool keepdim, bool largest) {
+  Tensor t = x;
+  int a;
+  if (!axis) {
+    t = x.reshape({shape_numel(x.shape())});
+    a = 0;
+    keepdim = false;
+  } else {
+    a = x.axis(*axis, largest ? "argmax" : "argmin");
+  }
+  Tensor v = t.dtype() == DType::Bool ? t.cast(DType::I32) : t;
+  if (!largest) v = is_float(v.dtype()) ? neg(v) : neg(v.cast(DType::F32));
+  Tensor m = v.max_reduce(a).unsqueeze(a);
+  Tensor hit = logical_or(eq(v, m), isnan(v));
+  Expr n = t.shape()[static_cast<size_t>(a)];
+  Shape s(t.rank(), Expr(1));
+  s[static_cast<size_t>(a)] = n;
+  Tensor iota = t.graph()->iota(n - loop_index(s, static_cast<size_t>(a)), s, DType::I32);  // n, n-1, ..., 1
+  Tensor first = hit.cast(DType::I32).mul(iota).max_reduce(a);  // largest weight = first hit
+  Tensor index = t.graph()->iota(n, {}, DType::I32).add(neg(first));
+  return keepdim ? index.unsqueeze(a) : index;
+}
+
+}  // namespace
+
+std::vector<int> normalize_axes(const Tensor& x, const Axes& axes, const char* op) {
+  std::vector<int> out;
+  if (axes.empty()) {
+    for (size_t d = 0; d < x.rank(); ++d) out.push_back(static_cast<int>(d));
+    return out;
+  }
+  for (int a : axes) {
+    int n = x.axis(a, op);
+    if (std::find(out.begin(), out.end(), n) != out.end()) fail(op, ": axis ", a, " is given twice");
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Expr axes_numel(const Tensor& x, const std::vector<int>& axes) {
+  Expr n = Expr(1);
+  for (int a : axes) n = n * x.shape()[static_cast<size_t>(a)];
+  return simplify(n);
+}
+
+Tensor sum(const Tensor& x, const Axes& axes, bool keepdim) {
+  Tensor t = x.dtype() == DType::Bool ? x.cast(DType::I32) : x;
+  return reduce_axes(t, normalize_axes(x, axes, "sum"), keepdim, [](const Tensor& r, int a) { return r.sum_reduce(a); });
+}
+
+Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
+  if (!is_float(x.dtype())) fail("mean: needs a float tensor, got ", dtype_name(x.dtype()), " (cast first)");
+  std::vector<int> ax = normalize_axes(x, axes, "mean");
+  return compute_in_f32(x, [&](const Tensor& f) { return sum(f, axes, keepdim) / count_tensor(f, axes_numel(f, ax), f.dtype()); });
+}
+
+Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
+  return reduce_axes(x, normalize_axes(x, axes, "amax"), keepdim, [](const Tensor& r, int a) { return r.max_reduce(a); });
+}
+
+Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {
+  if (x.dtype() == DType::Bool) return logical_not(amax(logical_not(x), axes, keepdim));
+  if (x.dtype() == DType::I32) {  // min = ~max(~x) with ~v = -v - 1; i32 wraps, so this is exact at INT32_MIN
+    Tensor complement = neg(x).add(c(x, -1));
+    return neg(amax(complement, axes, keepdim)).add(c(x, -1));
+  }
+  return neg(amax(neg(x), axes, keepdim));
+}
+
+Tensor prod(const Tensor& x, const Axes& axes, bool keepdim) {
+  Tensor t = x.dtype() == DType::Bool ? x.cast(DType::I32) : x;
+  return reduce_axes(t, normalize_axes(x, axes, "prod"), keepdim, [](const Tensor& r, int a) {
+    if (r.shape()[static_cast<size_t>(a)].is_const()) return tree_product(r, a);
+    if (!is_float(r.dtype())) fail("prod: integer products need a static length, got ", r.shape()[static_cast<size_t>(a)]);
+    // Symbolic length: magnitude through logs, sign by counting negatives.
+    Tensor negatives = lt(r, c(r, 0)).cast(DType::I32).sum_reduce(a);
+    Tensor odd = negatives.mod(scalar_like(negatives, 2, DType::I32)).cast(r.dtype());
+    return abs(r).log2().sum_reduce(a).exp2() * (1.0 - odd * 2.0);
+  });
+}
+
+Tensor var(const Tensor& x, const Axes& axes, double correction, bool keepdim) {
+  if (!is_float(x.dtype())) fail("var: needs a float tensor, got ", dtype_name(x.dtype()));
+  std::vector<int> ax = normalize_axes(x, axes, "var");
+  return compute_in_f32(x, [&](const Tensor& f) {
+    Tensor centred = f - mean(f, axes, true);
+    Tensor n = count_tensor(f, axes_numel(f, ax), f.dtype());
+    return sum(centred * centred, axes, keepdim) / (n - correction);
+  });
+}
+
+Tensor std(const Tensor& x, const Axes& axes, double correction, bool keepdim) {
+  return var(x, axes, correction, keepdim).sqrt();
+}
+
+Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim) {
+  if (x.dtype() == DType::F16 || x.dtype() == DType::BF16) {
+    return logsumexp(x.cast(DType::F32), axes, keepdim).cast(x.dtype());
+  }
+  Tensor f = is_float(x.dtype()) ? x : x.cast(DType::F32);
+  std::vector<int> ax = normalize_axes(f, axes, "logsumexp");
+  Tensor m = amax(f, ax, true);
+  // An all -inf (or +inf) slice must not produce inf - inf.
+  Tensor safe = where(isinf(m), c(m, 0), m);
+  Tensor s = log(sum(exp(f - safe), ax, true)) + safe;
+  if (!keepdim) {
+    for (auto it = ax.rbegin(); it != ax.rend(); ++it) s = s.squeeze(*it);
+  }
+  return s;
+}
+
+Tensor all(const Tensor& x, const Axes& axes, bool keepdim) {
+  Tensor b = x.dtype() == DType::Bool ? x : ne(x, c(x, 0));
+  return logical_not(amax(logical_not(b), axes, keepdim));
+}
+
+Tensor any(const Tensor& x, const Axes& axes, bool keepdim) {
+  Tensor b = x.dtype() == DType::Bool ? x : ne(x, c(x, 0));
+  return amax(b, axes, keepdim);
+}
+
+Tensor argmax(const Tensor& x, std::optional<int> axis, bool keepdim) { return arg_extreme(x, axis, keepdim, true); }
+
+Tensor argmin(const Tensor& x, std::optional<int> axis, bool keepdim) { return arg_extreme(x, axis, keepdim, false); }
+
+Tensor cumsum(const Tensor& x, int axis) {
+  Tensor t = x.dtype() == DType::Bool ? x.cast(DType::I32) : x;
+  return scan(t, x.axis(axis, "cumsum"), false);
+}
+
+Tensor cumprod(const Tensor& x, int axis) {
+  Tensor t = x.dtype() == DType::Bool ? x.cast(DType::I32) : x;
+  return scan(t, x.axis(axis, "cumprod"), true);
+}
+
+Tensor softmax(const Tensor& x, int axis) {
+  Tensor f = is_float(x.dtype()) ? x : x.cast(DType::F32);
+  int a = f.axis(axis, "softmax");
+  return compute_in_f32(f, [&](const Tensor& v) {
+    Tensor e = exp(v - v.max_reduce(a).unsqueeze(a));
+    return e / e.sum_reduce(a).unsqueeze(a);
+  });
+}
+
+Tensor log_softmax(const Tensor& x, int axis) {
+  Tensor f = is_float(x.dtype()) ? x : x.cast(DType::F32);
+  int a = f.axis(axis, "log_softmax");
+  return compute_in_f32(f, [&](const Tensor& v) {
+    Tensor shifted = v - v.max_reduce(a).unsqueeze(a);
+    return shifted - log(exp(shifted).sum_reduce(a).unsqueeze(a));
+  });
+}
+
+}  // namespace lumen::ops

@@ -1,0 +1,22 @@
+"""lumen: a deep learning compiler whose optimizer is search.
+
+Build a graph, compile it, run it:
+
+    import lumen, numpy as np
+    g = lumen.Graph()
+    x = g.input("x", (2, 3))
+    y = lumen.softmax(x * 2, dim=-1)
+    program = lumen.compile(g, [y])
+    print(program(x=np.ones((2, 3), np.float32)))
+"""
+from ._lumen import DType, Dim, Error, Graph, Program, Tensor, compile  # noqa: F401
+from ._convert import bfloat16, bool_, dtype, float16, float32, int32  # noqa: F401
+from ._functions import *  # noqa: F401,F403
+from ._functions import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
+from . import _tensor as _tensor_methods
+from . import nn  # noqa: F401
+
+_tensor_methods._install()
+del _tensor_methods
+
+__version__ = "0.1.0"

@@ -1,0 +1,191 @@
+"""Operators and PyTorch-named methods on lumen.Tensor, creation methods on
+lumen.Graph, and Program conveniences. Installed once on import."""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+from ._lumen import Error, Graph, Program, Tensor
+from ._lumen import ops as _ops
+from . import _convert
+from . import _functions as F
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _getitem(x: Tensor, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    specified = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if specified > x.ndim:
+        raise IndexError(f"too many indices for a tensor of shape {x.shape}")
+    out, dim = x, 0
+    for k in key:
+        if k is Ellipsis:
+            dim += x.ndim - specified
+        elif k is None:
+            out = out.unsqueeze(dim)
+            dim += 1
+        elif isinstance(k, bool):
+            raise Error("indexing with a Python bool is not supported")
+        elif isinstance(k, numbers.Integral):
+            size = out.shape[dim]
+            k = int(k)
+            if isinstance(size, int):
+                if not -size <= k < size:
+                    raise IndexError(f"index {k} is out of range for dim {dim} of size {size}")
+                k = k + size if k < 0 else k
+            elif k < 0:
+                raise Error(f"negative index {k} into dynamic dim {size}")
+            out = _ops.narrow(out, dim, k, 1).reshape_(out.shape[:dim] + out.shape[dim + 1:])
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else int(k.step)
+            if step <= 0:
+                raise Error("slice step must be positive (use flip to reverse)")
+            out = _ops.slice(out, dim, k.start, k.stop, step)
+            dim += 1
+        elif isinstance(k, Tensor):
+            if k.dtype == _convert.bool_:
+                raise Error("boolean mask indexing gives a data-dependent shape; use where() instead")
+            out = out.gather_axis(k.cast(_convert.int32) if k.dtype != _convert.int32 else k, dim)
+            dim += k.ndim
+        else:
+            raise TypeError(f"unsupported index {k!r}")
+    return out
+
+
+def _method(fn):
+    return lambda self, *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _shape(args):
+    return F._shape_args(args)
+
+
+def _install():
+    T = Tensor
+    T.__add__ = F.add
+    T.__radd__ = _reflected(F.add)
+    T.__sub__ = F.sub
+    T.__rsub__ = _reflected(F.sub)
+    T.__mul__ = F.mul
+    T.__rmul__ = _reflected(F.mul)
+    T.__truediv__ = F.div
+    T.__rtruediv__ = _reflected(F.div)
+    T.__floordiv__ = F.floor_divide
+    T.__rfloordiv__ = _reflected(F.floor_divide)
+    T.__mod__ = F.remainder
+    T.__rmod__ = _reflected(F.remainder)
+    T.__pow__ = F.pow
+    T.__rpow__ = _reflected(F.pow)
+    T.__matmul__ = F.matmul
+    T.__rmatmul__ = _reflected(F.matmul)
+    T.__neg__ = _method(F.neg)  # nanobind functions are not descriptors: wrap them
+    T.__abs__ = _method(F.abs)
+    T.__invert__ = _method(F.logical_not)
+    T.__and__ = F.logical_and
+    T.__or__ = F.logical_or
+    T.__xor__ = F.logical_xor
+    T.__eq__ = F.eq
+    T.__ne__ = F.ne
+    T.__lt__ = F.lt
+    T.__le__ = F.le
+    T.__gt__ = F.gt
+    T.__ge__ = F.ge
+    T.__hash__ = object.__hash__
+    T.__getitem__ = _getitem
+
+    def _no_bool(self):
+        raise Error("a lumen.Tensor has no value until the graph is compiled and run; it cannot be used as a bool")
+
+    T.__bool__ = _no_bool
+
+    def _len(self):
+        size = self.shape[0] if self.ndim else None
+        if not isinstance(size, int):
+            raise TypeError("len() of a 0-d or dynamic-length tensor")
+        return size
+
+    T.__len__ = _len
+
+    for name in ["add", "sub", "mul", "div", "pow", "remainder", "fmod", "floor_divide", "maximum", "minimum",
+                 "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+                 "neg", "abs", "sign", "exp", "log", "log2", "log10", "rsqrt", "cos", "tan", "tanh", "erf",
+                 "sigmoid", "relu", "floor", "ceil", "round", "trunc", "reciprocal", "isnan", "isinf",
+                 "isfinite", "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "logsumexp",
+                 "all", "any", "argmax", "argmin", "cumsum", "cumprod", "softmax", "log_softmax", "squeeze",
+                 "flatten", "narrow", "matmul", "gather", "index_select", "clamp", "clip", "split", "chunk",
+                 "tile", "roll", "tril", "triu"]:
+        setattr(T, name, _method(getattr(F, name)))
+    T.exp2 = lambda self: _ops.exp2(self)
+    T.sqrt = lambda self: _ops.sqrt(self)
+    T.sin = lambda self: _ops.sin(self)
+    T.reshape = lambda self, *shape: self.reshape_(_shape(shape))
+    T.view = T.reshape
+    T.permute = lambda self, *dims: self.permute_(_shape(dims))
+    T.expand = lambda self, *sizes: _expand(self, _shape(sizes))
+    T.expand_as = lambda self, other: self.expand_(other.shape)
+    T.broadcast_to = lambda self, shape: self.expand_(tuple(shape))
+    T.repeat = lambda self, *sizes: _ops.repeat(self, [int(s) for s in _shape(sizes)])
+    T.flip = lambda self, *dims: F.flip(self, _shape(dims))
+    T.t = lambda self: self.transpose(0, 1) if self.ndim == 2 else self
+    T.T = property(lambda self: self.permute_(list(range(self.ndim))[::-1]))
+    T.mT = property(lambda self: self.transpose(-2, -1))
+    T.size = lambda self, dim=None: self.shape if dim is None else self.shape[dim]
+    T.dim = lambda self: self.ndim
+    T.float = lambda self: self.cast(_convert.float32)
+    T.half = lambda self: self.cast(_convert.float16)
+    T.bfloat16 = lambda self: self.cast(_convert.bfloat16)
+    T.int = lambda self: self.cast(_convert.int32)
+    T.bool = lambda self: self.cast(_convert.bool_)
+    T.to = lambda self, dtype: self.cast(_convert.dtype(dtype))
+    T.type = T.to
+    T.masked_fill = lambda self, mask, value: F.where(mask, value, self)
+
+    Graph.zeros = lambda self, *shape, dtype=_convert.float32: _ops.full(self, _shape(shape), 0.0, _convert.dtype(dtype))
+    Graph.ones = lambda self, *shape, dtype=_convert.float32: _ops.full(self, _shape(shape), 1.0, _convert.dtype(dtype))
+    Graph.full = lambda self, shape, value, dtype=_convert.float32: _ops.full(self, tuple(shape), float(value), _convert.dtype(dtype))
+    Graph.arange = _arange
+    Graph.linspace = lambda self, start, end, steps, dtype=_convert.float32: _ops.linspace(self, float(start), float(end), int(steps), _convert.dtype(dtype))
+    Graph.eye = lambda self, n, m=None, dtype=_convert.float32: _ops.eye(self, int(n), -1 if m is None else int(m), _convert.dtype(dtype))
+    Graph.rand = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.rand(self, _shape(shape), int(seed), _convert.dtype(dtype))
+    Graph.randn = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.randn(self, _shape(shape), int(seed), _convert.dtype(dtype))
+    Graph.compile = lambda self, outputs=None, backend="interp": _compile(self, outputs, backend)
+
+    Program.__call__ = _call
+
+
+def _expand(x, sizes):
+    lead = len(sizes) - x.ndim
+    target = [x.shape[i - lead] if (i >= lead and isinstance(s, int) and s == -1) else s for i, s in enumerate(sizes)]
+    return x.expand_(tuple(target))
+
+
+def _arange(self, start, end=None, step=1, dtype=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        integral = builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = _convert.int32 if integral else _convert.float32
+    return _ops.arange(self, float(start), float(end), float(step), _convert.dtype(dtype))
+
+
+def _compile(graph, outputs, backend):
+    from ._lumen import compile as _c
+    return _c(graph, outputs, backend)
+
+
+def _call(self, *args, **inputs):
+    """Sets inputs (by keyword, or positionally in input order), runs, and returns the outputs."""
+    names = self.input_names
+    if len(args) > len(names):
+        raise Error(f"program takes {len(names)} inputs, {len(args)} were given")
+    for name, value in zip(names, args):
+        self.set(name, value)
+    for name, value in inputs.items():
+        self.set(name, value)
+    self.run()
+    outs = tuple(self.get(n) for n in self.output_names)
+    return outs[0] if len(outs) == 1 else outs

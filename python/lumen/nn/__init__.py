@@ -1,0 +1,2 @@
+"""lumen.nn: functional layers (lumen.nn.functional)."""
+from . import functional  # noqa: F401

@@ -1,0 +1,68 @@
+// Bindings for compile() and Program, with numpy / DLPack in and out.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+
+namespace lumen::python {
+
+namespace {
+
+Backend backend_from_name(const std::string& name) {
+  if (name == "interp") return Backend::Interp;
+  fail("compile: unknown backend '", name, "' (available: interp)");
+}
+
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+  nb::class_<Program>(m, "Program", "A compiled graph: set inputs, run, get outputs.")
+      .def("set",
+           [](Program& p, const std::string& name, nb::handle value) {
+             NodeId id = p.graph().find_input(name);
+             if (id < 0) {
+               p.set(name, Array());  // raises the standard "no input named" error
+             }
+             p.set(name, array_from_python(value, p.graph().node(id).dtype, "set('" + name + "')"));
+           },
+           nb::arg("name"), nb::arg("value"))
+      .def("bind", &Program::bind, nb::arg("dim"), nb::arg("value"))
+      .def("run",
+           [](Program& p) {
+             nb::gil_scoped_release release;
+             p.run();
+           })
+      .def("get",
+           [](const Program& p, nb::handle key) {
+             if (nb::isinstance<nb::str>(key)) return array_to_python(p.get(nb::cast<std::string>(key)));
+             return array_to_python(p.get(nb::cast<Tensor>(key)));
+           },
+           nb::arg("output"))
+      .def_prop_ro("output_names", &Program::output_names)
+      .def_prop_ro("input_names",
+                   [](const Program& p) {
+                     std::vector<std::string> names;
+                     for (NodeId id : p.graph().input_ids()) names.push_back(p.graph().node(id).name);
+                     return names;
+                   })
+      .def_prop_ro("backend", [](const Program& p) { return std::string(p.backend_name()); });
+
+  m.def(
+      "compile",
+      [](PyGraph& g, nb::handle outputs, const std::string& backend) {
+        std::vector<Tensor> outs;
+        if (!outputs.is_none()) {
+          if (nb::isinstance<PyTensor>(outputs)) {
+            outs.push_back(nb::cast<Tensor>(outputs));
+          } else {
+            for (nb::handle o : outputs) outs.push_back(nb::cast<Tensor>(o));
+          }
+        }
+        CompileOptions options;
+        options.backend = backend_from_name(backend);
+        return compile(*g.graph, outs, options);
+      },
+      nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "interp");
+}
+
+}  // namespace lumen::python
