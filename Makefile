@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
 
-.PHONY: all setup configure build test demo sanitize clean
+.PHONY: all setup configure build test demo docs sanitize clean
 
 all: build
 
@@ -20,6 +20,15 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	rm -f $(BUILD)/ops_coverage.json
+	LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
+	$(PYTHON) scripts/gen_ops_doc.py --check --coverage $(BUILD)/ops_coverage.json
+
+# Regenerates docs/ops.md from the registry and a fresh test run.
+docs: build
+	rm -f $(BUILD)/ops_coverage.json
+	LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
+	$(PYTHON) scripts/gen_ops_doc.py --coverage $(BUILD)/ops_coverage.json
 
 demo: build
 	./$(BUILD)/tools/lumen-demo

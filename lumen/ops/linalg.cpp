@@ -116,6 +116,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
       fail("einsum: operand ", k, " has shape ", to_string(ts[k].shape()), " but '", specs[k], "' names ",
            specs[k].size(), " dims");
     }
+    for (char ch : specs[k]) counts[ch]++;  // before diagonals: "ii" uses i twice
     ts[k] = take_diagonals(ts[k], specs[k]);
     for (size_t d = 0; d < specs[k].size(); ++d) {
       char ch = specs[k][d];
@@ -131,7 +132,6 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
           fail("einsum: label '", ch, "' has size ", it->second, " in one operand and ", n, " in another");
         }
       }
-      counts[ch]++;
     }
   }
   std::string out;

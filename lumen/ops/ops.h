@@ -12,3 +12,4 @@
 #include "lumen/ops/movement.h"
 #include "lumen/ops/normalization.h"
 #include "lumen/ops/reduce.h"
+#include "lumen/ops/registry.h"

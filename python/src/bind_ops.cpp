@@ -4,6 +4,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -15,6 +16,12 @@ void bind_ops(nb::module_& parent) {
   using namespace lumen::ops;
   using nb::arg;
   using T = const Tensor&;
+
+  m.def("registry", [] {
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const OpInfo& info : op_registry()) out.emplace_back(info.name, info.pytorch, info.category);
+    return out;
+  }, "Every op with its PyTorch counterpart and category.");
 
   // elementwise
   m.def("promote_types", &lumen::ops::promote_types);

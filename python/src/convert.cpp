@@ -1,4 +1,6 @@
 // Conversions between Python objects and lumen values.
+#include <nanobind/stl/string.h>
+
 #include <mutex>
 #include <unordered_map>
 

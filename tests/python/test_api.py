@@ -1,0 +1,122 @@
+"""The Python API itself: numpy/DLPack in and out, dtypes, errors, programs."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import lumen
+from harness import expect_error
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_error_is_a_python_exception_with_the_cpp_message():
+    g = lumen.Graph()
+    a, b = g.input("a", (3, 4)), g.input("b", (5, 2))
+    with pytest.raises(lumen.Error, match=r"matmul: inner dims differ: a is \[3, 4\], b is \[5, 2\]"):
+        a @ b
+    assert issubclass(lumen.Error, ValueError)
+
+
+def test_numpy_input_is_zero_copy_and_output_is_numpy():
+    g = lumen.Graph()
+    x = g.input("x", (4,))
+    p = lumen.compile(g, [x * 2])
+    data = np.arange(4, dtype=np.float32)
+    p.set("x", data)
+    data[0] = 100.0  # the program reads the caller's buffer: no copy was taken
+    p.run()
+    out = p.get("out0")
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, [200, 2, 4, 6])
+
+
+def test_non_contiguous_and_converting_inputs_are_copied_correctly():
+    g = lumen.Graph()
+    x = g.input("x", (3, 2))
+    i = g.input("i", (3,), lumen.int32)
+    p = lumen.compile(g, [x.sum(1), i * 2])
+    base = np.arange(6, dtype=np.float64).reshape(2, 3)
+    s, d = p(x=base.T, i=np.array([1, 2, 3], dtype=np.int64))  # float64 view, int64
+    np.testing.assert_array_equal(s, [3, 5, 7])
+    np.testing.assert_array_equal(d, [2, 4, 6])
+    expect_error(lambda: p.set("i", np.array([1.5, 2, 3])), "does not fit")
+
+
+def test_dlpack_torch_tensor_in_and_torch_from_numpy_out():
+    g = lumen.Graph()
+    x = g.input("x", (2, 3))
+    p = lumen.compile(g, [x.exp()])
+    t = torch.randn(2, 3)
+    p.set("x", t)  # any DLPack producer
+    p.run()
+    out = torch.from_dlpack(p.get("out0"))
+    torch.testing.assert_close(out, t.exp())
+
+
+def test_half_precision_io():
+    g = lumen.Graph()
+    h = g.input("h", (3,), lumen.float16)
+    b = g.input("b", (3,), lumen.bfloat16)
+    p = lumen.compile(g, [h * 2, b * 2])
+    out_h, out_b = p(h=np.array([1, 2, 3], np.float16), b=np.array([1.5, 2.5, 3.0], np.float32))
+    assert out_h.dtype == np.float16 and out_b.dtype == np.float32  # numpy has no bfloat16
+    np.testing.assert_array_equal(out_h, [2, 4, 6])
+    np.testing.assert_array_equal(out_b, [3, 5, 6])
+
+
+def test_dynamic_dims_by_name_bind_from_input_shapes():
+    g = lumen.Graph()
+    x = g.input("x", ("seq", 4))
+    assert str(x.shape[0]) == "seq" and x.shape[1] == 4
+    y = lumen.softmax(x, -1).sum(0)
+    p = lumen.compile(g, [y])
+    for n in (1, 5, 17):
+        np.testing.assert_allclose(p(x=np.zeros((n, 4), np.float32)), np.full(4, n / 4), rtol=1e-6)
+    expect_error(lambda: p(x=np.zeros((3, 5), np.float32)), "x", "[seq, 4]")
+
+
+def test_named_outputs_and_program_introspection():
+    g = lumen.Graph()
+    x = g.input("x", (2,))
+    g.mark_output(x + 1, "plus")
+    g.mark_output(x * 3, "times")
+    p = g.compile()
+    assert p.output_names == ["plus", "times"] and p.input_names == ["x"] and p.backend == "interp"
+    p.set("x", np.array([1, 2], np.float32))
+    p.run()
+    np.testing.assert_array_equal(p.get("times"), [3, 6])
+    expect_error(lambda: p.get("nope"), "no output named 'nope'")
+    expect_error(lambda: p.set("y", np.zeros(2)), "no input named 'y'")
+
+
+def test_unset_input_and_wrong_shape_errors():
+    g = lumen.Graph()
+    x = g.input("x", (2, 3))
+    p = lumen.compile(g, [x * 2])
+    expect_error(p.run, "input 'x'", "not set")
+    expect_error(lambda: p.set("x", np.zeros((3, 2), np.float32)), "[2, 3]", "[3, 2]")
+
+
+def test_graph_display_writes_an_svg(tmp_path):
+    g = lumen.Graph()
+    x = g.input("x", (2,))
+    g.mark_output(lumen.exp(x), "y")
+    path = g.display(str(tmp_path / "g.svg"))
+    assert path.endswith(".svg") and "<svg" in open(path).read()
+    assert "Exp2" in g.to_dot()
+
+
+def test_readme_python_snippet_runs_and_matches_torch():
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    start = readme.index("```python\n") + len("```python\n")
+    code = readme[start:readme.index("```", start)]
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "max abs difference vs torch" in out.stdout
+    diff = float(out.stdout.strip().split()[-1])
+    assert diff < 1e-5

@@ -1,0 +1,156 @@
+"""nn functional ops against PyTorch."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import lumen
+import lumen.nn.functional as F
+from harness import FLOATS, Input, check, data, expect_error
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+def test_layer_norm_rms_norm(backend, dtype):
+    x = Input(data((3, 5, 33), dtype, 1), dtype)
+    w, b = Input(data((33,), dtype, 2), dtype), Input(data((33,), dtype, 3), dtype)
+    check("layer_norm", lambda t, p, q: F.layer_norm(t, (33,), p, q), lambda t, p, q: TF.layer_norm(t, (33,), p, q), [x, w, b], backend)
+    check("layer_norm", lambda t: F.layer_norm(t, (5, 33)), lambda t: TF.layer_norm(t, (5, 33)), [x], backend)
+    check("rms_norm", lambda t, p: F.rms_norm(t, (33,), p, 1e-6), lambda t, p: TF.rms_norm(t, (33,), p, 1e-6), [x, w], backend)
+    check("rms_norm", lambda t: F.rms_norm(t, (33,)), lambda t: TF.rms_norm(t, (33,)), [x], backend)
+
+
+def test_group_norm_batch_norm(backend):
+    x = data((2, 6, 4, 5), seed=4)
+    w, b = data((6,), seed=5), data((6,), seed=6)
+    check("group_norm", lambda t, p, q: F.group_norm(t, 3, p, q), lambda t, p, q: TF.group_norm(t, 3, p, q), [x, w, b], backend)
+    check("group_norm", lambda t: F.group_norm(t, 6), lambda t: TF.group_norm(t, 6), [x], backend)
+    rm, rv = data((6,), seed=7), data((6,), seed=8, low=0.5, high=2)
+    check("batch_norm", lambda t, m, v, p, q: F.batch_norm(t, m, v, p, q),
+          lambda t, m, v, p, q: TF.batch_norm(t, m, v, p, q), [x, rm, rv, w, b], backend)
+
+
+def test_dropout(backend):
+    x = data((64, 64), seed=9)
+    check("dropout", lambda t: F.dropout(t, 0.3, training=False), lambda t: TF.dropout(t, 0.3, training=False), [x], backend)
+    from harness import run
+    (y,), _ = run(lambda t: F.dropout(t, 0.25, training=True, seed=3), [x], backend)
+    kept = y != 0
+    assert abs(kept.mean() - 0.75) < 0.03
+    np.testing.assert_allclose(y[kept], x[kept] / 0.75, rtol=1e-6)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (2, 1, 1, 2), (1, 1, 1, 4)])
+def test_conv2d(backend, stride, padding, dilation, groups):
+    x = Input(data((2, 4, 9, 7), seed=10), layout="permuted")
+    w, b = data((8, 4 // groups, 3, 3), seed=11), data((8,), seed=12)
+    check("conv2d", lambda t, k, c: F.conv2d(t, k, c, stride, padding, dilation, groups),
+          lambda t, k, c: TF.conv2d(t, k, c, stride, padding, dilation, groups), [x, w, b], backend, atol=1e-4)
+
+
+def test_conv2d_rectangular_and_same(backend):
+    x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
+    check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),
+          lambda t, k: TF.conv2d(t, k, stride=(2, 1), padding=(0, 2)), [x, w], backend, atol=1e-4)
+    check("conv2d", lambda t, k: F.conv2d(t, k, padding="same"), lambda t, k: TF.conv2d(t, k, padding="same"), [x, w], backend, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (3, 2, 2, 3)])
+def test_conv1d(backend, stride, padding, dilation, groups):
+    x, w = data((2, 6, 33), seed=15), data((9, 6 // groups, 4), seed=16)
+    check("conv1d", lambda t, k: F.conv1d(t, k, None, stride, padding, dilation, groups),
+          lambda t, k: TF.conv1d(t, k, None, stride, padding, dilation, groups), [x, w], backend, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride,padding,output_padding,groups,dilation", [
+    (1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (2, 0, 0, 2, 1), (3, 2, 1, 1, 2), (1, 2, 0, 1, 1)])
+def test_conv_transpose2d(backend, stride, padding, output_padding, groups, dilation):
+    x, w, b = data((2, 4, 5, 6), seed=17), data((4, 6 // groups, 3, 3), seed=18), data((6,), seed=19)
+    check("conv_transpose2d", lambda t, k, c: F.conv_transpose2d(t, k, c, stride, padding, output_padding, groups, dilation),
+          lambda t, k, c: TF.conv_transpose2d(t, k, c, stride, padding, output_padding, groups, dilation),
+          [x, w, b], backend, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", [
+    (2, None, 0, 1, False), (3, 2, 1, 1, False), (3, 2, 1, 1, True), (2, 1, 0, 2, False), ((2, 3), (1, 2), (1, 1), 1, True)])
+def test_max_pool2d(backend, kernel, stride, padding, dilation, ceil_mode):
+    x = data((2, 3, 9, 8), seed=20)
+    check("max_pool2d", lambda t: F.max_pool2d(t, kernel, stride, padding, dilation, ceil_mode),
+          lambda t: TF.max_pool2d(t, kernel, stride, padding, dilation, ceil_mode), [x], backend)
+
+
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode,include", [
+    (2, None, 0, False, True), (3, 2, 1, False, True), (3, 2, 1, False, False), (3, 2, 1, True, True),
+    (3, 2, 1, True, False), ((2, 3), (2, 1), (1, 0), False, True)])
+def test_avg_pool2d(backend, kernel, stride, padding, ceil_mode, include):
+    x = data((2, 3, 9, 8), seed=21)
+    check("avg_pool2d", lambda t: F.avg_pool2d(t, kernel, stride, padding, ceil_mode, include),
+          lambda t: TF.avg_pool2d(t, kernel, stride, padding, ceil_mode, include), [x], backend)
+
+
+@pytest.mark.parametrize("out", [(1, 1), (3, 4), (9, 8), (4, 3)], ids=str)
+def test_adaptive_avg_pool2d(backend, out):
+    x = data((2, 3, 9, 8), seed=22)
+    check("adaptive_avg_pool2d", lambda t: F.adaptive_avg_pool2d(t, out), lambda t: TF.adaptive_avg_pool2d(t, out), [x], backend)
+
+
+@pytest.mark.parametrize("size,scale,mode,align", [
+    ((12, 10), None, "nearest", None), ((4, 3), None, "nearest", None), (None, 2.0, "nearest", None),
+    ((12, 10), None, "bilinear", False), ((4, 3), None, "bilinear", False), ((11, 7), None, "bilinear", True),
+    (None, 2.0, "bilinear", False)])
+def test_interpolate(backend, size, scale, mode, align):
+    x = data((1, 2, 6, 5), seed=23)
+    check("interpolate", lambda t: F.interpolate(t, size, scale, mode, align),
+          lambda t: TF.interpolate(t, size, scale, mode, align), [x], backend)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("gqa", [False, True])
+def test_scaled_dot_product_attention(backend, causal, gqa):
+    hk = 2 if gqa else 4
+    q, k, v = data((2, 4, 7, 8), seed=24), data((2, hk, 9, 8), seed=25), data((2, hk, 9, 6), seed=26)
+    check("scaled_dot_product_attention",
+          lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal, enable_gqa=gqa),
+          lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, is_causal=causal, enable_gqa=gqa), [q, k, v], backend)
+
+
+def test_sdpa_masks_and_scale(backend):
+    q, k, v = data((1, 2, 5, 4), seed=27), data((1, 2, 6, 4), seed=28), data((1, 2, 6, 4), seed=29)
+    mask = data((5, 6), lumen.bool_, 30)
+    mask[:, 0] = True  # no fully masked rows
+    check("scaled_dot_product_attention", lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m),
+          lambda a, b, c, m: TF.scaled_dot_product_attention(a, b, c, attn_mask=m), [q, k, v, mask], backend)
+    bias = data((1, 1, 5, 6), seed=31)
+    check("scaled_dot_product_attention", lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m, scale=0.3),
+          lambda a, b, c, m: TF.scaled_dot_product_attention(a, b, c, attn_mask=m, scale=0.3), [q, k, v, bias], backend)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_mse(backend, reduction):
+    logits, target = data((6, 10), seed=32), np.random.default_rng(33).integers(0, 10, size=6).astype(np.int32)
+    check("cross_entropy", lambda x, y: F.cross_entropy(x, y, reduction=reduction),
+          lambda x, y: TF.cross_entropy(x, y.long(), reduction=reduction), [logits, target], backend)
+    check("cross_entropy", lambda x, y: F.cross_entropy(x, y, reduction=reduction, label_smoothing=0.1),
+          lambda x, y: TF.cross_entropy(x, y.long(), reduction=reduction, label_smoothing=0.1), [logits, target], backend)
+    probs = np.random.default_rng(34).dirichlet(np.ones(10), size=6).astype(np.float32)
+    check("cross_entropy", lambda x, y: F.cross_entropy(x, y, reduction=reduction),
+          lambda x, y: TF.cross_entropy(x, y, reduction=reduction), [logits, probs], backend)
+    spatial, st = data((2, 5, 3, 4), seed=35), np.random.default_rng(36).integers(0, 5, size=(2, 3, 4)).astype(np.int32)
+    check("cross_entropy", lambda x, y: F.cross_entropy(x, y, reduction=reduction),
+          lambda x, y: TF.cross_entropy(x, y.long(), reduction=reduction), [spatial, st], backend)
+    a, b = data((4, 7), seed=37), data((4, 7), seed=38)
+    check("mse_loss", lambda x, y: F.mse_loss(x, y, reduction), lambda x, y: TF.mse_loss(x, y, reduction=reduction), [a, b], backend)
+
+
+def test_nn_errors():
+    g = lumen.Graph()
+    x = g.input("x", (1, 3, 4, 4))
+    expect_error(lambda: F.conv2d(x, g.input("w", (2, 4, 3, 3))), "conv2d", "[1, 3, 4, 4]", "[2, 4, 3, 3]")
+    expect_error(lambda: F.conv2d(x, g.input("w2", (2, 3, 5, 5))), "conv2d", "smaller than the kernel")
+    expect_error(lambda: F.max_pool2d(x, 6), "max_pool2d")
+    expect_error(lambda: F.group_norm(x, 2), "group_norm", "3 channels", "2 groups")
+    expect_error(lambda: F.layer_norm(x, (4,), g.input("lw", (5,))), "layer_norm", "weight", "[5]")
+    expect_error(lambda: F.cross_entropy(x.reshape(3, 16), g.input("t", (3,), lumen.float32)), "cross_entropy")
+    expect_error(lambda: F.scaled_dot_product_attention(x, x, g.input("v", (2, 3))), "scaled_dot_product_attention")
+    expect_error(lambda: F.interpolate(x, mode="bicubic", size=(2, 2)), "interpolate", "bicubic")
+    expect_error(lambda: F.max_pool2d(x.int(), 2), "max_pool2d", "float")
+    expect_error(lambda: bool(x), "no value until the graph is compiled")

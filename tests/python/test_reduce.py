@@ -1,0 +1,140 @@
+"""Reductions, scans and the softmax family against PyTorch."""
+import numpy as np
+import pytest
+import torch
+
+import lumen
+from harness import FLOATS, Input, check, data
+
+DIMS = [None, 0, -1, (0, 2), (-1, 1)]
+
+
+def _tdim(dim):
+    return tuple(range(3)) if dim is None else dim
+
+
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum_mean_amax_amin_prod(backend, dim, keepdim):
+    x = data((4, 1, 7), seed=1)
+    td = _tdim(dim)
+    check("sum", lambda t: lumen.sum(t, dim, keepdim), lambda t: torch.sum(t, td, keepdim), [x], backend)
+    check("mean", lambda t: lumen.mean(t, dim, keepdim), lambda t: torch.mean(t, td, keepdim), [x], backend)
+    check("amax", lambda t: lumen.amax(t, dim, keepdim), lambda t: torch.amax(t, td, keepdim), [x], backend)
+    check("amin", lambda t: lumen.amin(t, dim, keepdim), lambda t: torch.amin(t, td, keepdim), [x], backend)
+    xs = data((4, 1, 7), seed=2, low=0.5, high=1.5)
+    check("prod", lambda t: lumen.prod(t, dim, keepdim), lambda t: _torch_prod(t, td, keepdim), [xs], backend)
+
+
+def _torch_prod(t, dims, keepdim):
+    dims = [dims] if isinstance(dims, int) else sorted((d % t.ndim for d in dims), reverse=True)
+    for d in dims:
+        t = torch.prod(t, d, keepdim=True)
+    if not keepdim:
+        for d in dims:
+            t = t.squeeze(d)
+    return t
+
+
+@pytest.mark.parametrize("shape", [(1000,), (33, 1000), (7, 33)], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "permuted", "sliced"])
+def test_large_and_non_contiguous(backend, shape, layout):
+    x = Input(data(shape, seed=3), layout=layout)
+    check("sum", lambda t: lumen.sum(t, -1), lambda t: torch.sum(t, -1), [x], backend, rtol=1e-5, atol=1e-4)
+    check("amax", lambda t: lumen.amax(t, 0), lambda t: torch.amax(t, 0), [x], backend)
+    check("mean", lambda t: lumen.mean(t), lambda t: torch.mean(t), [x], backend)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+def test_half_precision_reductions(backend, dtype):
+    x = Input(data((6, 33), dtype, 4), dtype)
+    check("sum", lambda t: lumen.sum(t, 1), lambda t: torch.sum(t, 1), [x], backend, rtol=2e-2 if dtype != lumen.float32 else None, atol=5e-2 if dtype != lumen.float32 else 1e-4)
+    check("mean", lambda t: lumen.mean(t, 0), lambda t: torch.mean(t, 0), [x], backend)
+    check("amax", lambda t: lumen.amax(t, -1), lambda t: torch.amax(t, -1), [x], backend)
+    check("softmax", lambda t: lumen.softmax(t, -1), lambda t: torch.softmax(t, -1), [x], backend)
+    check("log_softmax", lambda t: lumen.log_softmax(t, 0), lambda t: torch.log_softmax(t, 0), [x], backend)
+    check("var", lambda t: lumen.var(t, 1), lambda t: torch.var(t, 1), [x], backend)
+
+
+def test_integer_and_bool_reductions(backend):
+    i = data((5, 6), lumen.int32, 5, -100, 100)
+    check("sum", lambda t: lumen.sum(t, 1), lambda t: torch.sum(t, 1), [i], backend)
+    check("amax", lambda t: lumen.amax(t, 0), lambda t: torch.amax(t, 0), [i], backend)
+    check("amin", lambda t: lumen.amin(t, 0), lambda t: torch.amin(t, 0), [i], backend)
+    check("prod", lambda t: lumen.prod(t, 0), lambda t: torch.prod(t, 0), [data((5, 6), lumen.int32, 6, -3, 3)], backend)
+    b = data((5, 6), lumen.bool_, 7)
+    check("all", lambda t: lumen.all(t, 1), lambda t: torch.all(t, 1), [b], backend)
+    check("any", lambda t: lumen.any(t, 0), lambda t: torch.any(t, 0), [b], backend)
+    check("all", lambda t: lumen.all(t), lambda t: torch.all(t), [b], backend)
+    check("any", lambda t: lumen.any(t), lambda t: torch.any(t), [data((4,), seed=8)], backend)
+    check("sum", lambda t: lumen.sum(t, 0), lambda t: torch.sum(t, 0), [b], backend)
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2])
+def test_var_std(backend, correction):
+    x = data((6, 7), seed=9)
+    check("var", lambda t: lumen.var(t, 1, correction=correction), lambda t: torch.var(t, 1, correction=correction), [x], backend)
+    check("std", lambda t: lumen.std(t, (0, 1), correction=correction, keepdim=True),
+          lambda t: torch.std(t, (0, 1), correction=correction, keepdim=True), [x], backend)
+    check("var", lambda t: lumen.var(t, unbiased=False), lambda t: torch.var(t, unbiased=False), [x], backend)
+
+
+def test_argmax_argmin_ties_and_nan(backend):
+    x = np.array([[1, 3, 3, 0], [2, 2, 2, 2], [-1, -5, -5, 4]], dtype=np.float32)
+    for d in (0, 1, -1):
+        check("argmax", lambda t: lumen.argmax(t, d), lambda t: torch.argmax(t, d).to(torch.int32), [x], backend)
+        check("argmin", lambda t: lumen.argmin(t, d, keepdim=True), lambda t: torch.argmin(t, d, keepdim=True).to(torch.int32), [x], backend)
+    check("argmax", lambda t: lumen.argmax(t), lambda t: torch.argmax(t).to(torch.int32), [x], backend)
+    n = np.array([[1, np.nan, 3, np.nan], [np.inf, 2, 2, np.inf]], dtype=np.float32)
+    check("argmax", lambda t: lumen.argmax(t, 1), lambda t: torch.argmax(t, 1).to(torch.int32), [n], backend)
+    check("argmin", lambda t: lumen.argmin(t, 1), lambda t: torch.argmin(t, 1).to(torch.int32), [n], backend)
+    i = data((5, 7), lumen.int32, 10, -3, 3)
+    check("argmax", lambda t: lumen.argmax(t, 1), lambda t: torch.argmax(t, 1).to(torch.int32), [i], backend)
+
+
+def test_max_min_with_dim_return_values_and_indices(backend):
+    x = data((4, 7), seed=11)
+    check("amax", lambda t: tuple(lumen.max(t, 1)), lambda t: (torch.max(t, 1).values, torch.max(t, 1).indices.int()), [x], backend)
+    check("amin", lambda t: tuple(lumen.min(t, 0, keepdim=True)),
+          lambda t: (torch.min(t, 0, keepdim=True).values, torch.min(t, 0, keepdim=True).indices.int()), [x], backend)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_logsumexp(backend, dim):
+    x = data((5, 33), seed=12, low=-50, high=50)
+    check("logsumexp", lambda t: lumen.logsumexp(t, dim), lambda t: torch.logsumexp(t, dim), [x], backend)
+    inf = np.array([[-np.inf, -np.inf], [np.inf, 1.0], [-np.inf, 2.0]], dtype=np.float32)
+    check("logsumexp", lambda t: lumen.logsumexp(t, 1), lambda t: torch.logsumexp(t, 1), [inf], backend)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_family(backend, dim):
+    x = Input(data((7, 33), seed=13, low=-20, high=20), layout="permuted")
+    check("softmax", lambda t: lumen.softmax(t, dim), lambda t: torch.softmax(t, dim), [x], backend)
+    check("log_softmax", lambda t: lumen.log_softmax(t, dim), lambda t: torch.log_softmax(t, dim), [x], backend)
+
+
+def test_softmax_of_minus_infinity_rows(backend):
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 1.0], [np.inf, 0.0, 1.0]], dtype=np.float32)
+    check("softmax", lambda t: lumen.softmax(t, -1), lambda t: torch.softmax(t, -1), [x], backend)
+    check("log_softmax", lambda t: lumen.log_softmax(t, -1), lambda t: torch.log_softmax(t, -1), [x], backend)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumsum_cumprod(backend, dim):
+    x = data((7, 33), seed=14)
+    check("cumsum", lambda t: lumen.cumsum(t, dim), lambda t: torch.cumsum(t, dim), [x], backend, atol=1e-5)
+    p = data((7, 9), seed=15, low=0.5, high=1.5)
+    check("cumprod", lambda t: lumen.cumprod(t, dim), lambda t: torch.cumprod(t, dim), [p], backend)
+    i = data((5, 6), lumen.int32, 16, -3, 3)
+    check("cumsum", lambda t: lumen.cumsum(t, dim), lambda t: torch.cumsum(t, dim).int(), [i], backend)
+
+
+def test_empty_reductions(backend):
+    e = np.zeros((3, 0), dtype=np.float32)
+    check("sum", lambda t: lumen.sum(t, 1), lambda t: torch.sum(t, 1), [e], backend)
+    check("prod", lambda t: lumen.prod(t, 1), lambda t: torch.prod(t, 1), [e], backend)
+    check("mean", lambda t: lumen.mean(t, 1), lambda t: torch.mean(t, 1), [e], backend)
+    check("logsumexp", lambda t: lumen.logsumexp(t, 1), lambda t: torch.logsumexp(t, 1), [e], backend)
+    check("all", lambda t: lumen.all(t, 1), lambda t: torch.all(t, 1), [e], backend)
+    check("any", lambda t: lumen.any(t, 1), lambda t: torch.any(t, 1), [e], backend)
