@@ -140,6 +140,20 @@ const std::vector<OpInfo>& op_registry() {
       {"scaled_dot_product_attention", "F.scaled_dot_product_attention", "nn functional"},
       {"cross_entropy", "F.cross_entropy", "nn functional"},
       {"mse_loss", "F.mse_loss", "nn functional"},
+      // nn modules (lumen/nn)
+      {"nn.Linear", "torch.nn.Linear", "nn modules"},
+      {"nn.Embedding", "torch.nn.Embedding", "nn modules"},
+      {"nn.LayerNorm", "torch.nn.LayerNorm", "nn modules"},
+      {"nn.RMSNorm", "torch.nn.RMSNorm", "nn modules"},
+      {"nn.GroupNorm", "torch.nn.GroupNorm", "nn modules"},
+      {"nn.BatchNorm2d", "torch.nn.BatchNorm2d (eval)", "nn modules"},
+      {"nn.Conv1d", "torch.nn.Conv1d", "nn modules"},
+      {"nn.Conv2d", "torch.nn.Conv2d", "nn modules"},
+      {"nn.MLP", "Linear-GELU-Linear", "nn modules"},
+      {"nn.SwiGLU", "transformers LlamaMLP", "nn modules"},
+      {"nn.MultiHeadAttention", "transformers LlamaAttention (GQA, RoPE, causal)", "nn modules"},
+      {"nn.TransformerBlock", "transformers LlamaDecoderLayer", "nn modules"},
+      {"nn.Sequential", "torch.nn.Sequential", "nn modules"},
   };
   return registry;
 }

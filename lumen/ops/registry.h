@@ -1,4 +1,5 @@
-// The op registry: every public op of lumen/ops with its PyTorch counterpart.
+// The op registry: every public op of lumen/ops (and module of lumen/nn)
+// with its PyTorch counterpart.
 // docs/ops.md is generated from it (scripts/gen_ops_doc.py) together with the
 // results of the PyTorch comparison tests; an op without a passing test fails
 // that check.

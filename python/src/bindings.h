@@ -40,6 +40,7 @@ nb::object array_to_python(const Array& a);
 void bind_core(nb::module_& m);
 void bind_ops(nb::module_& m);
 void bind_runtime(nb::module_& m);
+void bind_nn(nb::module_& m);
 
 }  // namespace lumen::python
 

@@ -1,0 +1,18 @@
+#include "lumen/nn/module.h"
+
+namespace lumen::nn {
+
+std::string Module::child(const std::string& name) const { return prefix_.empty() ? name : prefix_ + "." + name; }
+
+Tensor Module::parameter(const std::string& name, const Shape& shape, DType dtype) {
+  std::string full = child(name);
+  Tensor t = graph_->input(full, shape, dtype);
+  parameters_.emplace_back(full, t);
+  return t;
+}
+
+void Module::adopt(const Module& c) {
+  for (const auto& p : c.parameters()) parameters_.push_back(p);
+}
+
+}  // namespace lumen::nn
