@@ -21,13 +21,13 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	rm -f $(BUILD)/ops_coverage.json
-	LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
+	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --check --coverage $(BUILD)/ops_coverage.json
 
 # Regenerates docs/ops.md from the registry and a fresh test run.
 docs: build
 	rm -f $(BUILD)/ops_coverage.json
-	LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
+	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --coverage $(BUILD)/ops_coverage.json
 
 demo: build

@@ -1,6 +1,7 @@
 #include "lumen/compile.h"
 
 #include "lumen/core/error.h"
+#include "lumen/runtime/cpu_executor.h"
 #include "lumen/runtime/interp_executor.h"
 
 namespace lumen {
@@ -8,6 +9,7 @@ namespace lumen {
 const char* backend_name(Backend backend) {
   switch (backend) {
     case Backend::Interp: return "interp";
+    case Backend::Cpu: return "cpu";
   }
   return "?";
 }
@@ -33,6 +35,8 @@ Program compile(const Graph& graph, const std::vector<Tensor>& outputs, const Co
   switch (options.backend) {
     case Backend::Interp:
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
+    case Backend::Cpu:
+      return Program(copy, named, std::make_unique<CpuExecutor>(copy, edges));
   }
   fail("compile: unknown backend");
 }

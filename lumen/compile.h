@@ -10,10 +10,10 @@
 
 namespace lumen {
 
-enum class Backend { Interp };
+enum class Backend { Interp, Cpu };
 
 struct CompileOptions {
-  Backend backend = Backend::Interp;
+  Backend backend = Backend::Cpu;
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,

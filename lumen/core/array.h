@@ -38,6 +38,9 @@ class Array {
   void set(int64_t flat, double value);
   std::vector<float> to_floats() const;
 
+  // How many Arrays share this one's memory (1: only this one).
+  long owner_count() const { return owner_.use_count(); }
+
   // A deep copy that owns its bytes.
   Array clone() const;
 

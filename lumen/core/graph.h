@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lumen/core/dtype.h"
+#include "lumen/core/error.h"
 #include "lumen/core/expr.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/op.h"
@@ -81,6 +82,10 @@ class Graph {
   // every dim is bound, non-negative and satisfies the constraints.
   void bind_dims(const std::vector<std::pair<std::string, std::vector<int64_t>>>& input_shapes,
                  Bindings& bindings) const;
+  // Checks run-time inputs (every needed input set, dtypes, no unknown names)
+  // and completes `bindings` from their shapes. `needed` marks nodes in use.
+  template <typename ArrayMap>
+  void bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const;
   void check_dims(const Bindings& bindings) const;
 
   // Graphviz. display() writes DOT and, when `dot` is installed, renders by
@@ -94,5 +99,28 @@ class Graph {
   std::vector<DimConstraint> constraints_;
   std::vector<std::string> dim_names_;
 };
+
+template <typename ArrayMap>
+void Graph::bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+  for (NodeId id : input_ids()) {
+    const Node& n = node(id);
+    auto it = inputs.find(n.name);
+    if (it == inputs.end()) {
+      if (!needed[static_cast<size_t>(id)]) continue;
+      fail("run: input '", n.name, "' (shape ", to_string(n.shape), ", ", dtype_name(n.dtype),
+           ") was not set; set it before running");
+    }
+    if (it->second.dtype() != n.dtype) {
+      fail("run: input '", n.name, "' is declared ", dtype_name(n.dtype), " but was set with ",
+           dtype_name(it->second.dtype()), " data");
+    }
+    shapes.emplace_back(n.name, it->second.shape());
+  }
+  for (const auto& entry : inputs) {
+    if (find_input(entry.first) < 0) fail("run: the graph has no input named '", entry.first, "'");
+  }
+  bind_dims(shapes, bindings);
+}
 
 }  // namespace lumen

@@ -346,6 +346,9 @@ View::Index View::index(const std::vector<Expr>& idx) const {
     const Shape& below = layers_[k - 1].shape;
     current.assign(below.size(), Expr(0));
     Expr inner = Expr(1);
+    if (std::any_of(below.begin(), below.end(), [](const Expr& d) { return d.is_const(0); })) {
+      return {Expr(0), Expr(0)};  // an empty tensor: there is no element to index
+    }
     for (size_t d = below.size(); d-- > 0;) {
       Expr coordinate = flat / inner;
       current[d] = simplify(d == 0 ? coordinate : coordinate % below[d]);

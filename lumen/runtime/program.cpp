@@ -80,7 +80,10 @@ void Program::bind(const std::string& dim, int64_t value) {
   bindings_[dim] = value;
 }
 
-void Program::run() { results_ = executor_->execute(inputs_, bindings_); }
+void Program::run() {
+  results_.clear();  // lets the executor reuse output buffers nobody else holds
+  results_ = executor_->execute(inputs_, bindings_);
+}
 
 const Array& Program::get(const std::string& output) const {
   for (size_t k = 0; k < outputs_.size(); ++k) {

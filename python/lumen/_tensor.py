@@ -152,7 +152,7 @@ def _install():
     Graph.eye = lambda self, n, m=None, dtype=_convert.float32: _ops.eye(self, int(n), -1 if m is None else int(m), _convert.dtype(dtype))
     Graph.rand = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.rand(self, _shape(shape), int(seed), _convert.dtype(dtype))
     Graph.randn = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.randn(self, _shape(shape), int(seed), _convert.dtype(dtype))
-    Graph.compile = lambda self, outputs=None, backend="interp": _compile(self, outputs, backend)
+    Graph.compile = lambda self, outputs=None, backend="cpu": _compile(self, outputs, backend)
 
     Program.__call__ = _call
 

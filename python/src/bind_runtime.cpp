@@ -10,7 +10,8 @@ namespace {
 
 Backend backend_from_name(const std::string& name) {
   if (name == "interp") return Backend::Interp;
-  fail("compile: unknown backend '", name, "' (available: interp)");
+  if (name == "cpu") return Backend::Cpu;
+  fail("compile: unknown backend '", name, "' (available: cpu, interp)");
 }
 
 }  // namespace
@@ -62,7 +63,7 @@ void bind_runtime(nb::module_& m) {
         options.backend = backend_from_name(backend);
         return compile(*g.graph, outs, options);
       },
-      nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "interp");
+      nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "cpu");
 }
 
 }  // namespace lumen::python

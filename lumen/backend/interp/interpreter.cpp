@@ -225,25 +225,7 @@ std::vector<Array> Interpreter::run(const std::map<std::string, Array>& inputs, 
   }
   for (const Edge& e : outputs) last_use[static_cast<size_t>(e.node)] = static_cast<NodeId>(graph_.size());
 
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
-  for (NodeId id : graph_.input_ids()) {
-    const Node& n = graph_.node(id);
-    auto it = inputs.find(n.name);
-    if (it == inputs.end()) {
-      if (!needed[static_cast<size_t>(id)]) continue;
-      fail("run: input '", n.name, "' (shape ", to_string(n.shape), ", ", dtype_name(n.dtype),
-           ") was not set; set it before running");
-    }
-    if (it->second.dtype() != n.dtype) {
-      fail("run: input '", n.name, "' is declared ", dtype_name(n.dtype), " but was set with ",
-           dtype_name(it->second.dtype()), " data");
-    }
-    shapes.emplace_back(n.name, it->second.shape());
-  }
-  for (const auto& [name, array] : inputs) {
-    if (graph_.find_input(name) < 0) fail("run: the graph has no input named '", name, "'");
-  }
-  graph_.bind_dims(shapes, bindings);
+  graph_.bind_inputs(inputs, needed, bindings);
 
   Evaluator ev(graph_, bindings);
   for (size_t i = 0; i < graph_.size(); ++i) {

@@ -1,0 +1,54 @@
+// Internal to the CPU code generator: printing index Exprs and scalar values
+// as C++, shared by the scalar writer (codegen.cpp) and the lane writer
+// (lanes.cpp).
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lumen/kernel/ir.h"
+
+namespace lumen::cpu {
+
+const char* value_type(DType d);                       // C type a value is held in
+std::string c_identifier(const std::string& name);     // a safe C identifier
+std::string number_literal(double v, DType d);
+std::string accumulator_identity(DType d, kernel::Combine c);
+std::string combine_expr(const std::string& acc, const std::string& v, DType d, kernel::Combine c);
+std::string store_expr(const std::string& v, DType d);  // value -> storage conversion
+
+// Index Exprs as C int64 expressions; dynamic dims read from `d_<name>`.
+class ExprPrinter {
+ public:
+  explicit ExprPrinter(const std::vector<std::string>& dims);
+  std::string print(const Expr& e) const;
+
+ private:
+  std::string var_name(const Expr& v) const;
+  std::map<std::string, std::string> dim_names_;
+};
+
+// Emits the values of one statement as named temporaries ("const float v3 = ...;").
+class ScalarEmitter {
+ public:
+  ScalarEmitter(const kernel::Kernel& k, const ExprPrinter& printer, std::ostream& out, std::string pad, int* counter);
+  std::string emit(const kernel::Value& v);
+
+  static std::string round(const std::string& expr, DType d);
+  static std::string cast_expr(const std::string& a, DType from, DType to);
+
+ private:
+  std::string load_expr(const kernel::Value& v);
+
+  const kernel::Kernel& kernel_;
+  const ExprPrinter& printer_;
+  std::ostream& out_;
+  std::string pad_;
+  int* counter_;
+  std::unordered_map<const kernel::ValueNode*, std::string> names_;
+};
+
+}  // namespace lumen::cpu

@@ -1,0 +1,95 @@
+#include "lumen/backend/cpu/thread_pool.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace lumen::cpu {
+
+namespace {
+
+void chunk(int64_t tasks, int parts, int index, int64_t* begin, int64_t* end) {
+  int64_t base = tasks / parts, extra = tasks % parts;
+  *begin = index * base + std::min<int64_t>(index, extra);
+  *end = *begin + base + (index < extra ? 1 : 0);
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < std::max(threads, 1); ++i) workers_.emplace_back([this, i] { work(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_++;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+ThreadPool& ThreadPool::global() {
+  static ThreadPool* pool = [] {
+    int n = static_cast<int>(std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("LUMEN_THREADS")) n = std::atoi(env);
+    return new ThreadPool(std::max(n, 1));
+  }();
+  return *pool;
+}
+
+void ThreadPool::run(int64_t tasks, Task task, void* context) {
+  if (tasks <= 0) return;
+  int parts = static_cast<int>(std::min<int64_t>(tasks, size()));
+  if (parts == 1) {
+    task(context, 0, tasks);
+    return;
+  }
+  pending_ = parts - 1;
+  {
+    // Workers read these together with the generation, under the lock.
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_ = tasks;
+    task_ = task;
+    context_ = context;
+    active_ = parts;
+    generation_++;
+  }
+  wake_.notify_all();
+  int64_t begin, end;
+  chunk(tasks, parts, 0, &begin, &end);
+  task(context, begin, end);
+  while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
+}
+
+void ThreadPool::work(int index) {
+  uint64_t seen = 0;
+  while (true) {
+    // Spin a little for the next run, then sleep.
+    for (int spin = 0; spin < 20000 && generation_.load(std::memory_order_acquire) == seen && !stop_; ++spin) _mm_pause();
+    int64_t tasks;
+    Task task;
+    void* context;
+    int active;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen || stop_; });
+      if (stop_) return;
+      seen = generation_.load();
+      tasks = tasks_;
+      task = task_;
+      context = context_;
+      active = active_;
+    }
+    if (index < active) {
+      int64_t begin, end;
+      chunk(tasks, active, index, &begin, &end);
+      task(context, begin, end);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+}
+
+}  // namespace lumen::cpu

@@ -1,0 +1,46 @@
+// A persistent pool of worker threads for parallel loops. run() splits
+// [0, tasks) into one contiguous chunk per thread; the caller runs a chunk
+// too and returns when all are done. Threads spin briefly before sleeping so
+// back-to-back kernels do not pay a wake-up each.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lumen::cpu {
+
+class ThreadPool {
+ public:
+  using Task = void (*)(void* context, int64_t begin, int64_t end);
+
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // LUMEN_THREADS, else the hardware concurrency.
+  static ThreadPool& global();
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void run(int64_t tasks, Task task, void* context);
+
+ private:
+  void work(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  int64_t tasks_ = 0;
+  Task task_ = nullptr;
+  void* context_ = nullptr;
+  int active_ = 0;  // threads taking part in the current run
+};
+
+}  // namespace lumen::cpu

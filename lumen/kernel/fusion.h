@@ -1,0 +1,33 @@
+// Fusion: which graph nodes get a buffer (and a kernel) and which are
+// inlined into their consumers' kernels.
+//
+// Inputs, outputs and Contiguous nodes always get buffers. Everything else
+// starts inlined; every kernel is then lowered and each node's evaluation
+// count is compared with its size. A node recomputed too often (an expensive
+// value read through a broadcasting view, a reduction re-run per element) is
+// materialised, and the check repeats until nothing changes. So fusion
+// boundaries come from measured recomputation, not from op-specific patterns.
+#pragma once
+
+#include <vector>
+
+#include "lumen/core/graph.h"
+
+namespace lumen::kernel {
+
+struct FusionOptions {
+  double max_recompute = 4.0;       // evaluations per element tolerated for any node
+  double max_extra_work = 8.0;      // extra ALU ops per element tolerated beyond that
+  double max_reduce_recompute = 1.5;
+  double assumed_dim = 64;          // stands in for dynamic dims
+};
+
+struct Partition {
+  std::vector<bool> materialized;  // per node
+  std::vector<NodeId> kernels;     // materialised non-input nodes, in topological order
+  int rounds = 0;                  // refinement rounds it took
+};
+
+Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const FusionOptions& options = {});
+
+}  // namespace lumen::kernel

@@ -1,0 +1,20 @@
+// The hand-written schedule used without search (budget 0) and as the seed
+// the search starts from.
+#pragma once
+
+#include <vector>
+
+#include "lumen/core/graph.h"
+#include "lumen/kernel/schedule.h"
+
+namespace lumen::kernel {
+
+struct Target {
+  int f32_lanes = 16;  // SIMD width in f32 elements
+  int threads = 2;
+};
+
+std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std::vector<bool>& materialized,
+                                      const Target& target);
+
+}  // namespace lumen::kernel

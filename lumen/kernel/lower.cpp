@@ -1,0 +1,358 @@
+#include "lumen/kernel/lower.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::kernel {
+
+namespace {
+
+// Memo key: a node at given coordinates under a guard.
+struct Key {
+  NodeId node;
+  std::vector<const ExprNode*> coords;
+  const ExprNode* guard;
+  bool operator<(const Key& o) const {
+    if (node != o.node) return node < o.node;
+    if (guard != o.guard) return guard < o.guard;
+    return coords < o.coords;
+  }
+};
+
+// One loop level while building: its statements and what it defines.
+struct Level {
+  Expr var;  // undefined for the kernel's root
+  Expr extent;
+  LoopKind kind = LoopKind::Serial;
+  int unroll_hint = 1;
+  Block block;
+  std::vector<Expr> defines;  // loop variable and data-dependent index variables bound here
+  std::vector<int> accs;      // accumulators initialised here
+  std::map<Key, Value> reduce_memo;
+  std::map<Key, Expr> gather_memo;
+};
+
+using Context = std::vector<Level*>;
+
+std::vector<const ExprNode*> key_of(const std::vector<Expr>& coords) {
+  std::vector<const ExprNode*> k;
+  for (const Expr& e : coords) k.push_back(e.get());
+  return k;
+}
+
+std::vector<Expr> unflatten(const Expr& flat, const Shape& shape) {
+  std::vector<Expr> coords(shape.size());
+  std::vector<Expr> strides = contiguous_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d].is_const(1) || shape[d].is_const(0) || strides[d].is_const(0)) {  // size-1 dim, or an empty tensor
+      coords[d] = Expr(0);
+      continue;
+    }
+    Expr c = flat / strides[d];
+    coords[d] = simplify(d == 0 ? c : c % shape[d]);
+  }
+  return coords;
+}
+
+DType accumulator_dtype(DType d) { return d == DType::F16 || d == DType::BF16 ? DType::F32 : d; }
+
+class Lowerer {
+ public:
+  Lowerer(const Graph& g, const std::vector<bool>& materialized, const Schedule& schedule, const LowerOptions& options)
+      : graph_(g), materialized_(materialized), schedule_(schedule), options_(options), evaluations_(g.size(), 0.0) {}
+
+  LoweredKernel run(NodeId target, const std::string& name) {
+    const Node& t = graph_.node(target);
+    kernel_.name = name;
+    buffer_for(target, true);
+    levels_.push_back(std::make_unique<Level>());
+    Context ctx{levels_.back().get()};
+    // Output loops from the schedule; coordinates are sums of loop variables times steps.
+    std::vector<Expr> coords(t.shape.size(), Expr(0));
+    size_t counter = 0;
+    for (const LoopDef& l : schedule_.loops()) {
+      std::string vname = "i" + std::to_string(l.dim);
+      if (std::count_if(schedule_.loops().begin(), schedule_.loops().end(), [&](const LoopDef& o) { return o.dim == l.dim; }) > 1) {
+        vname += "_" + std::to_string(counter);
+      }
+      ++counter;
+      Expr var = Expr::index(vname, l.extent);
+      coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
+      ctx.push_back(open(var, l.extent, l.kind));
+    }
+    for (Expr& c : coords) c = simplify(c);
+    Value v = compute(target, coords, Expr(1), ctx);
+    ctx.back()->block.push_back(Stmt::store(0, flat_index(t.shape, coords), v));
+    close(ctx, 1);
+    kernel_.body = std::move(ctx[0]->block);
+    kernel_.accumulators = next_acc_;
+    collect_dims();
+    return {std::move(kernel_), std::move(buffer_nodes_), std::move(evaluations_)};
+  }
+
+ private:
+  Level* open(const Expr& var, const Expr& extent, LoopKind kind, int unroll_hint = 1) {
+    levels_.push_back(std::make_unique<Level>());
+    Level* l = levels_.back().get();
+    l->var = var;
+    l->extent = extent;
+    l->kind = kind;
+    l->unroll_hint = unroll_hint;
+    l->defines.push_back(var);
+    return l;
+  }
+
+  // Closes the levels of ctx beyond `keep`, appending each loop to its parent.
+  void close(Context& ctx, size_t keep) {
+    while (ctx.size() > keep) {
+      Level* l = ctx.back();
+      ctx.pop_back();
+      Stmt loop = Stmt::make_loop(l->var, l->extent, l->kind, std::move(l->block));
+      loop.unroll_hint = l->unroll_hint;
+      ctx.back()->block.push_back(std::move(loop));
+    }
+  }
+
+  int buffer_for(NodeId n, bool output = false) {
+    for (size_t i = 0; i < buffer_nodes_.size(); ++i) {
+      if (buffer_nodes_[i] == n) return static_cast<int>(i);
+    }
+    const Node& node = graph_.node(n);
+    std::string label = node.op == Op::Input ? node.name : std::string(op_name(node.op)) + "_" + std::to_string(n);
+    kernel_.buffers.push_back({label, node.dtype, output});
+    buffer_nodes_.push_back(n);
+    return static_cast<int>(buffer_nodes_.size() - 1);
+  }
+
+  double multiplicity(const Context& ctx) const {
+    double m = 1;
+    for (const Level* l : ctx) {
+      if (!l->extent.defined()) continue;
+      m *= assumed(l->extent);
+    }
+    return m;
+  }
+
+  double assumed(const Expr& e) const {
+    Bindings b;
+    for (const Expr& v : expr_vars(e)) b[v.name()] = static_cast<int64_t>(options_.assumed_dim);
+    try {
+      return static_cast<double>(evaluate(e, b));
+    } catch (const Error&) {
+      return options_.assumed_dim;
+    }
+  }
+
+  // The deepest level of ctx that defines any of `vars` or initialises any of `accs`.
+  size_t level_of(const Context& ctx, const std::vector<Expr>& vars, const std::vector<int>& accs) const {
+    size_t deepest = 0;
+    for (size_t i = 0; i < ctx.size(); ++i) {
+      for (const Expr& d : ctx[i]->defines) {
+        if (std::find(vars.begin(), vars.end(), d) != vars.end()) deepest = i;
+      }
+      for (int a : ctx[i]->accs) {
+        if (std::find(accs.begin(), accs.end(), a) != accs.end()) deepest = i;
+      }
+    }
+    return deepest;
+  }
+
+  std::vector<Expr> vars_of(const std::vector<Expr>& exprs) const {
+    std::vector<Expr> vars;
+    for (const Expr& e : exprs) {
+      for (const Expr& v : expr_vars(e)) {
+        if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
+      }
+    }
+    return vars;
+  }
+
+  static std::vector<int> accs_of(const Value& v) {
+    std::vector<int> accs;
+    std::vector<const ValueNode*> stack{v.get()};
+    while (!stack.empty()) {
+      const ValueNode* n = stack.back();
+      stack.pop_back();
+      if (n->kind == ValueKind::Acc) accs.push_back(n->acc);
+      for (const Value& a : n->args) stack.push_back(a.get());
+    }
+    return accs;
+  }
+
+  Value emit(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    if (materialized_[static_cast<size_t>(n)]) {
+      return load(buffer_for(n), node.dtype, flat_index(node.shape, coords), guard);
+    }
+    return compute(n, coords, guard, ctx);
+  }
+
+  Value edge(const Edge& e, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    View::Index vi = e.view.index(coords);
+    const Node& producer = graph_.node(e.node);
+    Expr valid = simplify(logical_and(guard, vi.valid));
+    Value v;
+    if (materialized_[static_cast<size_t>(e.node)]) {
+      v = load(buffer_for(e.node), producer.dtype, vi.index, valid);
+    } else {
+      v = compute(e.node, unflatten(vi.index, producer.shape), valid, ctx);
+    }
+    if (vi.valid.is_const(1)) return v;
+    return select(index_value(vi.valid, DType::Bool), v, number(0, producer.dtype));
+  }
+
+  Value compute(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    if (!is_reduce(node.op)) evaluations_[static_cast<size_t>(n)] += multiplicity(ctx);  // reductions count when emitted
+    if (kernel_.fused.size() < 64 && std::find(kernel_.fused.begin(), kernel_.fused.end(), label(n)) == kernel_.fused.end()) {
+      kernel_.fused.push_back(label(n));
+    }
+    switch (node.op) {
+      case Op::Input: fail("lower: input '", node.name, "' must be materialised (internal error)");
+      case Op::Constant: {
+        if (!node.pattern.defined()) return number(node.number, node.dtype);
+        std::unordered_map<Expr, Expr, ExprHash> at;
+        std::vector<Expr> idx = loop_indices(node.shape);
+        for (size_t d = 0; d < idx.size(); ++d) at[idx[d]] = coords[d];
+        return index_value(simplify(substitute(node.pattern, at)), node.dtype);
+      }
+      case Op::Cast: return cast(edge(node.inputs[0], coords, guard, ctx), node.dtype);
+      case Op::Contiguous: return edge(node.inputs[0], coords, guard, ctx);
+      case Op::SumReduce:
+      case Op::MaxReduce: return reduce(n, coords, guard, ctx);
+      case Op::Gather: return gather(n, coords, guard, ctx);
+      default: break;
+    }
+    if (is_unary(node.op)) return unary(node.op, edge(node.inputs[0], coords, guard, ctx));
+    if (is_binary(node.op)) {
+      Value a = edge(node.inputs[0], coords, guard, ctx);
+      Value b = edge(node.inputs[1], coords, guard, ctx);
+      return binary(node.op, a, b);
+    }
+    fail("lower: cannot lower ", op_name(node.op));
+  }
+
+  std::string label(NodeId n) const {
+    const Node& node = graph_.node(n);
+    return std::string(op_name(node.op)) + "_" + std::to_string(n);
+  }
+
+  Value reduce(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    std::vector<Expr> deps = coords;
+    deps.push_back(guard);
+    size_t at = level_of(ctx, vars_of(deps), {});
+    Key key{n, key_of(coords), guard.get()};
+    for (size_t i = 0; i <= at; ++i) {
+      auto it = ctx[i]->reduce_memo.find(key);
+      if (it != ctx[i]->reduce_memo.end()) return it->second;
+    }
+    Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
+    evaluations_[static_cast<size_t>(n)] += multiplicity(inner);
+    bool inside_lanes = std::any_of(inner.begin(), inner.end(), [](const Level* l) {
+      return l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector;
+    });
+    DType acc_dtype = accumulator_dtype(node.dtype);
+    Combine combine = node.op == Op::SumReduce ? Combine::Sum : Combine::Max;
+    int acc = next_acc_++;
+    inner.back()->block.push_back(Stmt::acc_init(acc, acc_dtype, combine));
+    inner.back()->accs.push_back(acc);
+
+    Expr extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)];
+    int64_t lanes = schedule_.reduce_lanes();
+    std::string base = "r" + std::to_string(next_reduce_++);
+    Expr r;
+    size_t keep = inner.size();
+    if (lanes > 1 && !inside_lanes && extent.is_const() && extent.value() % lanes == 0 && extent.value() > lanes) {
+      Expr outer = Expr::index(base + "_o", Expr(extent.value() / lanes));
+      Expr lane = Expr::index(base + "_v", Expr(lanes));
+      inner.push_back(open(outer, Expr(extent.value() / lanes), LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
+      r = outer * lanes + lane;
+    } else {
+      r = Expr::index(base, extent);
+      inner.push_back(open(r, extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+    }
+    std::vector<Expr> in_coords = coords;
+    in_coords.insert(in_coords.begin() + node.axis, simplify(r));
+    Value v = edge(node.inputs[0], in_coords, guard, inner);
+    inner.back()->block.push_back(Stmt::acc_update(acc, combine, cast(v, acc_dtype)));
+    close(inner, keep);
+    Value result = cast(acc_value(acc, acc_dtype), node.dtype);
+    ctx[at]->reduce_memo[key] = result;
+    return result;
+  }
+
+  Value gather(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    auto axis = static_cast<size_t>(node.axis);
+    size_t k = node.inputs[1].view.rank();
+    std::vector<Expr> idx_coords(coords.begin() + static_cast<long>(axis), coords.begin() + static_cast<long>(axis + k));
+    Expr size = node.inputs[0].view.shape()[axis];
+    Key key{n, key_of(idx_coords), guard.get()};
+    Expr g;
+    for (const Level* l : ctx) {
+      auto it = l->gather_memo.find(key);
+      if (it != l->gather_memo.end()) g = it->second;
+    }
+    if (!g.defined()) {
+      Value iv = edge(node.inputs[1], idx_coords, guard, ctx);
+      std::vector<Expr> deps = value_vars(iv);
+      for (const Expr& v : expr_vars(guard)) deps.push_back(v);
+      size_t at = level_of(ctx, deps, accs_of(iv));
+      std::string name = "g" + std::to_string(next_gather_++);
+      g = size.is_const() ? Expr::var(name, 0, std::max<int64_t>(size.value() - 1, 0))
+                          : Expr::var(name, 0, kMaxDim, size);
+      ctx[at]->block.push_back(Stmt::bind(g, iv, size, guard));
+      ctx[at]->defines.push_back(g);
+      ctx[at]->gather_memo[key] = g;
+    }
+    std::vector<Expr> data_coords(coords.begin(), coords.begin() + static_cast<long>(axis));
+    data_coords.push_back(g);
+    data_coords.insert(data_coords.end(), coords.begin() + static_cast<long>(axis + k), coords.end());
+    return edge(node.inputs[0], data_coords, guard, ctx);
+  }
+
+  void collect_dims() {
+    std::vector<std::string> names = graph_.dim_names();
+    kernel_.dims = names;
+  }
+
+  const Graph& graph_;
+  const std::vector<bool>& materialized_;
+  const Schedule& schedule_;
+  LowerOptions options_;
+  Kernel kernel_;
+  std::vector<NodeId> buffer_nodes_;
+  std::vector<double> evaluations_;
+  std::vector<std::unique_ptr<Level>> levels_;
+  int next_acc_ = 0;
+  int next_reduce_ = 0;
+  int next_gather_ = 0;
+};
+
+}  // namespace
+
+Expr flat_index(const Shape& shape, const std::vector<Expr>& coords) {
+  std::vector<Expr> strides = contiguous_strides(shape);
+  Expr flat = Expr(0);
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat + coords[d] * strides[d];
+  return simplify(flat);
+}
+
+LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& materialized, const Schedule& schedule,
+                    const std::string& name, const LowerOptions& options) {
+  if (schedule.shape().size() != graph.node(target).shape.size()) {
+    fail("lower: schedule is for shape ", to_string(schedule.shape()), " but node ", target, " has shape ",
+         to_string(graph.node(target).shape));
+  }
+  return Lowerer(graph, materialized, schedule, options).run(target, name);
+}
+
+}  // namespace lumen::kernel

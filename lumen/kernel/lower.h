@@ -1,0 +1,39 @@
+// Lowering: one materialised graph node -> a Kernel in the loop IR.
+//
+// The kernel loops over the node's output (arranged by a Schedule) and
+// evaluates the node at each point. Nodes that are not materialised are
+// inlined: evaluated at coordinates computed through the edges' views. A
+// reduction is emitted as an accumulator loop at the outermost loop level
+// that defines every variable its coordinates use, so a per-row reduction
+// feeding a per-element consumer runs once per row (softmax becomes one
+// kernel per row). Padded positions guard the loads beneath them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lumen/core/graph.h"
+#include "lumen/kernel/ir.h"
+#include "lumen/kernel/schedule.h"
+
+namespace lumen::kernel {
+
+struct LoweredKernel {
+  Kernel kernel;
+  std::vector<NodeId> buffer_nodes;  // kernel buffer i holds graph node buffer_nodes[i]
+  // How many times each graph node is evaluated per run (dynamic dims taken
+  // as `assumed_dim`); fusion compares it with the node's size.
+  std::vector<double> evaluations;
+};
+
+struct LowerOptions {
+  double assumed_dim = 64;  // stands in for dynamic dims when counting evaluations
+};
+
+LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& materialized,
+                    const Schedule& schedule, const std::string& name, const LowerOptions& options = {});
+
+// The flat position of `coords` in a contiguous buffer of `shape`.
+Expr flat_index(const Shape& shape, const std::vector<Expr>& coords);
+
+}  // namespace lumen::kernel

@@ -1,0 +1,169 @@
+#include "lumen/kernel/schedule.h"
+
+#include <sstream>
+
+#include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::kernel {
+
+namespace {
+
+const char* action_name(ActionKind k) {
+  switch (k) {
+    case ActionKind::Split: return "split";
+    case ActionKind::Reorder: return "reorder";
+    case ActionKind::Kind: return "kind";
+    case ActionKind::ReduceLanes: return "reduce_lanes";
+    case ActionKind::ReduceUnroll: return "reduce_unroll";
+  }
+  return "?";
+}
+
+bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
+
+}  // namespace
+
+std::string to_string(const Action& a) {
+  std::ostringstream out;
+  out << action_name(a.kind) << '(';
+  switch (a.kind) {
+    case ActionKind::Split:
+    case ActionKind::Reorder: out << a.loop << ',' << a.value; break;
+    case ActionKind::Kind: out << a.loop << ',' << loop_kind_name(static_cast<LoopKind>(a.value)); break;
+    default: out << a.value; break;
+  }
+  out << ')';
+  return out.str();
+}
+
+std::string to_string(const std::vector<Action>& actions) {
+  std::string s;
+  for (size_t i = 0; i < actions.size(); ++i) s += (i ? " " : "") + to_string(actions[i]);
+  return s;
+}
+
+std::vector<Action> parse_actions(const std::string& text) {
+  std::vector<Action> out;
+  std::istringstream in(text);
+  std::string token;
+  while (in >> token) {
+    auto open = token.find('('), close = token.rfind(')');
+    if (open == std::string::npos || close != token.size() - 1) fail("schedule: malformed action '", token, "'");
+    std::string name = token.substr(0, open), args = token.substr(open + 1, close - open - 1);
+    auto comma = args.find(',');
+    auto number = [&](const std::string& s) -> int64_t {
+      try {
+        size_t used = 0;
+        int64_t v = std::stoll(s, &used);
+        if (used != s.size()) throw std::invalid_argument(s);
+        return v;
+      } catch (const std::exception&) {
+        fail("schedule: '", s, "' in action '", token, "' is not a number");
+      }
+    };
+    if (name == "split" || name == "reorder" || name == "kind") {
+      if (comma == std::string::npos) fail("schedule: action '", token, "' needs two arguments");
+      int loop = static_cast<int>(number(args.substr(0, comma)));
+      std::string second = args.substr(comma + 1);
+      if (name == "kind") {
+        int64_t k = -1;
+        for (LoopKind lk : {LoopKind::Serial, LoopKind::Parallel, LoopKind::Unroll, LoopKind::Vector}) {
+          if (second == loop_kind_name(lk)) k = static_cast<int64_t>(lk);
+        }
+        if (k < 0) fail("schedule: unknown loop kind '", second, "'");
+        out.push_back(Action::set_kind(loop, static_cast<LoopKind>(k)));
+      } else {
+        out.push_back({name == "split" ? ActionKind::Split : ActionKind::Reorder, loop, number(second)});
+      }
+    } else if (name == "reduce_lanes") {
+      out.push_back(Action::reduce_lanes(number(args)));
+    } else if (name == "reduce_unroll") {
+      out.push_back(Action::reduce_unroll(number(args)));
+    } else {
+      fail("schedule: unknown action '", name, "'");
+    }
+  }
+  return out;
+}
+
+Schedule::Schedule(const Shape& shape) : shape_(shape) {
+  for (size_t d = 0; d < shape.size(); ++d) loops_.push_back({static_cast<int>(d), shape[d], 1, LoopKind::Serial});
+}
+
+Schedule Schedule::from_actions(const Shape& shape, const std::vector<Action>& actions) {
+  Schedule s(shape);
+  for (const Action& a : actions) s.apply(a);
+  return s;
+}
+
+void Schedule::check_loop(int loop, const char* action) const {
+  if (loop < 0 || static_cast<size_t>(loop) >= loops_.size()) {
+    fail("schedule: ", action, " names loop ", loop, " but there are ", loops_.size());
+  }
+}
+
+void Schedule::apply(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::Split: {
+      check_loop(a.loop, "split");
+      LoopDef& l = loops_[static_cast<size_t>(a.loop)];
+      if (a.value < 2) fail("schedule: split factor must be >= 2, got ", a.value);
+      if (!l.extent.is_const() || l.extent.value() % a.value != 0) {
+        fail("schedule: split(", a.loop, ", ", a.value, ") does not divide the loop's extent ", l.extent);
+      }
+      LoopDef inner{l.dim, Expr(a.value), l.step, LoopKind::Serial};
+      l.extent = Expr(l.extent.value() / a.value);
+      l.step *= a.value;
+      loops_.insert(loops_.begin() + a.loop + 1, inner);
+      break;
+    }
+    case ActionKind::Reorder: {
+      check_loop(a.loop, "reorder");
+      if (a.value < 0 || static_cast<size_t>(a.value) >= loops_.size()) fail("schedule: reorder target ", a.value, " is out of range");
+      LoopDef l = loops_[static_cast<size_t>(a.loop)];
+      loops_.erase(loops_.begin() + a.loop);
+      loops_.insert(loops_.begin() + a.value, l);
+      break;
+    }
+    case ActionKind::Kind: {
+      check_loop(a.loop, "kind");
+      if (a.value < 0 || a.value > static_cast<int64_t>(LoopKind::Vector)) fail("schedule: unknown loop kind ", a.value);
+      LoopDef& l = loops_[static_cast<size_t>(a.loop)];
+      auto k = static_cast<LoopKind>(a.value);
+      if (is_lane(k) && (!l.extent.is_const() || l.extent.value() > 256)) {
+        fail("schedule: only static loops of at most 256 iterations can be ", loop_kind_name(k), ", loop ", a.loop,
+             " has extent ", l.extent);
+      }
+      l.kind = k;
+      break;
+    }
+    case ActionKind::ReduceLanes:
+      if (a.value < 1 || a.value > 64) fail("schedule: reduce_lanes must be in [1, 64], got ", a.value);
+      reduce_lanes_ = a.value;
+      break;
+    case ActionKind::ReduceUnroll:
+      if (a.value < 1 || a.value > 32) fail("schedule: reduce_unroll must be in [1, 32], got ", a.value);
+      reduce_unroll_ = a.value;
+      break;
+  }
+  validate_kinds();
+  actions_.push_back(a);
+}
+
+// Only the outermost loop may be parallel (the runtime splits it across
+// threads); lane loops must be innermost (all loops inside a lane loop are lanes).
+void Schedule::validate_kinds() const {
+  bool seen_lane = false;
+  for (size_t i = 0; i < loops_.size(); ++i) {
+    LoopKind k = loops_[i].kind;
+    if (k == LoopKind::Parallel && i != 0) fail("schedule: only the outermost loop can be parallel, not loop ", i);
+    if (is_lane(k)) {
+      seen_lane = true;
+    } else if (seen_lane) {
+      fail("schedule: loop ", i, " (", loop_kind_name(k), ") is inside an unrolled or vector loop");
+    }
+  }
+}
+
+}  // namespace lumen::kernel

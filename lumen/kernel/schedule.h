@@ -1,0 +1,80 @@
+// Schedule — how a kernel's output loops are arranged, as a replayable list
+// of actions applied to the default nest (one serial loop per output dim, in
+// order). Every action is legal or raises lumen::Error, so a search can try
+// action lists blindly and prune the illegal ones. Actions never change what
+// is computed, only the loop structure, so any legal schedule is correct.
+//
+//   split(loop, factor)     loop of extent E -> outer E/factor, inner factor
+//                           (factor must divide a static E)
+//   reorder(loop, to)       move a loop to another position
+//   kind(loop, k)           serial, parallel (the outermost loop only), unroll,
+//                           vector (innermost lane loops)
+//   reduce_lanes(n)         every reduction keeps n partial accumulators in a
+//                           vector (needs n to divide the reduced extent)
+//   reduce_unroll(n)        every reduction loop is unrolled n times
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lumen/core/expr.h"
+#include "lumen/core/view.h"
+#include "lumen/kernel/ir.h"
+
+namespace lumen::kernel {
+
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll };
+
+struct Action {
+  ActionKind kind;
+  int loop = 0;       // Split, Reorder, Kind
+  int64_t value = 0;  // factor, target position, LoopKind, lanes, unroll
+
+  static Action split(int loop, int64_t factor) { return {ActionKind::Split, loop, factor}; }
+  static Action reorder(int loop, int to) { return {ActionKind::Reorder, loop, to}; }
+  static Action set_kind(int loop, LoopKind k) { return {ActionKind::Kind, loop, static_cast<int64_t>(k)}; }
+  static Action reduce_lanes(int64_t n) { return {ActionKind::ReduceLanes, 0, n}; }
+  static Action reduce_unroll(int64_t n) { return {ActionKind::ReduceUnroll, 0, n}; }
+  bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
+};
+
+std::string to_string(const Action& a);
+std::string to_string(const std::vector<Action>& actions);
+// Parses what to_string(actions) wrote; throws Error on malformed text.
+std::vector<Action> parse_actions(const std::string& text);
+
+// One output loop after scheduling.
+struct LoopDef {
+  int dim;        // the output dim it iterates
+  Expr extent;
+  int64_t step;   // coordinate contribution per iteration (product of inner splits of the dim)
+  LoopKind kind;
+};
+
+class Schedule {
+ public:
+  // The default nest for an output of `shape`.
+  explicit Schedule(const Shape& shape);
+  // Applies actions in order; throws Error for an illegal one.
+  static Schedule from_actions(const Shape& shape, const std::vector<Action>& actions);
+
+  void apply(const Action& a);
+  const std::vector<LoopDef>& loops() const { return loops_; }
+  const std::vector<Action>& actions() const { return actions_; }
+  const Shape& shape() const { return shape_; }
+  int64_t reduce_lanes() const { return reduce_lanes_; }
+  int64_t reduce_unroll() const { return reduce_unroll_; }
+
+ private:
+  void check_loop(int loop, const char* action) const;
+  void validate_kinds() const;
+
+  Shape shape_;
+  std::vector<LoopDef> loops_;
+  std::vector<Action> actions_;
+  int64_t reduce_lanes_ = 1;
+  int64_t reduce_unroll_ = 1;
+};
+
+}  // namespace lumen::kernel

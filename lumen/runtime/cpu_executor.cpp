@@ -1,0 +1,215 @@
+#include "lumen/runtime/cpu_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "lumen/backend/cpu/codegen.h"
+#include "lumen/backend/cpu/isa.h"
+#include "lumen/backend/cpu/thread_pool.h"
+#include "lumen/core/error.h"
+#include "lumen/kernel/fusion.h"
+#include "lumen/kernel/heuristic.h"
+#include "lumen/kernel/lower.h"
+#include "lumen/kernel/printer.h"
+
+namespace lumen {
+
+namespace {
+
+struct Status {
+  int64_t failed = 0, value = 0, bound = 0;
+};
+
+struct LaunchContext {
+  void (*run)(void* const*, const int64_t*, int64_t, int64_t, void*);
+  void* const* buffers;
+  const int64_t* dims;
+  Status* status;
+};
+
+void trampoline(void* context, int64_t begin, int64_t end) {
+  auto* c = static_cast<LaunchContext*>(context);
+  c->run(c->buffers, c->dims, begin, end, c->status);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool debug_kernels() {
+  const char* d = std::getenv("LUMEN_DEBUG");
+  return d && std::strstr(d, "kernels");
+}
+
+int64_t numel_of(const Shape& shape, const Bindings& b) {
+  int64_t n = 1;
+  for (const Expr& d : shape) n *= evaluate(d, b);
+  return n;
+}
+
+}  // namespace
+
+CpuExecutor::CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, ScheduleChooser choose)
+    : graph_(std::make_shared<Graph>(*graph)), outputs_(std::move(outputs)) {
+  prepare_outputs();
+  build(choose);
+}
+
+// Outputs are fresh contiguous arrays: an output read through a view, or an
+// input passed straight through, gets a copy node.
+void CpuExecutor::prepare_outputs() {
+  std::vector<NodeId> seen;
+  for (Edge& e : outputs_) {
+    const Node& n = graph_->node(e.node);
+    bool repeated = std::find(seen.begin(), seen.end(), e.node) != seen.end();
+    seen.push_back(e.node);
+    if (e.view.is_contiguous() && n.op != Op::Input && !repeated) continue;
+    Node copy;
+    copy.op = Op::Contiguous;
+    copy.dtype = n.dtype;
+    copy.shape = e.view.shape();
+    copy.inputs = {e};
+    NodeId id = graph_->add(std::move(copy));
+    e = Edge{id, View::contiguous(graph_->node(id).shape)};
+  }
+  needed_.assign(graph_->size(), false);
+  for (const Edge& e : outputs_) needed_[static_cast<size_t>(e.node)] = true;
+  for (size_t i = graph_->size(); i-- > 0;) {
+    if (!needed_[i]) continue;
+    for (const Edge& e : graph_->nodes()[i].inputs) needed_[static_cast<size_t>(e.node)] = true;
+  }
+}
+
+void CpuExecutor::build(const ScheduleChooser& choose) {
+  auto start = std::chrono::steady_clock::now();
+  kernel::Partition p = kernel::partition(*graph_, outputs_);
+  report_.fusion_rounds = p.rounds;
+  report_.fusion_seconds = seconds_since(start);
+  materialized_ = p.materialized;
+
+  start = std::chrono::steady_clock::now();
+  const cpu::Isa& isa = cpu::host_isa();
+  kernel::Target target{isa.f32_lanes(), cpu::ThreadPool::global().size()};
+  std::vector<std::vector<NodeId>> buffer_nodes;
+  for (NodeId n : p.kernels) {
+    if (!needed_[static_cast<size_t>(n)]) continue;
+    std::vector<kernel::Action> actions =
+        choose ? choose(*graph_, n, materialized_) : kernel::heuristic_actions(*graph_, n, materialized_, target);
+    kernel::Schedule schedule = kernel::Schedule::from_actions(graph_->node(n).shape, actions);
+    kernel::LoweredKernel lk =
+        kernel::lower(*graph_, n, materialized_, schedule, "k" + std::to_string(kernels_.size()));
+    kernel_nodes_.push_back(n);
+    buffer_nodes.push_back(lk.buffer_nodes);
+    kernels_.push_back(std::move(lk.kernel));
+  }
+  report_.kernels = static_cast<int>(kernels_.size());
+  report_.lower_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  source_ = cpu::render_source(kernels_);
+  report_.codegen_seconds = seconds_since(start);
+  if (debug_kernels()) {
+    for (const kernel::Kernel& k : kernels_) std::cerr << kernel::to_string(k) << "\n";
+    std::cerr << source_ << "\n";
+  }
+  if (kernels_.empty()) return;
+  cpu::CompileInfo info;
+  library_ = cpu::compile_and_load(source_, &info);
+  report_.compile_seconds = info.seconds;
+  report_.cache_hit = info.cache_hit;
+  report_.object_path = info.object_path;
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    Launch l;
+    l.run = reinterpret_cast<KernelFn>(library_->symbol("lumen_" + kernels_[i].name));
+    l.tasks = reinterpret_cast<TasksFn>(library_->symbol("lumen_" + kernels_[i].name + "_tasks"));
+    l.buffers = buffer_nodes[i];
+    launches_.push_back(std::move(l));
+  }
+}
+
+void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bindings) {
+  if (planned_ && dims == planned_dims_) return;
+  std::vector<BufferLife> lives;
+  buffer_index_.assign(graph_->size(), -1);
+  std::vector<bool> is_output(graph_->size(), false);
+  for (const Edge& e : outputs_) is_output[static_cast<size_t>(e.node)] = true;
+  for (size_t k = 0; k < kernel_nodes_.size(); ++k) {
+    NodeId n = kernel_nodes_[k];
+    if (is_output[static_cast<size_t>(n)]) continue;
+    const Node& node = graph_->node(n);
+    int64_t bytes = numel_of(node.shape, bindings) * static_cast<int64_t>(dtype_size(node.dtype));
+    int last = static_cast<int>(k);
+    for (size_t j = k + 1; j < launches_.size(); ++j) {
+      for (NodeId b : launches_[j].buffers) {
+        if (b == n) last = static_cast<int>(j);
+      }
+    }
+    buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
+    lives.push_back({bytes, static_cast<int>(k), last});
+  }
+  plan_ = plan_memory(lives);
+  if (plan_.arena_bytes > arena_capacity_) {
+    auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, static_cast<size_t>((plan_.arena_bytes + 63) / 64 * 64)));
+    if (!p) fail("run: cannot allocate ", plan_.arena_bytes, " bytes for intermediate buffers");
+    arena_ = std::shared_ptr<unsigned char>(p, [](unsigned char* q) { std::free(q); });
+    arena_capacity_ = plan_.arena_bytes;
+  }
+  planned_dims_ = dims;
+  planned_ = true;
+}
+
+std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inputs, const Bindings& given) {
+  Bindings bindings = given;
+  graph_->bind_inputs(inputs, needed_, bindings);
+  std::vector<int64_t> dims;
+  for (const std::string& name : graph_->dim_names()) dims.push_back(bindings.at(name));
+  plan(dims, bindings);
+
+  // Output arrays: reused when the caller no longer holds the previous ones.
+  if (results_.size() != outputs_.size()) results_.assign(outputs_.size(), Array());
+  std::vector<void*> pointer(graph_->size(), nullptr);
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const Node& n = graph_->node(outputs_[o].node);
+    std::vector<int64_t> shape;  // the output's view is contiguous, possibly reshaped
+    for (const Expr& d : outputs_[o].view.shape()) shape.push_back(evaluate(d, bindings));
+    bool reuse = results_[o].defined() && results_[o].shape() == shape && results_[o].dtype() == n.dtype &&
+                 results_[o].owner_count() == 1;
+    if (!reuse) results_[o] = Array(n.dtype, shape);
+    pointer[static_cast<size_t>(outputs_[o].node)] = results_[o].data();
+  }
+  for (NodeId id : graph_->input_ids()) {
+    auto it = inputs.find(graph_->node(id).name);
+    if (it != inputs.end()) pointer[static_cast<size_t>(id)] = const_cast<void*>(it->second.data());
+  }
+  for (size_t n = 0; n < graph_->size(); ++n) {
+    if (buffer_index_[n] >= 0) pointer[n] = arena_.get() + plan_.offsets[static_cast<size_t>(buffer_index_[n])];
+  }
+
+  cpu::ThreadPool& pool = cpu::ThreadPool::global();
+  std::vector<void*> args;
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const Launch& l = launches_[k];
+    args.clear();
+    for (NodeId b : l.buffers) args.push_back(pointer[static_cast<size_t>(b)]);
+    Status status;
+    LaunchContext ctx{l.run, args.data(), dims.data(), &status};
+    pool.run(l.tasks(dims.data()), trampoline, &ctx);
+    if (status.failed) {
+      std::string fused;
+      for (const std::string& f : kernels_[k].fused) {
+        if (f.rfind("Gather", 0) == 0) fused += (fused.empty() ? "" : ", ") + f;
+      }
+      fail("gather: index ", status.value, " is out of range for an axis of size ", status.bound, " (in ",
+           fused.empty() ? kernels_[k].name : fused, "); indices must be in [0, ", status.bound, ")");
+    }
+  }
+  std::vector<Array> out;
+  for (size_t o = 0; o < outputs_.size(); ++o) out.push_back(results_[o]);
+  return out;
+}
+
+}  // namespace lumen

@@ -1,0 +1,80 @@
+// CpuExecutor — a graph compiled for the host CPU: fused into kernels,
+// rendered as C++, compiled once into a shared object (cached on disk), and
+// run on the thread pool with intermediates in one arena planned by liveness.
+// Dynamic dims are kernel arguments, so one compiled program runs for any
+// binding; the memory plan is made per binding and reused.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/backend/cpu/compiler.h"
+#include "lumen/core/graph.h"
+#include "lumen/kernel/ir.h"
+#include "lumen/kernel/schedule.h"
+#include "lumen/runtime/executor.h"
+#include "lumen/runtime/memory_plan.h"
+
+namespace lumen {
+
+struct CpuCompileReport {
+  int kernels = 0;
+  int fusion_rounds = 0;
+  double fusion_seconds = 0, lower_seconds = 0, codegen_seconds = 0, compile_seconds = 0;
+  bool cache_hit = false;
+  std::string object_path;
+};
+
+// A schedule chooser: given the kernel's node, returns its action list.
+using ScheduleChooser = std::function<std::vector<kernel::Action>(const Graph&, NodeId, const std::vector<bool>&)>;
+
+class CpuExecutor : public Executor {
+ public:
+  CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, ScheduleChooser choose = nullptr);
+
+  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
+  const char* backend_name() const override { return "cpu"; }
+
+  const CpuCompileReport& report() const { return report_; }
+  const std::vector<kernel::Kernel>& kernels() const { return kernels_; }
+  const std::string& source() const { return source_; }
+  // The plan of the last run (arena size vs. largest live set).
+  const MemoryPlan& last_plan() const { return plan_; }
+
+ private:
+  using KernelFn = void (*)(void* const*, const int64_t*, int64_t, int64_t, void*);
+  using TasksFn = int64_t (*)(const int64_t*);
+  struct Launch {
+    KernelFn run;
+    TasksFn tasks;
+    std::vector<NodeId> buffers;
+  };
+
+  void prepare_outputs();
+  void build(const ScheduleChooser& choose);
+  void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
+
+  std::shared_ptr<Graph> graph_;
+  std::vector<Edge> outputs_;
+  std::vector<bool> materialized_;
+  std::vector<NodeId> kernel_nodes_;
+  std::vector<kernel::Kernel> kernels_;
+  std::vector<Launch> launches_;
+  std::shared_ptr<cpu::Library> library_;
+  std::string source_;
+  CpuCompileReport report_;
+  std::vector<bool> needed_;
+
+  // Per-binding state.
+  std::vector<int64_t> planned_dims_;
+  bool planned_ = false;
+  MemoryPlan plan_;
+  std::vector<int64_t> buffer_index_;  // node -> index into plan offsets (-1: not in the arena)
+  std::shared_ptr<unsigned char> arena_;
+  int64_t arena_capacity_ = 0;
+  std::vector<Array> results_;
+};
+
+}  // namespace lumen
