@@ -67,7 +67,9 @@ void CpuExecutor::prepare_outputs() {
     const Node& n = graph_->node(e.node);
     bool repeated = std::find(seen.begin(), seen.end(), e.node) != seen.end();
     seen.push_back(e.node);
-    if (e.view.is_contiguous() && n.op != Op::Input && !repeated) continue;
+    // A contiguous view can still be a prefix slice: the output must be the whole buffer.
+    bool whole = shape_numel(e.view.shape()) == shape_numel(n.shape);
+    if (e.view.is_contiguous() && whole && n.op != Op::Input && !repeated) continue;
     Node copy;
     copy.op = Op::Contiguous;
     copy.dtype = n.dtype;
