@@ -8,10 +8,17 @@
 #include <cstdlib>
 #include <random>
 
+#include "lumen/kernel/schedule.h"
 #include "lumen/lumen.h"
+#include "lumen/runtime/cpu_executor.h"
 
 namespace lumen {
 namespace {
+
+int cpu_lanes() {
+  const char* isa = std::getenv("LUMEN_ISA");
+  return isa && std::string(isa) == "avx2" ? 8 : isa && std::string(isa) == "sse" ? 4 : 16;
+}
 
 struct GraphFuzzer {
   std::mt19937 rng;
@@ -28,7 +35,7 @@ struct GraphFuzzer {
   Shape random_shape() {
     Shape s;
     int rank = uniform(1, 3);
-    for (int d = 0; d < rank; ++d) s.push_back(Expr(uniform(1, 6)));
+    for (int d = 0; d < rank; ++d) s.push_back(Expr(uniform(0, 5) == 0 ? 16 * uniform(1, 2) : uniform(1, 6)));
     return s;
   }
 
@@ -159,6 +166,36 @@ bool close(double got, double want) {
   return std::fabs(got - want) <= 1e-4 + 1e-3 * std::fabs(want);
 }
 
+// A random legal schedule: random actions, the illegal ones skipped.
+std::vector<kernel::Action> random_schedule(std::mt19937& rng, const Shape& shape) {
+  using kernel::Action;
+  using kernel::LoopKind;
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  kernel::Schedule s(shape);
+  if (shape.empty()) return {};  // a scalar kernel has no loops to schedule
+  int lanes = cpu_lanes();
+  for (int step = uniform(0, 6); step > 0; --step) {
+    int loops = static_cast<int>(s.loops().size());
+    Action a = Action::reduce_unroll(2);
+    switch (uniform(0, 6)) {
+      case 0:
+      case 1: a = Action::split(uniform(0, loops - 1), std::vector<int64_t>{2, 3, 4, lanes, 2 * lanes}[static_cast<size_t>(uniform(0, 4))]); break;
+      case 2: a = Action::reorder(uniform(0, loops - 1), uniform(0, loops - 1)); break;
+      case 3: a = Action::set_kind(loops - 1, uniform(0, 1) ? LoopKind::Vector : LoopKind::Unroll); break;
+      case 4: a = Action::set_kind(0, LoopKind::Parallel); break;
+      case 5: a = Action::reduce_lanes(std::vector<int64_t>{2, 4, lanes}[static_cast<size_t>(uniform(0, 2))]); break;
+      default: a = Action::reduce_unroll(uniform(2, 4)); break;
+    }
+    try {
+      kernel::Schedule trial = s;
+      trial.apply(a);
+      s = trial;
+    } catch (const Error&) {
+    }
+  }
+  return s.actions();
+}
+
 void run_case(unsigned seed) {
   GraphFuzzer f(seed);
   f.add_input(DType::F32);
@@ -170,7 +207,20 @@ void run_case(unsigned seed) {
   for (size_t i = f.inputs.size(); i < f.pool.size(); ++i) {
     if (f.uniform(0, 2) == 0 || i + 1 == f.pool.size()) outs.push_back(f.random_view(f.pool[i]));
   }
-  Program cpu = compile(f.g, outs, {Backend::Cpu});
+  std::mt19937 schedule_rng(seed * 7919u);
+  auto chooser = [&](const Graph& g, NodeId n, const std::vector<bool>&) {
+    return random_schedule(schedule_rng, g.node(n).shape);
+  };
+  auto shared = std::make_shared<const Graph>(f.g);
+  std::vector<NamedOutput> named;
+  std::vector<Edge> edges;
+  for (const Tensor& t : outs) {
+    named.push_back({"out" + std::to_string(named.size()), t.edge()});
+    edges.push_back(t.edge());
+  }
+  bool scheduled = seed % 2 == 0;  // half the cases use random schedules
+  Program cpu = scheduled ? Program(shared, named, std::make_unique<CpuExecutor>(shared, edges, chooser))
+                          : compile(f.g, outs, {Backend::Cpu});
   Program ref = compile(f.g, outs, {Backend::Interp});
   for (const auto& [name, a] : f.inputs) {
     cpu.set(name, a);

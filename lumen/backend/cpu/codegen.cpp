@@ -1,14 +1,17 @@
 #include "lumen/backend/cpu/codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <sstream>
+#include <functional>
 
-#include "lumen/backend/cpu/codegen_util.h"
-#include "lumen/backend/cpu/lanes.h"
+#include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cpu/prelude.h"
+#include "lumen/backend/cpu/writer.h"
 #include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
+#include "lumen/core/simplify.h"
 
 namespace lumen::cpu {
 
@@ -27,7 +30,21 @@ const char* storage_type(DType d) {
   return "?";
 }
 
+bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
+
+constexpr int64_t kMaxCombos = 256;
+
+// Visits every statement nested in `block`.
+void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : block) {
+    f(s);
+    if (s.kind == StmtKind::Loop) walk(s.body, f);
+  }
+}
+
 }  // namespace
+
+// ---- helpers shared with value_writer.cpp ------------------------------------------
 
 const char* value_type(DType d) {
   switch (d) {
@@ -59,7 +76,28 @@ std::string number_literal(double v, DType d) {
   return s;
 }
 
-// ---- index expressions ----------------------------------------------------------
+std::string accumulator_identity(DType d, Combine c) {
+  if (c == Combine::Sum) return number_literal(0, d);
+  if (is_float(d)) return "-INFINITY";
+  if (d == DType::I32) return "(-2147483647 - 1)";
+  return "false";
+}
+
+std::string combine_expr(const std::string& acc, const std::string& v, DType d, Combine c) {
+  if (c == Combine::Sum) return d == DType::Bool ? acc + " | " + v : acc + " + " + v;
+  if (is_float(d)) return "lumen_maxf(" + acc + ", " + v + ")";
+  if (d == DType::Bool) return acc + " | " + v;
+  return "lumen_maxi(" + acc + ", " + v + ")";
+}
+
+std::string store_expr(const std::string& v, DType d) {
+  switch (d) {
+    case DType::F16: return "lumen_f32_to_f16(" + v + ")";
+    case DType::BF16: return "lumen_f32_to_bf16(" + v + ")";
+    case DType::Bool: return "(uint8_t)(" + v + ")";
+    default: return v;
+  }
+}
 
 ExprPrinter::ExprPrinter(const std::vector<std::string>& dims) {
   for (size_t i = 0; i < dims.size(); ++i) dim_names_[dims[i]] = "d_" + c_identifier(dims[i]);
@@ -95,233 +133,300 @@ std::string ExprPrinter::print(const Expr& e) const {
   return "?";
 }
 
-// ---- scalar values -------------------------------------------------------------------
+// ---- the kernel --------------------------------------------------------------------------
 
-ScalarEmitter::ScalarEmitter(const Kernel& k, const ExprPrinter& printer, std::ostream& out, std::string pad,
-                             int* counter)
-    : kernel_(k), printer_(printer), out_(out), pad_(std::move(pad)), counter_(counter) {}
+KernelWriter::KernelWriter(const Kernel& k, int simd_lanes) : kernel_(k), printer_(k.dims), simd_(simd_lanes) {}
 
-std::string ScalarEmitter::round(const std::string& expr, DType d) {
-  if (d == DType::F16) return "lumen_round_f16(" + expr + ")";
-  if (d == DType::BF16) return "lumen_round_bf16(" + expr + ")";
-  return expr;
-}
-
-std::string ScalarEmitter::load_expr(const Value& v) {
-  std::string ref = "b" + std::to_string(v->buffer) + "[" + printer_.print(v->index) + "]";
-  std::string value;
-  switch (v->dtype) {
-    case DType::F16: value = "lumen_f16_to_f32(" + ref + ")"; break;
-    case DType::BF16: value = "lumen_bf16_to_f32(" + ref + ")"; break;
-    case DType::Bool: value = "(" + ref + " != 0)"; break;
-    default: value = ref; break;
+std::string KernelWriter::render() {
+  std::ostringstream& out = out_;
+  out << "// kernel " << kernel_.name << ": fuses";
+  for (const std::string& f : kernel_.fused) out << " " << f;
+  out << "\n";
+  const Stmt* parallel = nullptr;
+  for (const Stmt& s : kernel_.body) {
+    if (s.kind == StmtKind::Loop && s.loop == LoopKind::Parallel) parallel = &s;
   }
-  if (v->valid.is_const(1)) return value;
-  return "(" + printer_.print(v->valid) + " ? " + value + " : " + number_literal(0, v->dtype) + ")";
-}
-
-std::string ScalarEmitter::cast_expr(const std::string& a, DType from, DType to) {
-  bool ff = is_float(from), ft = is_float(to);
-  if (to == DType::Bool) return ff ? "(" + a + " != 0.0f)" : "(" + a + " != 0)";
-  if (ft) {
-    std::string f = from == DType::Bool ? "(" + a + " ? 1.0f : 0.0f)" : ff ? a : "(float)" + a;
-    return round(f, to);
-  }
-  // to i32
-  if (ff) return "lumen_f2i(" + a + ")";
-  return "(int32_t)" + a;
-}
-
-std::string ScalarEmitter::emit(const Value& v) {
-  auto it = names_.find(v.get());
-  if (it != names_.end()) return it->second;
-  std::string expr;
-  auto arg = [&](size_t i) { return emit(v->args[i]); };
-  switch (v->kind) {
-    case ValueKind::Number: return number_literal(v->number, v->dtype);
-    case ValueKind::Acc: return "acc" + std::to_string(v->acc);
-    case ValueKind::Index: {
-      std::string i = printer_.print(v->index);
-      expr = v->dtype == DType::Bool ? "(" + i + " != 0)" : is_float(v->dtype) ? round("(float)" + i, v->dtype) : "(int32_t)" + i;
-      break;
+  auto dims = [&] {
+    for (size_t i = 0; i < kernel_.dims.size(); ++i) {
+      std::string d = "d_" + c_identifier(kernel_.dims[i]);
+      out << "  const int64_t " << d << " = dims[" << i << "];\n  (void)" << d << ";\n";
     }
-    case ValueKind::Load: expr = load_expr(v); break;
-    case ValueKind::Unary: {
-      std::string a = arg(0);
-      switch (v->op) {
-        case Op::Log2: expr = "log2f(" + a + ")"; break;
-        case Op::Exp2: expr = "exp2f(" + a + ")"; break;
-        case Op::Sin: expr = "sinf(" + a + ")"; break;
-        case Op::Sqrt: expr = "sqrtf(" + a + ")"; break;
-        default: expr = "(1.0f / " + a + ")"; break;
+  };
+  out << "extern \"C\" int64_t lumen_" << kernel_.name << "_tasks(const int64_t* dims) {\n";
+  dims();
+  out << "  return " << (parallel ? printer_.print(parallel->extent) : std::string("1LL")) << ";\n}\n";
+  out << "extern \"C\" void lumen_" << kernel_.name
+      << "(void* const* buffers, const int64_t* dims, int64_t task_begin, int64_t task_end, lumen_status* status) {\n";
+  for (size_t i = 0; i < kernel_.buffers.size(); ++i) {
+    const BufferArg& b = kernel_.buffers[i];
+    std::string c = b.output ? "" : "const ";
+    out << "  " << c << storage_type(b.dtype) << "* __restrict b" << i << " = (" << c << storage_type(b.dtype)
+        << "*)buffers[" << i << "];  // " << b.name << "\n";
+  }
+  dims();
+  out << "  (void)status;\n";
+  if (!parallel) out << "  if (task_begin > 0 || task_end < 1) return;\n";
+  LaneState none;
+  write_block(kernel_.body, 1, none, true);
+  out << "}\n";
+  return out.str();
+}
+
+std::vector<Combo> KernelWriter::combos(const LaneState& lanes) const {
+  std::vector<Combo> result;
+  std::vector<int64_t> at(lanes.vars.size(), 0);
+  while (true) {
+    Combo c;
+    for (size_t i = 0; i < lanes.vars.size(); ++i) {
+      c.subst[lanes.vars[i]] = Expr(at[i]);
+      c.key += (i ? "_" : "") + std::to_string(at[i]);
+    }
+    if (lanes.vl.defined()) {
+      int64_t chunk = lanes.chunk.is_const() ? lanes.chunk.value() : c.subst.at(lanes.chunk).value();
+      c.subst[lanes.vector_var] = lanes.vl + chunk * simd_;
+      c.vector = true;
+      c.vl = lanes.vl;
+      c.vector_var = lanes.vector_var;
+      c.chunk_base = chunk * simd_;
+      c.key += "v";
+    }
+    result.push_back(std::move(c));
+    size_t i = at.size();
+    while (i > 0) {
+      --i;
+      if (++at[i] < lanes.extents[i]) break;
+      at[i] = 0;
+      if (i == 0) return result;
+    }
+    if (at.empty()) return result;
+  }
+}
+
+// A lane region can be written in lock step if nested loops have uniform
+// extents, it binds no gather index, its combos stay few, and every
+// accumulator it updates is declared inside it (or, for a plain SIMD loop,
+// is a partial accumulator declared just outside).
+bool KernelWriter::lane_region_supported(const Stmt& loop) const {
+  int64_t combos = 1;
+  std::vector<Expr> lane_vars;
+  bool ok = true, simple_simd = loop.loop == LoopKind::Vector && loop.extent.is_const(simd_);
+  std::vector<int> declared;
+  std::function<void(const Stmt&)> visit = [&](const Stmt& s) {
+    if (s.kind == StmtKind::Loop) {
+      if (is_lane(s.loop)) {
+        lane_vars.push_back(s.var);
+        if (!s.extent.is_const()) ok = false;
+        int64_t e = s.extent.is_const() ? s.extent.value() : 1;
+        combos *= (s.loop == LoopKind::Vector && e % simd_ == 0) ? e / simd_ : e;
+        if (&s != &loop) simple_simd = false;
+      } else {
+        for (const Expr& v : expr_vars(s.extent)) {
+          if (std::find(lane_vars.begin(), lane_vars.end(), v) != lane_vars.end()) ok = false;
+        }
       }
-      expr = round(expr, v->dtype);
-      break;
+      for (const Stmt& b : s.body) visit(b);
+    } else if (s.kind == StmtKind::Bind) {
+      ok = false;
+    } else if (s.kind == StmtKind::AccInit) {
+      declared.push_back(s.acc);
+    } else if (s.kind == StmtKind::AccUpdate) {
+      if (std::find(declared.begin(), declared.end(), s.acc) == declared.end() && !simple_simd) ok = false;
     }
-    case ValueKind::Binary: {
-      std::string a = arg(0), b = arg(1);
-      DType d = v->args[0]->dtype;
-      switch (v->op) {
-        case Op::Add: expr = d == DType::Bool ? "(" + a + " | " + b + ")" : round("(" + a + " + " + b + ")", d); break;
-        case Op::Mul: expr = d == DType::Bool ? "(" + a + " & " + b + ")" : round("(" + a + " * " + b + ")", d); break;
-        case Op::Mod: expr = is_float(d) ? round("fmodf(" + a + ", " + b + ")", d) : "lumen_imod(" + a + ", " + b + ")"; break;
-        default: expr = "(" + a + " < " + b + ")"; break;
-      }
-      break;
-    }
-    case ValueKind::Cast: expr = cast_expr(arg(0), v->args[0]->dtype, v->dtype); break;
-    case ValueKind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
-    case ValueKind::Max: {
-      std::string a = arg(0), b = arg(1);
-      expr = is_float(v->dtype) ? "lumen_maxf(" + a + ", " + b + ")"
-             : v->dtype == DType::Bool ? "(" + a + " | " + b + ")" : "lumen_maxi(" + a + ", " + b + ")";
-      break;
-    }
+  };
+  visit(loop);
+  return ok && combos <= kMaxCombos;
+}
+
+// An accumulator declared outside lanes and updated inside a plain SIMD loop
+// (reduce lanes) keeps one partial result per SIMD lane.
+void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt& init) {
+  for (size_t i = from; i < block.size(); ++i) {
+    walk({block[i]}, [&](const Stmt& s) {
+      if (s.kind != StmtKind::Loop || s.loop != LoopKind::Vector || !s.extent.is_const(simd_)) return;
+      if (!lane_region_supported(s)) return;
+      walk(s.body, [&](const Stmt& u) {
+        if (u.kind == StmtKind::AccUpdate && u.acc == init.acc) accs_[init.acc].partial = true;
+      });
+    });
   }
-  std::string name = "v" + std::to_string((*counter_)++);
-  out_ << pad_ << "const " << value_type(v->dtype) << " " << name << " = " << expr << ";\n";
-  names_[v.get()] = name;
+}
+
+std::string KernelWriter::acc_name(int acc, const Combo& combo) const {
+  const AccState& st = accs_.at(acc);
+  std::string name = "acc" + std::to_string(acc);
+  for (const Expr& v : st.lane_vars) name += "_" + std::to_string(combo.subst.at(v).value());
   return name;
 }
 
-// ---- statements --------------------------------------------------------------------------
-
-namespace {
-
-class KernelWriter {
- public:
-  explicit KernelWriter(const Kernel& k) : kernel_(k), printer_(k.dims) {}
-
-  std::string render() {
-    std::ostringstream out;
-    out << "// kernel " << kernel_.name << ": fuses";
-    for (const std::string& f : kernel_.fused) out << " " << f;
-    out << "\n";
-    out << "extern \"C\" int64_t lumen_" << kernel_.name << "_tasks(const int64_t* dims) {\n";
-    write_dims(out);
-    const Stmt* parallel = outer_parallel();
-    out << "  return " << (parallel ? printer_.print(parallel->extent) : std::string("1LL")) << ";\n}\n";
-    out << "extern \"C\" void lumen_" << kernel_.name
-        << "(void* const* buffers, const int64_t* dims, int64_t task_begin, int64_t task_end, lumen_status* status) {\n";
-    for (size_t i = 0; i < kernel_.buffers.size(); ++i) {
-      const BufferArg& b = kernel_.buffers[i];
-      out << "  " << (b.output ? "" : "const ") << storage_type(b.dtype) << "* __restrict b" << i << " = ("
-          << (b.output ? "" : "const ") << storage_type(b.dtype) << "*)buffers[" << i << "];  // " << b.name << "\n";
+void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, bool top) {
+  std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  for (size_t i = 0; i < block.size(); ++i) {
+    const Stmt& s = block[i];
+    if (s.kind == StmtKind::Loop) {
+      write_loop(s, depth, lanes, top);
+      continue;
     }
-    write_dims(out);
-    out << "  (void)status;\n";
-    if (outer_parallel()) {
-      write_block(out, kernel_.body, 1, true);
+    if (s.kind == StmtKind::AccInit) {
+      AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false};
+      accs_[s.acc] = st;
+      if (!lanes.active()) mark_partial_accs(block, i + 1, s);
+    }
+    if (!lanes.active()) {
+      write_leaf(s, pad, Combo{});
     } else {
-      out << "  if (task_begin > 0 || task_end < 1) return;\n";
-      write_block(out, kernel_.body, 1, false);
+      for (const Combo& c : combos(lanes)) write_leaf(s, pad, c);
     }
-    out << "}\n";
-    return out.str();
+    cache_.clear();
+    varying_cache_.clear();
+    partial_read_.clear();
   }
+}
 
- private:
-  void write_dims(std::ostream& out) const {
-    for (size_t i = 0; i < kernel_.dims.size(); ++i) {
-      out << "  const int64_t d_" << c_identifier(kernel_.dims[i]) << " = dims[" << i << "];\n";
-      out << "  (void)d_" << c_identifier(kernel_.dims[i]) << ";\n";
-    }
-  }
-
-  const Stmt* outer_parallel() const {
-    for (const Stmt& s : kernel_.body) {
-      if (s.kind == StmtKind::Loop && s.loop == LoopKind::Parallel) return &s;
-    }
-    return nullptr;
-  }
-
-  void write_block(std::ostream& out, const Block& block, int depth, bool top_parallel) {
-    std::string pad(static_cast<size_t>(depth) * 2, ' ');
-    for (const Stmt& s : block) {
-      if (s.kind == StmtKind::Loop && (s.loop == LoopKind::Unroll || s.loop == LoopKind::Vector) && lanes_supported(s)) {
-        write_lanes(out, s, pad, &counter_, printer_, kernel_);
-        continue;
+void KernelWriter::write_loop(const Stmt& s, int depth, LaneState& lanes, bool top) {
+  std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  if (is_lane(s.loop) && (lanes.active() || lane_region_supported(s))) {
+    LaneState inner = lanes;
+    int64_t extent = s.extent.value();
+    bool simd = s.loop == LoopKind::Vector && !inner.vl.defined() && extent % simd_ == 0;
+    if (simd) {
+      uses_vectors_ = true;
+      std::string base = c_identifier(s.var.name());
+      inner.vector_var = s.var;
+      inner.vl = Expr::var(base + "_l", 0, simd_ - 1);
+      if (extent / simd_ > 1) {
+        inner.chunk = Expr::var(base + "_c", 0, extent / simd_ - 1);
+        inner.vars.push_back(inner.chunk);
+        inner.extents.push_back(extent / simd_);
+      } else {
+        inner.chunk = Expr(0);
       }
-      ScalarEmitter values(kernel_, printer_, out, pad, &counter_);
-      switch (s.kind) {
-        case StmtKind::Loop: {
-          std::string v = printer_.print(s.var);
-          bool parallel = top_parallel && s.loop == LoopKind::Parallel;
-          if (s.unroll_hint > 1) out << pad << "#pragma GCC unroll " << s.unroll_hint << "\n";
-          out << pad << "for (int64_t " << v << " = " << (parallel ? "task_begin" : "0") << "; " << v << " < "
-              << (parallel ? "task_end" : printer_.print(s.extent)) << "; ++" << v << ") {  // "
-              << loop_kind_name(s.loop) << "\n";
-          write_block(out, s.body, depth + 1, false);
-          out << pad << "}\n";
-          break;
+    } else {
+      inner.vars.push_back(s.var);
+      inner.extents.push_back(extent);
+    }
+    out_ << pad << "{  // " << s.var << " in [0, " << extent << "): " << (simd ? "SIMD lanes" : "unrolled lanes") << "\n";
+    write_block(s.body, depth + 1, inner, false);
+    out_ << pad << "}\n";
+    return;
+  }
+  std::string v = printer_.print(s.var);
+  bool parallel = top && s.loop == LoopKind::Parallel;
+  if (s.unroll_hint > 1) out_ << pad << "#pragma GCC unroll " << s.unroll_hint << "\n";
+  out_ << pad << "for (int64_t " << v << " = " << (parallel ? "task_begin" : "0") << "; " << v << " < "
+       << (parallel ? "task_end" : printer_.print(s.extent)) << "; ++" << v << ") {  // " << loop_kind_name(s.loop)
+       << "\n";
+  write_block(s.body, depth + 1, lanes, false);
+  out_ << pad << "}\n";
+}
+
+void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo& combo) {
+  switch (s.kind) {
+    case StmtKind::AccInit: {
+      const AccState& st = accs_.at(s.acc);
+      std::string identity = accumulator_identity(s.dtype, s.combine);
+      if (st.vector || st.partial) {
+        uses_vectors_ = true;
+        std::string splat = s.dtype == DType::Bool ? "lumen_splat_mask(" + identity + ")"
+                            : is_float(s.dtype)   ? "lumen_splat_f32(" + identity + ")"
+                                                  : "lumen_splat_i32(" + identity + ")";
+        out_ << pad << vtype(s.dtype) << " " << acc_name(s.acc, combo) << " = " << splat << ";\n";
+      } else {
+        out_ << pad << value_type(s.dtype) << " " << acc_name(s.acc, combo) << " = " << identity << ";\n";
+      }
+      return;
+    }
+    case StmtKind::AccUpdate: {
+      const AccState& st = accs_.at(s.acc);
+      Reg r = value(s.value, combo, pad);
+      std::string a = acc_name(s.acc, combo);
+      if (st.vector || st.partial) {
+        std::string v = splat(r, pad).name;
+        std::string e;
+        if (st.combine == Combine::Sum) {
+          e = st.dtype == DType::Bool ? a + " | " + v : a + " + " + v;
+        } else {
+          e = is_float(st.dtype) ? "lumen_maxv(" + a + ", " + v + ")"
+              : st.dtype == DType::Bool ? a + " | " + v : "lumen_maxv_i32(" + a + ", " + v + ")";
         }
-        case StmtKind::AccInit:
-          out << pad << value_type(s.dtype) << " acc" << s.acc << " = " << accumulator_identity(s.dtype, s.combine) << ";\n";
-          break;
-        case StmtKind::AccUpdate: {
-          std::string v = values.emit(s.value);
-          std::string a = "acc" + std::to_string(s.acc);
-          out << pad << a << " = " << combine_expr(a, v, s.value->dtype, s.combine) << ";\n";
-          break;
-        }
-        case StmtKind::Store: {
-          std::string v = values.emit(s.value);
-          out << pad << "b" << s.buffer << "[" << printer_.print(s.index) << "] = " << store_expr(v, kernel_.buffers[static_cast<size_t>(s.buffer)].dtype) << ";\n";
-          break;
-        }
-        case StmtKind::Bind: {
-          std::string g = printer_.print(s.var);
-          out << pad << "int64_t " << g << " = 0;\n";
-          out << pad << "if (" << printer_.print(s.guard) << ") {\n";
-          ScalarEmitter inner(kernel_, printer_, out, pad + "  ", &counter_);
-          std::string v = inner.emit(s.value);
-          std::string bound = printer_.print(s.bound);
-          out << pad << "  " << g << " = (int64_t)" << v << ";\n";
-          out << pad << "  if (" << g << " < 0 || " << g << " >= " << bound << ") { lumen_fail(status, " << g << ", " << bound
-              << "); " << g << " = 0; }\n";
-          out << pad << "}\n";
-          break;
+        out_ << pad << a << " = " << e << ";\n";
+      } else {
+        out_ << pad << a << " = " << combine_expr(a, r.name, st.dtype, st.combine) << ";\n";
+      }
+      return;
+    }
+    case StmtKind::Store: write_store(s, pad, combo); return;
+    case StmtKind::Bind: {
+      std::string g = printer_.print(s.var);
+      out_ << pad << "int64_t " << g << " = 0;\n";
+      out_ << pad << "if (" << printer_.print(subst(s.guard, combo)) << ") {\n";
+      Reg r = value(s.value, combo, pad + "  ");
+      std::string bound = printer_.print(s.bound);
+      out_ << pad << "  " << g << " = (int64_t)" << r.name << ";\n";
+      out_ << pad << "  if (" << g << " < 0 || " << g << " >= " << bound << ") { lumen_fail(status, " << g << ", "
+           << bound << "); " << g << " = 0; }\n";
+      out_ << pad << "}\n";
+      return;
+    }
+    case StmtKind::Loop: break;
+  }
+}
+
+void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Combo& combo) {
+  DType storage = kernel_.buffers[static_cast<size_t>(s.buffer)].dtype;
+  std::string buffer = "b" + std::to_string(s.buffer);
+  Reg r = value(s.value, combo, pad);
+  Expr index = subst(s.index, combo);
+  if (!combo.vector) {
+    out_ << pad << buffer << "[" << printer_.print(index) << "] = " << store_expr(r.name, storage) << ";\n";
+    return;
+  }
+  auto form = LinearForm::of(index);
+  bool unit_stride = false;
+  if (form && (storage == DType::F32 || storage == DType::I32)) {
+    for (const auto& [term, c] : form->terms) {
+      if (term == combo.vl) unit_stride = c == 1;
+    }
+    if (unit_stride) {  // the rest of the index must not depend on the SIMD lane
+      for (const auto& [term, c] : form->terms) {
+        if (term != combo.vl && !expr_vars(term).empty()) {
+          auto vars = expr_vars(term);
+          if (std::find(vars.begin(), vars.end(), combo.vl) != vars.end()) unit_stride = false;
         }
       }
     }
   }
-
-  const Kernel& kernel_;
-  ExprPrinter printer_;
-  int counter_ = 0;
-};
-
-}  // namespace
-
-std::string accumulator_identity(DType d, Combine c) {
-  if (c == Combine::Sum) return number_literal(0, d);
-  if (is_float(d)) return "-INFINITY";
-  if (d == DType::I32) return "(-2147483647 - 1)";
-  return "false";
-}
-
-std::string combine_expr(const std::string& acc, const std::string& v, DType d, Combine c) {
-  if (c == Combine::Sum) return d == DType::Bool ? acc + " | " + v : acc + " + " + v;
-  if (is_float(d)) return "lumen_maxf(" + acc + ", " + v + ")";
-  if (d == DType::Bool) return acc + " | " + v;
-  return "lumen_maxi(" + acc + ", " + v + ")";
-}
-
-std::string store_expr(const std::string& v, DType d) {
-  switch (d) {
-    case DType::F16: return "lumen_f32_to_f16(" + v + ")";
-    case DType::BF16: return "lumen_f32_to_bf16(" + v + ")";
-    case DType::Bool: return "(uint8_t)" + v;
-    default: return v;
+  if (unit_stride) {
+    Reg v = splat(r, pad);
+    std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+    std::string base = printer_.print(simplify(substitute(index, zero)));
+    out_ << pad << (storage == DType::F32 ? "lumen_store_f32(" : "lumen_store_i32(") << buffer << " + " << base << ", "
+         << v.name << ");\n";
+    return;
+  }
+  for (int l = 0; l < simd_; ++l) {
+    std::unordered_map<Expr, Expr, ExprHash> at{{combo.vl, Expr(l)}};
+    std::string element = r.vector ? r.name + "[" + std::to_string(l) + "]" : r.name;
+    if (r.vector && r.dtype == DType::Bool) element = "(" + element + " != 0)";
+    out_ << pad << buffer << "[" << printer_.print(simplify(substitute(index, at))) << "] = "
+         << store_expr(element, storage) << ";\n";
   }
 }
 
-std::string render_kernel(const Kernel& k) { return KernelWriter(k).render(); }
+// ---- entry points -----------------------------------------------------------------------------
+
+std::string render_kernel(const Kernel& k) { return KernelWriter(k, host_isa().f32_lanes()).render(); }
 
 std::string render_source(const std::vector<Kernel>& kernels) {
+  std::string body;
+  bool vectors = false;
+  for (const Kernel& k : kernels) {
+    KernelWriter w(k, host_isa().f32_lanes());
+    body += "\n" + w.render();
+    vectors = vectors || w.uses_vectors();
+  }
   std::string src = prelude();
-  for (const Kernel& k : kernels) src += "\n" + render_kernel(k);
-  return src;
+  if (vectors) src += vector_prelude(host_isa().f32_lanes());
+  return src + body;
 }
 
 }  // namespace lumen::cpu

@@ -31,24 +31,4 @@ class ExprPrinter {
   std::map<std::string, std::string> dim_names_;
 };
 
-// Emits the values of one statement as named temporaries ("const float v3 = ...;").
-class ScalarEmitter {
- public:
-  ScalarEmitter(const kernel::Kernel& k, const ExprPrinter& printer, std::ostream& out, std::string pad, int* counter);
-  std::string emit(const kernel::Value& v);
-
-  static std::string round(const std::string& expr, DType d);
-  static std::string cast_expr(const std::string& a, DType from, DType to);
-
- private:
-  std::string load_expr(const kernel::Value& v);
-
-  const kernel::Kernel& kernel_;
-  const ExprPrinter& printer_;
-  std::ostream& out_;
-  std::string pad_;
-  int* counter_;
-  std::unordered_map<const kernel::ValueNode*, std::string> names_;
-};
-
 }  // namespace lumen::cpu

@@ -105,4 +105,115 @@ inline float lumen_round_bf16(float x) { return lumen_bf16_to_f32(lumen_f32_to_b
 )PRELUDE";
 }
 
+std::string vector_prelude(int lanes) {
+  std::string n = std::to_string(lanes), bytes = std::to_string(lanes * 4);
+  std::string text = R"VECTOR(
+// ---- SIMD: GCC vector types of LANES lanes ----
+namespace {
+
+typedef float lumen_f32v __attribute__((vector_size(BYTES)));
+typedef int32_t lumen_i32v __attribute__((vector_size(BYTES)));  // also bool masks: -1 / 0
+
+inline lumen_f32v lumen_splat_f32(float x) { return lumen_f32v{} + x; }
+inline lumen_i32v lumen_splat_i32(int32_t x) { return lumen_i32v{} + x; }
+inline lumen_i32v lumen_splat_mask(bool b) { return lumen_i32v{} + (b ? -1 : 0); }
+inline lumen_f32v lumen_load_f32(const float* p) { lumen_f32v v; memcpy(&v, p, sizeof v); return v; }
+inline lumen_i32v lumen_load_i32(const int32_t* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
+inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
+inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
+
+inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {  // NaN-propagating
+  lumen_f32v r = a > b ? a : b;
+  r = b != b ? b : r;
+  return a != a ? a : r;
+}
+inline lumen_i32v lumen_maxv_i32(lumen_i32v a, lumen_i32v b) { return a > b ? a : b; }
+
+inline float lumen_hsum_f32(lumen_f32v v) { float s = 0.0f; for (int i = 0; i < LANES; ++i) s += v[i]; return s; }
+inline int32_t lumen_hsum_i32(lumen_i32v v) { int32_t s = 0; for (int i = 0; i < LANES; ++i) s += v[i]; return s; }
+inline float lumen_hmax_f32(lumen_f32v v) { float m = -INFINITY; for (int i = 0; i < LANES; ++i) m = lumen_maxf(m, v[i]); return m; }
+inline int32_t lumen_hmax_i32(lumen_i32v v) { int32_t m = v[0]; for (int i = 1; i < LANES; ++i) m = m > v[i] ? m : v[i]; return m; }
+inline bool lumen_hany(lumen_i32v v) { for (int i = 0; i < LANES; ++i) if (v[i]) return true; return false; }
+
+inline lumen_f32v lumen_sqrtv(lumen_f32v x) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = __builtin_sqrtf(x[i]);
+  return r;
+}
+
+// float -> i32: truncate, saturate, NaN -> 0 (as lumen_f2i).
+inline lumen_i32v lumen_f2iv(lumen_f32v x) {
+  lumen_f32v c = x > 2147483520.0f ? lumen_splat_f32(2147483520.0f) : x;
+  c = c < -2147483648.0f ? lumen_splat_f32(-2147483648.0f) : c;
+  c = x != x ? lumen_splat_f32(0.0f) : c;
+  lumen_i32v r = __builtin_convertvector(c, lumen_i32v);
+  return x >= 2147483648.0f ? lumen_splat_i32(2147483647) : r;
+}
+
+inline lumen_i32v lumen_floor_iv(lumen_f32v x) {  // floor for |x| < 2^31
+  lumen_i32v t = __builtin_convertvector(x, lumen_i32v);
+  return t + (lumen_i32v)(__builtin_convertvector(t, lumen_f32v) > x);  // subtract 1 where truncation rounded up
+}
+
+// 2^x: n = round(x), 2^(x-n) by a degree-7 series, then two exact scalings.
+inline lumen_f32v lumen_exp2v(lumen_f32v x) {
+  lumen_f32v c = x > 128.0f ? lumen_splat_f32(128.0f) : x;
+  c = c < -150.0f ? lumen_splat_f32(-150.0f) : c;
+  c = c != c ? lumen_splat_f32(0.0f) : c;
+  lumen_i32v n = lumen_floor_iv(c + 0.5f);
+  lumen_f32v f = (c - __builtin_convertvector(n, lumen_f32v)) * 0.693147180559945f;
+  lumen_f32v p = 1.0f + f * (1.0f + f * (0.5f + f * (0.166666667f + f * (0.0416666667f + f * (0.00833333333f +
+                 f * (0.00138888889f + f * 0.000198412698f))))));
+  lumen_i32v n1 = n >> 1, n2 = n - n1;
+  lumen_f32v s1 = (lumen_f32v)((n1 + 127) << 23), s2 = (lumen_f32v)((n2 + 127) << 23);
+  lumen_f32v r = p * s1 * s2;
+  return x != x ? x : r;
+}
+
+// log2(x) = e + log2(m), m in [sqrt(1/2), sqrt(2)), by the atanh series of (m-1)/(m+1).
+inline lumen_f32v lumen_log2v(lumen_f32v x) {
+  lumen_i32v tiny = (lumen_i32v)(x < 1.17549435e-38f);
+  lumen_f32v s = tiny ? x * 8388608.0f : x;  // lift subnormals by 2^23
+  lumen_i32v bits = (lumen_i32v)s;
+  lumen_i32v e = ((bits >> 23) & 0xff) - 127 - (tiny & 23);
+  lumen_f32v m = (lumen_f32v)((bits & 0x7fffff) | 0x3f800000);
+  lumen_i32v big = (lumen_i32v)(m > 1.41421356f);
+  m = big ? m * 0.5f : m;
+  e = e - big;
+  lumen_f32v t = (m - 1.0f) / (m + 1.0f), t2 = t * t;
+  lumen_f32v series = t * 2.88539008f * (1.0f + t2 * (0.333333333f + t2 * (0.2f + t2 * (0.142857143f +
+                      t2 * (0.111111111f + t2 * 0.0909090909f)))));
+  lumen_f32v r = __builtin_convertvector(e, lumen_f32v) + series;
+  r = x == 0.0f ? lumen_splat_f32(-INFINITY) : r;
+  r = x < 0.0f ? lumen_splat_f32(NAN) : r;
+  r = x == INFINITY ? lumen_splat_f32(INFINITY) : r;
+  return x != x ? x : r;
+}
+
+// sin(x): quadrant k = round(2x/pi), three-part pi/2 reduction, minimax polynomials.
+inline lumen_f32v lumen_sinv(lumen_f32v x) {
+  lumen_f32v finite = (x - x) == 0.0f ? x : lumen_splat_f32(0.0f);
+  lumen_i32v k = lumen_floor_iv(finite * 0.636619772f + 0.5f);
+  lumen_f32v kf = __builtin_convertvector(k, lumen_f32v);
+  lumen_f32v r = finite - kf * 1.5703125f;
+  r = r - kf * 4.837512969970703125e-4f;
+  r = r - kf * 7.549789954891882e-8f;
+  lumen_f32v r2 = r * r;
+  lumen_f32v s = r + r * r2 * (-1.6666654611e-1f + r2 * (8.3321608736e-3f + r2 * -1.9515295891e-4f));
+  lumen_f32v c = 1.0f - 0.5f * r2 + r2 * r2 * (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
+  lumen_f32v v = (k & 1) != 0 ? c : s;
+  v = (k & 2) != 0 ? -v : v;
+  return (x - x) == 0.0f ? v : lumen_splat_f32(NAN);
+}
+
+}  // namespace
+)VECTOR";
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  };
+  replace("LANES", n);
+  replace("BYTES", bytes);
+  return text;
+}
+
 }  // namespace lumen::cpu

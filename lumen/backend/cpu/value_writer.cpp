@@ -1,0 +1,280 @@
+// Values of a kernel as C++ temporaries: scalar code, SIMD vector code where
+// a value varies across the SIMD lane, and a per-lane fallback for anything
+// without a vector form.
+#include <algorithm>
+#include <optional>
+
+#include "lumen/backend/cpu/writer.h"
+#include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::cpu {
+
+using namespace lumen::kernel;
+
+namespace {
+
+std::string round_to(const std::string& expr, DType d) {
+  if (d == DType::F16) return "lumen_round_f16(" + expr + ")";
+  if (d == DType::BF16) return "lumen_round_bf16(" + expr + ")";
+  return expr;
+}
+
+std::string scalar_cast(const std::string& a, DType from, DType to) {
+  bool ff = is_float(from), ft = is_float(to);
+  if (to == DType::Bool) return ff ? "(" + a + " != 0.0f)" : "(" + a + " != 0)";
+  if (ft) {
+    std::string f = from == DType::Bool ? "(" + a + " ? 1.0f : 0.0f)" : ff ? a : "(float)" + a;
+    return round_to(f, to);
+  }
+  if (ff) return "lumen_f2i(" + a + ")";
+  return "(int32_t)" + a;
+}
+
+bool mentions(const Expr& e, const Expr& var) {
+  if (!e.defined() || !var.defined()) return false;
+  auto vars = expr_vars(e);
+  return std::find(vars.begin(), vars.end(), var) != vars.end();
+}
+
+// The coefficient of `var` if e = c·var + (terms without var); nothing otherwise.
+std::optional<int64_t> lane_stride(const Expr& e, const Expr& var) {
+  auto form = LinearForm::of(e);
+  if (!form) return std::nullopt;
+  int64_t coefficient = 0;
+  for (const auto& [term, c] : form->terms) {
+    if (term == var) {
+      coefficient = c;
+    } else if (mentions(term, var)) {
+      return std::nullopt;
+    }
+  }
+  return coefficient;
+}
+
+}  // namespace
+
+Expr KernelWriter::subst(const Expr& e, const Combo& combo) const {
+  if (!e.defined() || combo.subst.empty()) return e;
+  return simplify(substitute(e, combo.subst));
+}
+
+std::string KernelWriter::vtype(DType d) const { return is_float(d) ? "lumen_f32v" : "lumen_i32v"; }
+
+Reg KernelWriter::emit(const std::string& type, const std::string& expr, bool vector, DType d, const std::string& pad) {
+  std::string name = "v" + std::to_string(counter_++);
+  out_ << pad << "const " << type << " " << name << " = " << expr << ";\n";
+  return Reg{name, vector, d};
+}
+
+Reg KernelWriter::splat(const Reg& r, const std::string& pad) {
+  if (r.vector) return r;
+  std::string e = r.dtype == DType::Bool ? "lumen_splat_mask(" + r.name + ")"
+                  : is_float(r.dtype)   ? "lumen_splat_f32(" + r.name + ")"
+                                        : "lumen_splat_i32(" + r.name + ")";
+  return emit(vtype(r.dtype), e, true, r.dtype, pad);
+}
+
+bool KernelWriter::varying(const Value& v, const Combo& combo) {
+  if (!combo.vector) return false;
+  auto key = std::make_pair(v.get(), combo.key);
+  auto it = varying_cache_.find(key);
+  if (it != varying_cache_.end()) return it->second;
+  bool result = false;
+  switch (v->kind) {
+    case ValueKind::Number: break;
+    case ValueKind::Index: result = mentions(subst(v->index, combo), combo.vl); break;
+    case ValueKind::Load:
+      result = mentions(subst(v->index, combo), combo.vl) || mentions(subst(v->valid, combo), combo.vl);
+      break;
+    case ValueKind::Acc: result = accs_.at(v->acc).vector; break;
+    default:
+      for (const Value& a : v->args) result = result || varying(a, combo);
+      break;
+  }
+  varying_cache_[key] = result;
+  return result;
+}
+
+Reg KernelWriter::value(const Value& v, const Combo& combo, const std::string& pad) {
+  auto key = std::make_pair(v.get(), combo.key);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  Reg r = varying(v, combo) ? vector_value(v, combo, pad) : scalar_value(v, combo, pad);
+  cache_[key] = r;
+  return r;
+}
+
+Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::string& pad) {
+  auto arg = [&](size_t i) { return value(v->args[i], combo, pad).name; };
+  std::string expr;
+  switch (v->kind) {
+    case ValueKind::Number: return Reg{number_literal(v->number, v->dtype), false, v->dtype};
+    case ValueKind::Acc: {
+      const AccState& st = accs_.at(v->acc);
+      std::string name = acc_name(v->acc, combo);
+      if (st.partial) {  // combine the SIMD partial results once per statement
+        auto p = partial_read_.find(v->acc);
+        if (p != partial_read_.end()) return Reg{p->second, false, v->dtype};
+        std::string f = st.combine == Combine::Sum ? (is_float(st.dtype) ? "lumen_hsum_f32" : "lumen_hsum_i32")
+                        : st.dtype == DType::Bool  ? "lumen_hany"
+                        : is_float(st.dtype)       ? "lumen_hmax_f32"
+                                                   : "lumen_hmax_i32";
+        Reg r = emit(value_type(v->dtype), f + "(" + name + ")", false, v->dtype, pad);
+        partial_read_[v->acc] = r.name;
+        return r;
+      }
+      if (st.vector) {  // one lane of a per-lane accumulator (the lane is fixed in this combo)
+        int64_t lane = combo.subst.count(combo.vl) ? combo.subst.at(combo.vl).value() : 0;
+        std::string element = name + "[" + std::to_string(lane) + "]";
+        return Reg{st.dtype == DType::Bool ? "(" + element + " != 0)" : element, false, v->dtype};
+      }
+      return Reg{name, false, v->dtype};
+    }
+    case ValueKind::Index: {
+      std::string i = printer_.print(subst(v->index, combo));
+      expr = v->dtype == DType::Bool ? "(" + i + " != 0)" : is_float(v->dtype) ? round_to("(float)" + i, v->dtype) : "(int32_t)" + i;
+      break;
+    }
+    case ValueKind::Load: {
+      std::string ref = "b" + std::to_string(v->buffer) + "[" + printer_.print(subst(v->index, combo)) + "]";
+      std::string loaded = v->dtype == DType::F16    ? "lumen_f16_to_f32(" + ref + ")"
+                           : v->dtype == DType::BF16 ? "lumen_bf16_to_f32(" + ref + ")"
+                           : v->dtype == DType::Bool ? "(" + ref + " != 0)"
+                                                     : ref;
+      Expr valid = subst(v->valid, combo);
+      expr = valid.is_const(1) ? loaded : "(" + printer_.print(valid) + " ? " + loaded + " : " + number_literal(0, v->dtype) + ")";
+      break;
+    }
+    case ValueKind::Unary: {
+      std::string a = arg(0);
+      switch (v->op) {
+        case Op::Log2: expr = "log2f(" + a + ")"; break;
+        case Op::Exp2: expr = "exp2f(" + a + ")"; break;
+        case Op::Sin: expr = "sinf(" + a + ")"; break;
+        case Op::Sqrt: expr = "sqrtf(" + a + ")"; break;
+        default: expr = "(1.0f / " + a + ")"; break;
+      }
+      expr = round_to(expr, v->dtype);
+      break;
+    }
+    case ValueKind::Binary: {
+      std::string a = arg(0), b = arg(1);
+      DType d = v->args[0]->dtype;
+      switch (v->op) {
+        case Op::Add: expr = d == DType::Bool ? "(" + a + " | " + b + ")" : round_to("(" + a + " + " + b + ")", d); break;
+        case Op::Mul: expr = d == DType::Bool ? "(" + a + " & " + b + ")" : round_to("(" + a + " * " + b + ")", d); break;
+        case Op::Mod: expr = is_float(d) ? round_to("fmodf(" + a + ", " + b + ")", d) : "lumen_imod(" + a + ", " + b + ")"; break;
+        default: expr = "(" + a + " < " + b + ")"; break;
+      }
+      break;
+    }
+    case ValueKind::Cast: expr = scalar_cast(arg(0), v->args[0]->dtype, v->dtype); break;
+    case ValueKind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
+    case ValueKind::Max: {
+      std::string a = arg(0), b = arg(1);
+      expr = is_float(v->dtype)          ? "lumen_maxf(" + a + ", " + b + ")"
+             : v->dtype == DType::Bool ? "(" + a + " | " + b + ")"
+                                       : "lumen_maxi(" + a + ", " + b + ")";
+      break;
+    }
+  }
+  return emit(value_type(v->dtype), expr, false, v->dtype, pad);
+}
+
+// Computes the value once per SIMD lane and packs the results.
+Reg KernelWriter::lanewise(const Value& v, const Combo& combo, const std::string& pad) {
+  std::vector<std::string> lanes;
+  for (int l = 0; l < simd_; ++l) {
+    Combo one = combo;
+    one.subst[combo.vector_var] = Expr(combo.chunk_base + l);  // the lane, in terms of the IR variable
+    one.subst[combo.vl] = Expr(l);
+    one.vector = false;
+    one.key = combo.key + "|" + std::to_string(l);
+    std::string s = value(v, one, pad).name;
+    lanes.push_back(v->dtype == DType::Bool ? "(" + s + " ? -1 : 0)" : s);
+  }
+  std::string e = vtype(v->dtype) + "{";
+  for (size_t l = 0; l < lanes.size(); ++l) e += (l ? ", " : "") + lanes[l];
+  return emit(vtype(v->dtype), e + "}", true, v->dtype, pad);
+}
+
+Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::string& pad) {
+  uses_vectors_ = true;
+  bool wide = v->dtype == DType::F16 || v->dtype == DType::BF16;  // rounded per op: per lane
+  for (const Value& a : v->args) wide = wide || a->dtype == DType::F16 || a->dtype == DType::BF16;
+  if (wide) return lanewise(v, combo, pad);
+  auto vec = [&](size_t i) { return splat(value(v->args[i], combo, pad), pad).name; };
+  std::string type = vtype(v->dtype);
+  switch (v->kind) {
+    case ValueKind::Acc: return Reg{acc_name(v->acc, combo), true, v->dtype};
+    case ValueKind::Load: {
+      Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
+      auto stride = lane_stride(index, combo.vl);
+      bool four_bytes = v->dtype == DType::F32 || v->dtype == DType::I32;
+      if (!four_bytes || !stride || *stride != 1 || mentions(valid, combo.vl)) return lanewise(v, combo, pad);
+      std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+      std::string base = printer_.print(simplify(substitute(index, zero)));
+      std::string loaded = std::string(v->dtype == DType::F32 ? "lumen_load_f32(" : "lumen_load_i32(") + "b" +
+                           std::to_string(v->buffer) + " + " + base + ")";
+      if (!valid.is_const(1)) {
+        std::string zero_v = v->dtype == DType::F32 ? "lumen_splat_f32(0.0f)" : "lumen_splat_i32(0)";
+        loaded = "(" + printer_.print(valid) + " ? " + loaded + " : " + zero_v + ")";
+      }
+      return emit(type, loaded, true, v->dtype, pad);
+    }
+    case ValueKind::Unary: {
+      if (v->dtype != DType::F32) return lanewise(v, combo, pad);
+      std::string a = vec(0);
+      switch (v->op) {
+        case Op::Log2: return emit(type, "lumen_log2v(" + a + ")", true, v->dtype, pad);
+        case Op::Exp2: return emit(type, "lumen_exp2v(" + a + ")", true, v->dtype, pad);
+        case Op::Sin: return emit(type, "lumen_sinv(" + a + ")", true, v->dtype, pad);
+        case Op::Sqrt: return emit(type, "lumen_sqrtv(" + a + ")", true, v->dtype, pad);
+        default: return emit(type, "lumen_splat_f32(1.0f) / " + a, true, v->dtype, pad);
+      }
+    }
+    case ValueKind::Binary: {
+      DType d = v->args[0]->dtype;
+      if (v->op == Op::Mod) return lanewise(v, combo, pad);
+      std::string a = vec(0), b = vec(1);
+      if (v->op == Op::LessThan) {
+        if (d == DType::Bool) return emit("lumen_i32v", "(~" + a + ") & " + b, true, DType::Bool, pad);
+        return emit("lumen_i32v", "(lumen_i32v)(" + a + " < " + b + ")", true, DType::Bool, pad);
+      }
+      if (d == DType::Bool) return emit(type, a + (v->op == Op::Add ? " | " : " & ") + b, true, d, pad);
+      return emit(type, a + (v->op == Op::Add ? " + " : " * ") + b, true, d, pad);
+    }
+    case ValueKind::Cast: {
+      DType from = v->args[0]->dtype, to = v->dtype;
+      std::string a = vec(0);
+      if (to == DType::Bool) {
+        return emit(type, std::string("(lumen_i32v)(") + a + (is_float(from) ? " != 0.0f)" : " != 0)"), true, to, pad);
+      }
+      if (to == DType::F32) {
+        if (from == DType::Bool) return emit(type, "(" + a + " != 0) ? lumen_splat_f32(1.0f) : lumen_splat_f32(0.0f)", true, to, pad);
+        return emit(type, "__builtin_convertvector(" + a + ", lumen_f32v)", true, to, pad);
+      }
+      if (from == DType::Bool) return emit(type, a + " & 1", true, to, pad);
+      if (from == DType::F32) return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
+      return lanewise(v, combo, pad);
+    }
+    case ValueKind::Select: {
+      Reg c = value(v->args[0], combo, pad);
+      std::string a = vec(1), b = vec(2);
+      std::string cond = c.vector ? "(" + c.name + " != 0)" : c.name;
+      return emit(type, "(" + cond + " ? " + a + " : " + b + ")", true, v->dtype, pad);
+    }
+    case ValueKind::Max: {
+      std::string a = vec(0), b = vec(1);
+      if (v->dtype == DType::Bool) return emit(type, a + " | " + b, true, v->dtype, pad);
+      return emit(type, std::string(is_float(v->dtype) ? "lumen_maxv(" : "lumen_maxv_i32(") + a + ", " + b + ")", true,
+                  v->dtype, pad);
+    }
+    default: return lanewise(v, combo, pad);
+  }
+}
+
+}  // namespace lumen::cpu

@@ -1,0 +1,99 @@
+// Internal to the CPU code generator: writes one kernel as C++.
+//
+// Scalar code is straightforward. Lane loops (unroll / vector) are written in
+// lock step: statements inside a lane region are emitted once per *combo*
+// (an assignment of the unrolled lane variables) while loops nested in the
+// region are shared, so one reduction loop updates a whole register tile.
+// The vector lane variable v (extent W) becomes chunk·N + vl, where N is the
+// SIMD width: chunks are unrolled, vl is the SIMD lane. A value that depends
+// on vl is a SIMD vector; one that cannot be vectorised is computed per lane
+// and packed, so every construct has a correct (if slower) path.
+#pragma once
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lumen/backend/cpu/codegen_util.h"
+#include "lumen/kernel/ir.h"
+
+namespace lumen::cpu {
+
+struct Reg {
+  std::string name;
+  bool vector = false;
+  DType dtype = DType::F32;
+};
+
+// The unrolled lane variables in effect, and the SIMD lane if any.
+struct LaneState {
+  std::vector<Expr> vars;        // unrolled (including vector chunks)
+  std::vector<int64_t> extents;
+  Expr vector_var;               // the IR's vector loop variable
+  Expr chunk;                    // its chunk variable (one of `vars`)
+  Expr vl;                       // the SIMD lane variable
+  bool active() const { return !vars.empty() || vl.defined(); }
+};
+
+// One assignment of the unrolled lane variables.
+struct Combo {
+  std::unordered_map<Expr, Expr, ExprHash> subst;
+  std::string key;
+  bool vector = false;  // vl stays symbolic
+  Expr vl;
+  Expr vector_var;         // the IR variable mapped to chunk_base + vl
+  int64_t chunk_base = 0;
+};
+
+struct AccState {
+  DType dtype;
+  kernel::Combine combine;
+  std::vector<Expr> lane_vars;  // unrolled lane variables when it was declared
+  bool vector = false;          // one SIMD lane per output lane
+  bool partial = false;         // SIMD partial results, combined when read outside
+};
+
+class KernelWriter {
+ public:
+  KernelWriter(const kernel::Kernel& k, int simd_lanes);
+  std::string render();
+  bool uses_vectors() const { return uses_vectors_; }
+
+ private:
+  // statements (codegen.cpp)
+  void write_block(const kernel::Block& block, int depth, LaneState& lanes, bool top);
+  void write_loop(const kernel::Stmt& s, int depth, LaneState& lanes, bool top);
+  void write_leaf(const kernel::Stmt& s, const std::string& pad, const Combo& combo);
+  bool lane_region_supported(const kernel::Stmt& loop) const;
+  std::vector<Combo> combos(const LaneState& lanes) const;
+  void mark_partial_accs(const kernel::Block& block, size_t from, const kernel::Stmt& init);
+  std::string acc_name(int acc, const Combo& combo) const;
+
+  // values (value_writer.cpp)
+  Reg value(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  Reg scalar_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  Reg vector_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  Reg lanewise(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  bool varying(const kernel::Value& v, const Combo& combo);
+  Reg splat(const Reg& r, const std::string& pad);
+  Reg emit(const std::string& type, const std::string& expr, bool vector, DType d, const std::string& pad);
+  Expr subst(const Expr& e, const Combo& combo) const;
+  std::string vtype(DType d) const;
+  void write_store(const kernel::Stmt& s, const std::string& pad, const Combo& combo);
+
+  const kernel::Kernel& kernel_;
+  ExprPrinter printer_;
+  int simd_;
+  std::ostringstream out_;
+  int counter_ = 0;
+  bool uses_vectors_ = false;
+  std::map<int, AccState> accs_;
+  std::map<int, std::map<std::string, std::string>> acc_names_;  // acc -> sub-combo key -> name
+  std::map<std::pair<const kernel::ValueNode*, std::string>, Reg> cache_;
+  std::map<std::pair<const kernel::ValueNode*, std::string>, bool> varying_cache_;
+  std::map<int, std::string> partial_read_;  // acc -> combined scalar, per statement
+};
+
+}  // namespace lumen::cpu
