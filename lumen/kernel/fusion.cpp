@@ -39,8 +39,11 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   }
   for (const Edge& e : outputs) p.materialized[static_cast<size_t>(e.node)] = true;
 
-  // Cost of a node's inlined subtree per evaluation (materialised inputs cost a load).
+  // Cost of evaluating a node once, counting its inlined producers. An inlined
+  // reduction counts 1 inside its consumers (it is computed once per point and
+  // reused), but its own cost is a whole reduction.
   std::vector<double> subtree(n, 0);
+  std::vector<bool> reads_data(n, false);  // a node whose value is a pure constant is never worth a buffer
   LowerOptions lower_options;
   lower_options.assumed_dim = options.assumed_dim;
   for (int round = 0; round < 64; ++round) {
@@ -48,11 +51,19 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       double c = op_cost(node);
+      bool data = node.op == Op::Input;
       for (const Edge& e : node.inputs) {
-        if (!p.materialized[static_cast<size_t>(e.node)]) c += subtree[static_cast<size_t>(e.node)];
+        auto in = static_cast<size_t>(e.node);
+        data = data || reads_data[in] || p.materialized[in];
+        if (p.materialized[in]) continue;
+        bool loop_reduce = is_reduce(graph.nodes()[in].op) && !is_small_reduce(graph.nodes()[in]);
+        c += loop_reduce ? 1 : subtree[in];
       }
-      if (is_reduce(node.op)) c *= assumed_numel({node.inputs[0].view.shape()[static_cast<size_t>(node.axis)]}, options.assumed_dim);
+      if (is_reduce(node.op)) {
+        c = (c + 1) * assumed_numel({node.inputs[0].view.shape()[static_cast<size_t>(node.axis)]}, options.assumed_dim);
+      }
       subtree[i] = c;
+      reads_data[i] = data;
     }
     std::vector<double> evaluations(n, 0);
     for (size_t i = 0; i < n; ++i) {
@@ -61,15 +72,12 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
                               lower_options);
       for (size_t j = 0; j < n; ++j) evaluations[j] += k.evaluations[j];
     }
-    // Offenders, consumers first: materialising a consumer changes its inputs' counts.
+    // Offenders: recomputed too often for their cost.
     std::vector<bool> offender(n, false);
     for (size_t i = n; i-- > 0;) {
-      if (p.materialized[i] || evaluations[i] == 0) continue;
-      const Node& node = graph.nodes()[i];
-      double factor = evaluations[i] / assumed_numel(node.shape, options.assumed_dim);
-      bool bad = is_reduce(node.op) ? factor > options.max_reduce_recompute
-                                    : factor > options.max_recompute && (factor - 1) * subtree[i] > options.max_extra_work;
-      offender[i] = bad;
+      if (p.materialized[i] || evaluations[i] == 0 || !reads_data[i]) continue;
+      double factor = evaluations[i] / assumed_numel(graph.nodes()[i].shape, options.assumed_dim);
+      offender[i] = factor > options.min_recompute && (factor - 1) * subtree[i] > options.max_extra_work;
     }
     // Materialise offenders that no other offender inlines (the outermost ones).
     std::vector<bool> inside_offender(n, false);

@@ -16,10 +16,12 @@
 namespace lumen::kernel {
 
 struct FusionOptions {
-  double max_recompute = 4.0;       // evaluations per element tolerated for any node
-  double max_extra_work = 8.0;      // extra ALU ops per element tolerated beyond that
-  double max_reduce_recompute = 1.5;
-  double assumed_dim = 64;          // stands in for dynamic dims
+  // A node is materialised when it is evaluated more than `min_recompute`
+  // times per element and the extra work exceeds `max_extra_work` ALU ops per
+  // element (a store and a load cost about that much memory traffic).
+  double min_recompute = 1.5;
+  double max_extra_work = 32.0;
+  double assumed_dim = 64;  // stands in for dynamic dims
 };
 
 struct Partition {

@@ -1,6 +1,11 @@
 #include "lumen/kernel/heuristic.h"
 
+#include <functional>
+#include <map>
+
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
+#include "lumen/kernel/lower.h"
 
 namespace lumen::kernel {
 
@@ -12,21 +17,148 @@ double assumed(const Expr& e) {
   return static_cast<double>(evaluate(e, b));
 }
 
+// How the kernel's loads move when one loop variable steps by one: for each
+// variable, the set of coefficients it has in load indices.
+struct Strides {
+  std::map<std::string, std::vector<int64_t>> by_var;
+  // True if every load either ignores `var` or walks it with unit stride, and one does.
+  bool unit(const std::string& var) const {
+    auto it = by_var.find(var);
+    if (it == by_var.end()) return false;
+    bool any = false;
+    for (int64_t c : it->second) {
+      if (c != 0 && c != 1) return false;
+      any = any || c == 1;
+    }
+    return any;
+  }
+};
+
+Strides load_strides(const Kernel& k) {
+  Strides s;
+  std::function<void(const Value&)> value = [&](const Value& v) {
+    if (v->kind == ValueKind::Load) {
+      auto form = LinearForm::of(v->index);
+      if (form) {
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() == ExprKind::Var) s.by_var[term.name()].push_back(c);
+          else
+            for (const Expr& var : expr_vars(term)) s.by_var[var.name()].push_back(-1);  // non-linear
+        }
+      }
+    }
+    for (const Value& a : v->args) value(a);
+  };
+  std::function<void(const Block&)> block = [&](const Block& b) {
+    for (const Stmt& st : b) {
+      if (st.value) value(st.value);
+      if (st.kind == StmtKind::Loop) block(st.body);
+    }
+  };
+  block(k.body);
+  return s;
+}
+
+int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> choices) {
+  for (int64_t c : choices) {
+    if (c <= n && n % c == 0) return c;
+  }
+  return 1;
+}
+
+// A reduction of a product: the shape of matmul, convolution, attention scores.
+bool is_contraction(const Graph& g, NodeId n, const std::vector<bool>& materialized) {
+  const Node& node = g.node(n);
+  if (node.op != Op::SumReduce) return false;
+  NodeId in = node.inputs[0].node;
+  return !materialized[static_cast<size_t>(in)] && g.node(in).op == Op::Mul;
+}
+
 }  // namespace
 
-std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std::vector<bool>&, const Target& target) {
-  const Shape& shape = graph.node(node).shape;
+std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std::vector<bool>& materialized,
+                                      const Target& target) {
+  const Node& n = graph.node(node);
+  const Shape& shape = n.shape;
   std::vector<Action> actions;
-  if (shape.empty() || target.threads < 2) return actions;
+  if (shape.empty()) return actions;
+  int lanes = target.f32_lanes;
+  int rank = static_cast<int>(shape.size());
+  LoweredKernel plain = lower(graph, node, materialized, Schedule(shape), "probe");
+  Strides strides = load_strides(plain.kernel);
+  std::string last_var = "i" + std::to_string(rank - 1);
+  const Expr& last = shape.back();
+  bool f32 = n.dtype == DType::F32;
+
+  Schedule s(shape);
+  auto apply = [&](const Action& a) {
+    s.apply(a);
+    actions.push_back(a);
+  };
+  auto loop_of = [&](int dim, bool innermost) {
+    int found = -1;
+    for (size_t i = 0; i < s.loops().size(); ++i) {
+      if (s.loops()[i].dim == dim) {
+        found = static_cast<int>(i);
+        if (!innermost) break;
+      }
+    }
+    return found;
+  };
+
+  bool contraction = is_contraction(graph, node, materialized);
+  bool vector_last = f32 && last.is_const() && last.value() % lanes == 0 && (strides.unit(last_var) || !strides.by_var.count(last_var));
+  if (contraction && rank >= 2 && vector_last && strides.unit(last_var)) {
+    // Register tile: MR rows (unrolled) × NR columns (SIMD), the reduction inside.
+    const Expr& m = shape[static_cast<size_t>(rank - 2)];
+    int64_t mr = m.is_const() ? largest_divisor(m.value(), {6, 4, 3, 2}) : 1;
+    int64_t nr = largest_divisor(last.value(), {4 * static_cast<int64_t>(lanes), 2 * static_cast<int64_t>(lanes), lanes});
+    if (nr < last.value()) apply(Action::split(loop_of(rank - 1, false), nr));
+    int n_outer = nr < last.value() ? loop_of(rank - 1, false) : -1;
+    if (mr > 1) {
+      int m_loop = loop_of(rank - 2, false);
+      if (mr < m.value()) {
+        apply(Action::split(m_loop, mr));
+        // [.., m_o, m_i, n_o, n_i] -> [.., n_o, m_o, m_i, n_i]: the B panel stays in cache across m_o.
+        if (n_outer >= 0) apply(Action::reorder(loop_of(rank - 1, false), m_loop));
+      }
+    }
+    apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));  // innermost first: lanes nest inward
+    if (mr > 1) apply(Action::set_kind(loop_of(rank - 2, true), LoopKind::Unroll));
+  } else {
+    if (vector_last) {
+      int l = loop_of(rank - 1, true);
+      if (last.value() > lanes) apply(Action::split(l, lanes));
+      apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));
+    }
+    bool reduces = false;
+    for (const auto& [var, coefs] : strides.by_var) {
+      if (var.size() > 1 && var[0] == 'r' && strides.unit(var)) reduces = true;
+    }
+    if (reduces) apply(Action::reduce_lanes(lanes));
+  }
+
+  // Parallelise the outermost loop with more than one iteration, if the kernel is big enough.
   double numel = 1;
   for (const Expr& d : shape) numel *= assumed(d);
-  // Parallelise the outermost loop with more than one iteration.
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].is_const(1)) continue;
-    if (numel < 4096 && shape[d].is_const()) break;
-    if (d != 0) actions.push_back(Action::reorder(static_cast<int>(d), 0));
-    actions.push_back(Action::set_kind(0, LoopKind::Parallel));
-    break;
+  double work = 0;
+  for (double e : plain.evaluations) work += e;
+  if (target.threads > 1 && (numel >= 4096 || work >= 65536)) {
+    for (size_t i = 0; i < s.loops().size(); ++i) {
+      const LoopDef& l = s.loops()[i];
+      if (l.kind != LoopKind::Serial) break;
+      if (l.extent.is_const() && l.extent.value() < 2) continue;
+      try {
+        Schedule trial = s;
+        if (i != 0) trial.apply(Action::reorder(static_cast<int>(i), 0));
+        trial.apply(Action::set_kind(0, LoopKind::Parallel));
+        if (i != 0) actions.push_back(Action::reorder(static_cast<int>(i), 0));
+        actions.push_back(Action::set_kind(0, LoopKind::Parallel));
+        s = trial;
+      } catch (const Error&) {
+      }
+      break;
+    }
   }
   return actions;
 }

@@ -30,7 +30,18 @@ Value index_value(const Expr& e, DType dtype) {
   return make(std::move(n));
 }
 
+namespace {
+bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
+// A boolean condition known at compile time: 1 true, 0 false, -1 unknown.
+int known(const Value& cond) {
+  if (cond->kind == ValueKind::Number) return cond->number != 0 ? 1 : 0;
+  if (cond->kind == ValueKind::Index && cond->index.is_const()) return cond->index.value() != 0 ? 1 : 0;
+  return -1;
+}
+}  // namespace
+
 Value load(int buffer, DType dtype, const Expr& index, const Expr& valid) {
+  if (valid.is_const(0)) return number(0, dtype);
   ValueNode n{ValueKind::Load, dtype};
   n.buffer = buffer;
   n.index = index;
@@ -50,6 +61,11 @@ Value binary(Op op, const Value& a, const Value& b) {
   require(a, op_name(op));
   require(b, op_name(op));
   if (a->dtype != b->dtype) fail("kernel IR: ", op_name(op), " operands differ in dtype (internal error)");
+  // x + 0 and x * 1 fold (x + 0 only differs for x = -0, which then reads +0).
+  if (op == Op::Add && is_number(b, 0)) return a;
+  if (op == Op::Add && is_number(a, 0)) return b;
+  if (op == Op::Mul && is_number(b, 1)) return a;
+  if (op == Op::Mul && is_number(a, 1)) return b;
   ValueNode n{ValueKind::Binary, op == Op::LessThan ? DType::Bool : a->dtype};
   n.op = op;
   n.args = {a, b};
@@ -68,6 +84,7 @@ Value select(const Value& cond, const Value& a, const Value& b) {
   require(cond, "Select");
   require(a, "Select");
   require(b, "Select");
+  if (int k = known(cond); k >= 0) return k ? a : b;
   ValueNode n{ValueKind::Select, a->dtype};
   n.args = {cond, a, b};
   return make(std::move(n));

@@ -35,6 +35,7 @@ struct Level {
   std::vector<Expr> defines;  // loop variable and data-dependent index variables bound here
   std::vector<int> accs;      // accumulators initialised here
   std::map<Key, Value> reduce_memo;
+  std::map<Key, Value> value_memo;  // any node at given coordinates: computed once, reused below
   std::map<Key, Expr> gather_memo;
 };
 
@@ -196,6 +197,7 @@ class Lowerer {
   Value edge(const Edge& e, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
     View::Index vi = e.view.index(coords);
     const Node& producer = graph_.node(e.node);
+    if (vi.valid.is_const(0)) return number(0, producer.dtype);  // padding: nothing to compute
     Expr valid = simplify(logical_and(guard, vi.valid));
     Value v;
     if (materialized_[static_cast<size_t>(e.node)]) {
@@ -209,7 +211,26 @@ class Lowerer {
 
   Value compute(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
     const Node& node = graph_.node(n);
-    if (!is_reduce(node.op)) evaluations_[static_cast<size_t>(n)] += multiplicity(ctx);  // reductions count when emitted
+    if (is_reduce(node.op) && !is_small_reduce(node)) return reduce(n, coords, guard, ctx);
+    // A value is computed once per point of the loops its coordinates use,
+    // and reused by every later use at the same point.
+    std::vector<Expr> deps = coords;
+    deps.push_back(guard);
+    size_t at = level_of(ctx, vars_of(deps), {});
+    Key key{n, key_of(coords), guard.get()};
+    for (size_t i = 0; i <= at; ++i) {
+      auto it = ctx[i]->value_memo.find(key);
+      if (it != ctx[i]->value_memo.end()) return it->second;
+    }
+    Context used(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
+    evaluations_[static_cast<size_t>(n)] += multiplicity(used);
+    Value v = compute_value(n, coords, guard, ctx);
+    ctx[at]->value_memo[key] = v;
+    return v;
+  }
+
+  Value compute_value(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
     if (kernel_.fused.size() < 64 && std::find(kernel_.fused.begin(), kernel_.fused.end(), label(n)) == kernel_.fused.end()) {
       kernel_.fused.push_back(label(n));
     }
@@ -225,7 +246,7 @@ class Lowerer {
       case Op::Cast: return cast(edge(node.inputs[0], coords, guard, ctx), node.dtype);
       case Op::Contiguous: return edge(node.inputs[0], coords, guard, ctx);
       case Op::SumReduce:
-      case Op::MaxReduce: return reduce(n, coords, guard, ctx);
+      case Op::MaxReduce: return small_reduce(n, coords, guard, ctx);
       case Op::Gather: return gather(n, coords, guard, ctx);
       default: break;
     }
@@ -289,6 +310,31 @@ class Lowerer {
     return result;
   }
 
+  // A reduction over a few elements, written out: op(v(0), v(1), ...).
+  Value small_reduce(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    int64_t extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)].value();
+    DType acc_dtype = accumulator_dtype(node.dtype);
+    if (extent == 0) {
+      double identity = node.op == Op::SumReduce ? 0 : (is_float(node.dtype) ? -INFINITY : node.dtype == DType::I32 ? INT32_MIN : 0);
+      return number(identity, node.dtype);
+    }
+    Value result;
+    for (int64_t r = 0; r < extent; ++r) {
+      std::vector<Expr> in_coords = coords;
+      in_coords.insert(in_coords.begin() + node.axis, Expr(r));
+      Value v = cast(edge(node.inputs[0], in_coords, guard, ctx), acc_dtype);
+      if (!result) {
+        result = v;
+      } else if (node.op == Op::SumReduce) {
+        result = acc_dtype == DType::Bool ? binary(Op::Add, result, v) : binary(Op::Add, result, v);
+      } else {
+        result = maximum(result, v);
+      }
+    }
+    return cast(result, node.dtype);
+  }
+
   Value gather(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
     const Node& node = graph_.node(n);
     auto axis = static_cast<size_t>(node.axis);
@@ -338,6 +384,12 @@ class Lowerer {
 };
 
 }  // namespace
+
+bool is_small_reduce(const Node& node) {
+  if (!is_reduce(node.op)) return false;
+  const Expr& extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)];
+  return extent.is_const() && extent.value() <= kInlineReduceExtent;
+}
 
 Expr flat_index(const Shape& shape, const std::vector<Expr>& coords) {
   std::vector<Expr> strides = contiguous_strides(shape);

@@ -33,6 +33,11 @@ struct LowerOptions {
 LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& materialized,
                     const Schedule& schedule, const std::string& name, const LowerOptions& options = {});
 
+// Reductions over at most this many elements (a static extent) are expanded
+// inline into a value expression instead of a loop with an accumulator.
+inline constexpr int64_t kInlineReduceExtent = 4;
+bool is_small_reduce(const Node& node);
+
 // The flat position of `coords` in a contiguous buffer of `shape`.
 Expr flat_index(const Shape& shape, const std::vector<Expr>& coords);
 

@@ -264,10 +264,23 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
     const Stmt& s = block[i];
     if (s.kind == StmtKind::Loop) {
       write_loop(s, depth, lanes, top);
+      // Partial accumulators finished by this loop are combined once, here.
+      for (auto& [id, st] : accs_) {
+        if (!st.partial || !st.combined.empty() || st.depth != depth) continue;
+        bool updated = false;
+        walk(s.body, [&](const Stmt& u) { updated = updated || (u.kind == StmtKind::AccUpdate && u.acc == id); });
+        if (!updated) continue;
+        std::string f = st.combine == Combine::Sum ? (is_float(st.dtype) ? "lumen_hsum_f32" : "lumen_hsum_i32")
+                        : st.dtype == DType::Bool  ? "lumen_hany"
+                        : is_float(st.dtype)       ? "lumen_hmax_f32"
+                                                   : "lumen_hmax_i32";
+        st.combined = "acc" + std::to_string(id) + "_all";
+        out_ << pad << "const " << value_type(st.dtype) << " " << st.combined << " = " << f << "(acc" << id << ");\n";
+      }
       continue;
     }
     if (s.kind == StmtKind::AccInit) {
-      AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false};
+      AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false, "", depth};
       accs_[s.acc] = st;
       if (!lanes.active()) mark_partial_accs(block, i + 1, s);
     }

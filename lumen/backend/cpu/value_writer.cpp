@@ -115,16 +115,9 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
     case ValueKind::Acc: {
       const AccState& st = accs_.at(v->acc);
       std::string name = acc_name(v->acc, combo);
-      if (st.partial) {  // combine the SIMD partial results once per statement
-        auto p = partial_read_.find(v->acc);
-        if (p != partial_read_.end()) return Reg{p->second, false, v->dtype};
-        std::string f = st.combine == Combine::Sum ? (is_float(st.dtype) ? "lumen_hsum_f32" : "lumen_hsum_i32")
-                        : st.dtype == DType::Bool  ? "lumen_hany"
-                        : is_float(st.dtype)       ? "lumen_hmax_f32"
-                                                   : "lumen_hmax_i32";
-        Reg r = emit(value_type(v->dtype), f + "(" + name + ")", false, v->dtype, pad);
-        partial_read_[v->acc] = r.name;
-        return r;
+      if (st.partial) {  // combined right after its reduction loop
+        if (st.combined.empty()) fail("cpu codegen: accumulator ", v->acc, " read before its loop ended (internal error)");
+        return Reg{st.combined, false, v->dtype};
       }
       if (st.vector) {  // one lane of a per-lane accumulator (the lane is fixed in this combo)
         int64_t lane = combo.subst.count(combo.vl) ? combo.subst.at(combo.vl).value() : 0;

@@ -53,6 +53,8 @@ struct AccState {
   std::vector<Expr> lane_vars;  // unrolled lane variables when it was declared
   bool vector = false;          // one SIMD lane per output lane
   bool partial = false;         // SIMD partial results, combined when read outside
+  std::string combined;         // the scalar the partial results were combined into
+  int depth = 0;                // block depth of its declaration
 };
 
 class KernelWriter {
