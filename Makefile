@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
 
-.PHONY: all setup configure build test demo docs sanitize clean
+.PHONY: all setup configure build test demo docs bench sanitize clean
 
 all: build
 
@@ -23,6 +23,10 @@ test: build
 	rm -f $(BUILD)/ops_coverage.json
 	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --check --coverage $(BUILD)/ops_coverage.json
+
+# lumen and its peers side by side: `make bench`, or `make bench ONLY=sgemm_1024,softmax_4096`.
+bench: build
+	$(PYTHON) bench/run.py $(if $(ONLY),--only $(ONLY),) $(if $(THREADS),--threads $(THREADS),)
 
 # Regenerates docs/ops.md from the registry and a fresh test run.
 docs: build

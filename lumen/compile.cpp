@@ -1,5 +1,7 @@
 #include "lumen/compile.h"
 
+#include <chrono>
+
 #include "lumen/core/error.h"
 #include "lumen/runtime/cpu_executor.h"
 #include "lumen/runtime/interp_executor.h"
@@ -14,7 +16,20 @@ const char* backend_name(Backend backend) {
   return "?";
 }
 
+namespace {
+Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, const CompileOptions& options);
+}
+
 Program compile(const Graph& graph, const std::vector<Tensor>& outputs, const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  Program p = compile_program(graph, outputs, options);
+  p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
+namespace {
+
+Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, const CompileOptions& options) {
   std::vector<NamedOutput> named;
   if (outputs.empty()) {
     named = graph.outputs();
@@ -40,5 +55,7 @@ Program compile(const Graph& graph, const std::vector<Tensor>& outputs, const Co
   }
   fail("compile: unknown backend");
 }
+
+}  // namespace
 
 }  // namespace lumen

@@ -133,6 +133,18 @@ void CpuExecutor::build(const ScheduleChooser& choose) {
   }
 }
 
+std::map<std::string, double> CpuExecutor::stats() const {
+  return {{"kernels", report_.kernels},
+          {"fusion_rounds", report_.fusion_rounds},
+          {"fusion_seconds", report_.fusion_seconds},
+          {"lower_seconds", report_.lower_seconds},
+          {"codegen_seconds", report_.codegen_seconds},
+          {"compile_seconds", report_.compile_seconds},
+          {"object_cache_hit", report_.cache_hit ? 1.0 : 0.0},
+          {"arena_bytes", static_cast<double>(plan_.arena_bytes)},
+          {"peak_live_bytes", static_cast<double>(plan_.peak_live_bytes)}};
+}
+
 void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bindings) {
   if (planned_ && dims == planned_dims_) return;
   std::vector<BufferLife> lives;

@@ -36,6 +36,7 @@ class CpuExecutor : public Executor {
 
   std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
   const char* backend_name() const override { return "cpu"; }
+  std::map<std::string, double> stats() const override;
 
   const CpuCompileReport& report() const { return report_; }
   const std::vector<kernel::Kernel>& kernels() const { return kernels_; }

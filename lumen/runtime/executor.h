@@ -16,6 +16,8 @@ class Executor {
   virtual ~Executor() = default;
   virtual std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) = 0;
   virtual const char* backend_name() const = 0;
+  // Numbers about compilation and the last run (kernels, arena bytes, ...).
+  virtual std::map<std::string, double> stats() const { return {}; }
 };
 
 }  // namespace lumen

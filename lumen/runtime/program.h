@@ -35,6 +35,8 @@ class Program {
   std::vector<std::string> output_names() const;
   const Graph& graph() const { return *graph_; }
   const char* backend_name() const { return executor_->backend_name(); }
+  std::map<std::string, double> stats() const { return executor_->stats(); }
+  double compile_seconds = 0;  // wall time compile() took
 
  private:
   std::vector<int64_t> declared_shape(const std::string& input) const;

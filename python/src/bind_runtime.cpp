@@ -1,8 +1,11 @@
 // Bindings for compile() and Program, with numpy / DLPack in and out.
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "lumen/backend/cpu/isa.h"
+#include "lumen/backend/cpu/thread_pool.h"
 
 namespace lumen::python {
 
@@ -46,7 +49,23 @@ void bind_runtime(nb::module_& m) {
                      for (NodeId id : p.graph().input_ids()) names.push_back(p.graph().node(id).name);
                      return names;
                    })
-      .def_prop_ro("backend", [](const Program& p) { return std::string(p.backend_name()); });
+      .def_prop_ro("backend", [](const Program& p) { return std::string(p.backend_name()); })
+      .def_prop_ro("stats", [](const Program& p) {
+        auto s = p.stats();
+        s["compile_total_seconds"] = p.compile_seconds;
+        return s;
+      }, "Compilation and memory numbers: kernels, arena_bytes, peak_live_bytes, compile seconds, ...");
+  m.def("set_threads", &cpu::ThreadPool::set_global_threads, nb::arg("threads"),
+        "Sets the number of CPU threads compiled programs run on.");
+  m.def("cpu_info", [] {
+    const cpu::Isa& isa = cpu::host_isa();
+    nb::dict d;
+    d["model"] = isa.model;
+    d["features"] = isa.features();
+    d["f32_lanes"] = isa.f32_lanes();
+    d["threads"] = cpu::ThreadPool::global().size();
+    return d;
+  });
 
   m.def(
       "compile",

@@ -24,6 +24,8 @@ class ThreadPool {
 
   // LUMEN_THREADS, else the hardware concurrency.
   static ThreadPool& global();
+  // Replaces the global pool (not while a program is running).
+  static void set_global_threads(int threads);
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   void run(int64_t tasks, Task task, void* context);

@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""make bench: lumen and its peers, side by side, on this machine.
+
+For each thread count a worker process measures every implementation of each
+workload interleaved (one run of each in turn, after warm-up) and reports
+medians; the physical limits (FMA peak, STREAM triad, read bandwidth) are
+measured in the same run. Writes bench/results/latest.json and
+docs/benchmarks.md and prints the table.
+
+  bench/run.py [--only sgemm_1024,softmax_4096] [--threads 1,2] [--runs 10]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("LUMEN_BUILD", os.path.join(ROOT, "build"))
+IMPLS = ["lumen", "lumen_nosearch", "numpy", "torch", "torch_compile", "onnxruntime", "jax", "tinygrad", "onednn",
+         "openblas", "llamacpp"]
+
+
+# ---------------------------------------------------------------- worker side
+
+
+# Interleaved runs share 2 cores: worker threads of one library must not spin
+# while the next one runs, or every row measures the interference.
+QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0",
+                 "OPENBLAS_THREAD_TIMEOUT": "4"}
+
+
+def _setup_threads(threads):
+    for var in ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LUMEN_THREADS"]:
+        os.environ[var] = str(threads)
+    os.environ.update(QUIET_THREADS)
+    os.environ["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
+
+
+class Missing(Exception):
+    """An implementation that is not installed or does not express the workload."""
+
+
+def _lumen(w, arrays, threads, search):
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import lumen
+    lumen.set_threads(threads)
+    g = lumen.Graph()
+    n_graph = len(arrays) - len(w.module_params)
+    tensors = [g.input(f"x{i}", a.shape) for i, a in enumerate(arrays[:n_graph])]
+    out = w.lumen(g, *tensors)
+    program = lumen.compile(g, [out])
+    for i, a in enumerate(arrays[:n_graph]):
+        program.set(f"x{i}", a)
+    for name, a in zip(w.module_params, arrays[n_graph:]):
+        program.set(name, a)
+    rotating = _rotations(w, arrays)
+    last = f"x{n_graph - 1}"
+    state = {"i": 0}
+
+    def call():
+        if rotating:
+            state["i"] = (state["i"] + 1) % len(rotating)
+            program.set(last, rotating[state["i"]])
+        program.run()
+    call()
+    stats = program.stats
+    return call, lambda: program.get("out0"), {"peak_bytes": int(stats.get("arena_bytes", 0)),
+                                                "compile_s": stats.get("compile_total_seconds", 0)}
+
+
+def _rotations(w, arrays):
+    if w.rotate <= 1:
+        return None
+    import numpy as np
+    rng = np.random.default_rng(7)
+    return [arrays[-1]] + [rng.standard_normal(arrays[-1].shape).astype(np.float32) * 0.1 for _ in range(w.rotate - 1)]
+
+
+def _torch(w, arrays, threads, compiled):
+    import torch
+    torch.set_num_threads(threads)
+    fn = w.torch
+    if compiled:
+        fn = torch.compile(w.torch)
+    ts = [torch.from_numpy(a) for a in arrays]
+    rot = _rotations(w, arrays)
+    rot_t = [torch.from_numpy(a) for a in rot] if rot else None
+    state = {"i": 0, "out": None}
+
+    def call():
+        args = ts
+        if rot_t:
+            state["i"] = (state["i"] + 1) % len(rot_t)
+            args = ts[:-1] + [rot_t[state["i"]]]
+        with torch.no_grad():
+            state["out"] = fn(*args)
+    call()
+    return call, lambda: state["out"].numpy(), {}
+
+
+def _numpy(w, arrays, threads):
+    if w.numpy is None:
+        raise Missing("not expressed in NumPy")
+    rot = _rotations(w, arrays)
+    state = {"i": 0, "out": None}
+
+    def call():
+        args = arrays
+        if rot:
+            state["i"] = (state["i"] + 1) % len(rot)
+            args = arrays[:-1] + [rot[state["i"]]]
+        state["out"] = w.numpy(*args)
+    call()
+    return call, lambda: state["out"], {}
+
+
+def _onnxruntime(w, arrays, threads):
+    try:
+        import onnxruntime as ort
+        import torch
+    except ImportError as e:
+        raise Missing(f"not installed ({e.name})")
+    import io
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, *xs):
+            return w.torch(*xs)
+    buf = io.BytesIO()
+    torch.onnx.export(Wrapped(), tuple(torch.from_numpy(a) for a in arrays), buf, dynamo=False, opset_version=17,
+                      input_names=[f"x{i}" for i in range(len(arrays))])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
+    feeds = {f"x{i}": a for i, a in enumerate(arrays)}
+    rot = _rotations(w, arrays)
+    state = {"i": 0, "out": None}
+
+    def call():
+        if rot:
+            state["i"] = (state["i"] + 1) % len(rot)
+            feeds[f"x{len(arrays) - 1}"] = rot[state["i"]]
+        state["out"] = sess.run(None, feeds)[0]
+    call()
+    return call, lambda: state["out"], {}
+
+
+def _jax(w, arrays, threads):
+    if w.jax is None:
+        raise Missing("not expressed in JAX")
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        raise Missing("not installed")
+    fn = jax.jit(w.jax(jnp))
+    xs = [jnp.asarray(a) for a in arrays]
+    state = {"out": None}
+
+    def call():
+        state["out"] = fn(*xs).block_until_ready()
+    call()
+    return call, lambda: __import__("numpy").asarray(state["out"]), {}
+
+
+def _tinygrad(w, arrays, threads):
+    if w.tinygrad is None:
+        raise Missing("not expressed in tinygrad")
+    try:
+        from tinygrad import Tensor
+    except ImportError:
+        raise Missing("not installed")
+    from tinygrad import Device, TinyJit
+    xs = [Tensor(a).realize() for a in arrays]
+    state = {"out": None}
+    # TinyJit replays the kernels every call (a plain realize of an identical
+    # lazy graph could be served from tinygrad's cache).
+    jit = TinyJit(lambda *ts: w.tinygrad(*ts).realize())
+
+    def call():
+        state["out"] = jit(*xs)
+        Device[Device.DEFAULT].synchronize()  # tinygrad runs asynchronously
+    call()
+    return call, lambda: state["out"].numpy(), {}
+
+
+class _Native:
+    """The oneDNN / OpenBLAS helper process."""
+
+    def __init__(self, threads):
+        exe = os.path.join(BUILD, "bench", "native_peers")
+        if not os.path.exists(exe):
+            raise Missing("build/bench/native_peers was not built (oneDNN or OpenBLAS missing)")
+        self.proc = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        if reply.startswith("error") or not reply:
+            raise RuntimeError(reply or "native_peers exited")
+        return reply
+
+
+_NATIVE = {}
+
+
+def _native(w, arrays, threads, impl):
+    if w.native is None:
+        raise Missing("not a BLAS call")
+    if "proc" not in _NATIVE:
+        _NATIVE["proc"] = _Native(threads)
+    n = _NATIVE["proc"]
+    m, nn, k = w.native
+    copies = max(w.rotate, 1)
+    names = [f"{impl}_{w.name}_{c}" for c in range(copies)]
+    for name in names:
+        n.ask(f"setup {name} {impl} {m} {nn} {k}")
+    state = {"i": 0, "ms": 0.0}
+
+    def call():
+        state["i"] = (state["i"] + 1) % copies
+        state["ms"] = float(n.ask(f"run {names[state['i']]}"))
+    call()
+    return call, None, {"self_timed": state}
+
+
+def _make(impl, w, arrays, threads):
+    if impl in ("lumen", "lumen_nosearch"):
+        return _lumen(w, arrays, threads, impl == "lumen")
+    if impl == "torch":
+        return _torch(w, arrays, threads, False)
+    if impl == "torch_compile":
+        return _torch(w, arrays, threads, True)
+    if impl == "numpy":
+        return _numpy(w, arrays, threads)
+    if impl == "onnxruntime":
+        return _onnxruntime(w, arrays, threads)
+    if impl == "jax":
+        return _jax(w, arrays, threads)
+    if impl == "tinygrad":
+        return _tinygrad(w, arrays, threads)
+    if impl in ("onednn", "openblas"):
+        return _native(w, arrays, threads, impl)
+    raise Missing("no such workload for this implementation yet")
+
+
+def worker(threads, only, runs, impls):
+    _setup_threads(threads)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import numpy as np
+    import workloads
+    all_w = workloads.all_workloads()
+    selected = [all_w[n] for n in only] if only else list(all_w.values())
+    results = []
+    for w in selected:
+        rng = np.random.default_rng(0)
+        arrays = w.inputs(rng)
+        calls, outputs, extra, reference = {}, {}, {}, None
+        for impl in impls or IMPLS:
+            if impl == "lumen_nosearch":
+                continue  # lumen compiles without search today: one row covers both (see docs)
+            try:
+                call, get, info = _make(impl, w, arrays, threads)
+                calls[impl], outputs[impl], extra[impl] = call, get, info
+            except Missing as e:
+                results.append({"workload": w.name, "impl": impl, "threads": threads, "missing": str(e)})
+            except Exception as e:  # a peer that fails on this workload is reported, not fatal
+                results.append({"workload": w.name, "impl": impl, "threads": threads,
+                                "missing": f"failed: {type(e).__name__}: {str(e)[:200]}"})
+        if "torch" in outputs:
+            reference = outputs["torch"]()
+        times = {impl: [] for impl in calls}
+        for _ in range(2):  # warm-up
+            for call in calls.values():
+                call()
+        deadline = time.perf_counter() + 60
+        for r in range(runs):
+            for impl, call in calls.items():
+                start = time.perf_counter()
+                call()
+                elapsed = (time.perf_counter() - start) * 1e3
+                timed = extra[impl].get("self_timed")
+                times[impl].append(timed["ms"] if timed else elapsed)
+            if r >= 4 and time.perf_counter() > deadline:
+                break
+        for impl, ts in times.items():
+            row = {"workload": w.name, "impl": impl, "threads": threads, "median_ms": statistics.median(ts),
+                   "min_ms": min(ts), "runs": len(ts)}
+            if "peak_bytes" in extra[impl]:
+                row["peak_bytes"] = extra[impl]["peak_bytes"]
+            if "compile_s" in extra[impl]:
+                row["compile_s"] = extra[impl]["compile_s"]
+            if reference is not None and outputs[impl] is not None:
+                got = outputs[impl]()
+                row["max_abs_error_vs_torch"] = float(np.max(np.abs(np.asarray(got, np.float64) - reference)))
+            results.append(row)
+            if impl == "lumen":
+                print(f"  [{threads} thread(s)] {w.name}: lumen {row['median_ms']:.3f} ms", file=sys.stderr)
+        if w.name.startswith("lumen_nosearch"):
+            pass
+    print(json.dumps(results))
+
+
+# ---------------------------------------------------------------- driver side
+
+
+def measure_limits(threads):
+    exe = os.path.join(BUILD, "bench", "limits")
+    out = subprocess.run([exe, str(threads)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def render(data):
+    lines = [f"# Benchmarks", "",
+             f"Measured {data['date']} on {data['machine']['cpu']} ({data['machine']['cores']} cores, "
+             f"{data['machine']['features']}) by `make bench` (`bench/run.py`). Each row is the median of interleaved "
+             f"runs after warm-up; **speed-up = peer time / lumen time** (above 1: lumen is faster).", ""]
+    for t in sorted({r["threads"] for r in data["results"]}):
+        lim = data["limits"][str(t)]
+        lines += [f"## {t} thread{'s' if t > 1 else ''}", "",
+                  f"Limits measured in this run: FMA peak {lim['fma_gflops']:.0f} GFLOP/s, STREAM triad "
+                  f"{lim['stream_triad_gbs']:.1f} GB/s ({lim['stream_triad_nt_gbs']:.1f} with non-temporal stores), "
+                  f"read {lim['read_gbs']:.1f} GB/s.", ""]
+        impls = [i for i in IMPLS if i != "lumen_nosearch"]
+        lines.append("| workload | lumen ms | % of limit | " + " | ".join(i for i in impls if i != "lumen") + " |")
+        lines.append("|" + " --- |" * (len(impls) + 2))
+        for w in data["workloads"]:
+            rows = {r["impl"]: r for r in data["results"] if r["workload"] == w["name"] and r["threads"] == t}
+            if "lumen" not in rows:
+                continue
+            lm = rows["lumen"].get("median_ms")
+            if lm is None:
+                continue
+            if w["flops"]:
+                limit = f"{w['flops'] / lm / 1e6 / lim['fma_gflops'] * 100:.0f}% FMA"
+            elif w["bytes"]:
+                limit = f"{w['bytes'] / lm / 1e6 / lim['stream_triad_gbs'] * 100:.0f}% STREAM"
+            else:
+                limit = ""
+            cells = []
+            for impl in impls:
+                if impl == "lumen":
+                    continue
+                r = rows.get(impl)
+                if r is None or "median_ms" not in r:
+                    cells.append("—")
+                else:
+                    cells.append(f"{r['median_ms']:.2f} ({r['median_ms'] / lm:.2f}×)")
+            lines.append(f"| {w['name']} | {lm:.2f} | {limit} | " + " | ".join(cells) + " |")
+        lines.append("")
+    missing = sorted({(r["impl"], r["missing"]) for r in data["results"] if "missing" in r and
+                      not r["missing"].startswith("not expressed") and not r["missing"].startswith("not a BLAS")})
+    if missing:
+        lines += ["## Missing or failed peers", ""]
+        lines += [f"- {impl}: {why}" for impl, why in missing]
+        lines.append("")
+    lines += ["Cells: peer median ms (speed-up of lumen over that peer). `—`: the peer does not express the "
+              "workload or is missing (see above). lumen currently compiles with heuristic schedules (no search), so "
+              "`lumen` and `lumen_nosearch` are the same program.", ""]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default=os.environ.get("ONLY", ""))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--impls", default="", help="comma-separated subset of implementations")
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latest.json"))
+    parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    args = parser.parse_args()
+    only = [s for s in args.only.split(",") if s]
+    if args.worker:
+        worker(args.worker, only, args.runs, [i for i in args.impls.split(",") if i])
+        return
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import workloads
+    known = workloads.all_workloads()
+    for name in only:
+        if name not in known:
+            sys.exit(f"bench: unknown workload {name!r}; known: {', '.join(known)}")
+    threads = [int(t) for t in args.threads.split(",")]
+    results, limits = [], {}
+    for t in threads:
+        print(f"bench: measuring limits with {t} thread(s)", file=sys.stderr)
+        limits[str(t)] = measure_limits(t)
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(t), "--runs", str(args.runs)]
+        if only:
+            cmd += ["--only", ",".join(only)]
+        if args.impls:
+            cmd += ["--impls", args.impls]
+        env = dict(os.environ, **QUIET_THREADS)
+        for var in ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LUMEN_THREADS"]:
+            env[var] = str(t)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        sys.stderr.write(out.stderr[-4000:] if out.returncode else "")
+        if out.returncode != 0:
+            sys.exit(f"bench: worker with {t} thread(s) failed")
+        results += json.loads(out.stdout.strip().splitlines()[-1])
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import lumen
+    info = lumen.cpu_info()
+    data = {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": threads, "features": info["features"]},
+        "limits": limits,
+        "workloads": [{"name": n, "flops": known[n].flops, "bytes": known[n].bytes} for n in (only or known)],
+        "results": results,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(args.out + ".tmp", args.out)
+    text = render(data)
+    if not only:  # a partial run does not replace the full results page
+        with open(args.doc + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(args.doc + ".tmp", args.doc)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
