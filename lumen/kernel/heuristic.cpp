@@ -113,16 +113,34 @@ std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std
     const Expr& m = shape[static_cast<size_t>(rank - 2)];
     int64_t mr = m.is_const() ? largest_divisor(m.value(), {6, 4, 3, 2}) : 1;
     int64_t nr = largest_divisor(last.value(), {4 * static_cast<int64_t>(lanes), 2 * static_cast<int64_t>(lanes), lanes});
-    if (nr < last.value()) apply(Action::split(loop_of(rank - 1, false), nr));
-    int n_outer = nr < last.value() ? loop_of(rank - 1, false) : -1;
-    if (mr > 1) {
-      int m_loop = loop_of(rank - 2, false);
-      if (mr < m.value()) {
-        apply(Action::split(m_loop, mr));
-        // [.., m_o, m_i, n_o, n_i] -> [.., n_o, m_o, m_i, n_i]: the B panel stays in cache across m_o.
-        if (n_outer >= 0) apply(Action::reorder(loop_of(rank - 1, false), m_loop));
+    // Pack the operand that walks the reduction across rows (the power-of-two
+    // trap: rows 4 KiB apart collide in L1) into contiguous panels of width nr.
+    const Node& product = graph.node(n.inputs[0].node);
+    std::vector<Expr> probe = loop_indices(product.shape);
+    auto k_dim = static_cast<size_t>(n.axis);
+    size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
+    for (int j = 0; j < 2; ++j) {
+      auto form = LinearForm::of(product.inputs[static_cast<size_t>(j)].view.index(probe).index);
+      if (!form) continue;
+      int64_t coef_n = 0, coef_k = 0;
+      for (const auto& [term, c] : form->terms) {
+        if (term == probe[n_dim]) coef_n = c;
+        if (term == probe[k_dim]) coef_k = c;
+      }
+      if (coef_n == 1 && coef_k >= 64 && last.value() >= 2 * nr) {
+        apply(Action::pack(j, nr));
+        break;
       }
     }
+    if (nr < last.value()) apply(Action::split(loop_of(rank - 1, false), nr));
+    if (mr > 1 && mr < m.value()) apply(Action::split(loop_of(rank - 2, false), mr));
+    // Order [.., n_o, m_o, m_i, n_i]: the B panel of n_o stays in cache across m_o,
+    // and the register tile (m_i x n_i) is innermost.
+    if (nr < last.value() && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
+      apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
+    }
+    int m_inner = loop_of(rank - 2, true), n_inner = loop_of(rank - 1, true);
+    if (mr > 1 && m_inner != n_inner - 1) apply(Action::reorder(m_inner, n_inner - 1));
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));  // innermost first: lanes nest inward
     if (mr > 1) apply(Action::set_kind(loop_of(rank - 2, true), LoopKind::Unroll));
   } else {

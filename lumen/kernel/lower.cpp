@@ -63,6 +63,15 @@ std::vector<Expr> unflatten(const Expr& flat, const Shape& shape) {
 
 DType accumulator_dtype(DType d) { return d == DType::F16 || d == DType::BF16 ? DType::F32 : d; }
 
+// An operand of a contraction read from packed panels instead of its producer.
+struct Packed {
+  int scratch;
+  Shape shape;               // [kept dims..., N/nr, K, nr]
+  std::vector<size_t> kept;  // product dims the operand depends on (besides n and k)
+  size_t n_dim, k_dim;
+  int64_t nr;
+};
+
 class Lowerer {
  public:
   Lowerer(const Graph& g, const std::vector<bool>& materialized, const Schedule& schedule, const LowerOptions& options)
@@ -72,6 +81,7 @@ class Lowerer {
     const Node& t = graph_.node(target);
     kernel_.name = name;
     buffer_for(target, true);
+    for (const auto& [operand, nr] : schedule_.packs()) prepare_pack(target, operand, nr, name);
     levels_.push_back(std::make_unique<Level>());
     Context ctx{levels_.back().get()};
     // Output loops from the schedule; coordinates are sums of loop variables times steps.
@@ -94,10 +104,95 @@ class Lowerer {
     kernel_.body = std::move(ctx[0]->block);
     kernel_.accumulators = next_acc_;
     collect_dims();
-    return {std::move(kernel_), std::move(buffer_nodes_), std::move(evaluations_)};
+    LoweredKernel out;
+    out.kernel = std::move(kernel_);
+    out.buffer_nodes = std::move(buffer_nodes_);
+    out.evaluations = std::move(evaluations_);
+    out.pre_kernels = std::move(pre_kernels_);
+    out.pre_buffer_nodes = std::move(pre_buffer_nodes_);
+    out.scratch = std::move(scratch_);
+    return out;
+  }
+
+  // Runs `target` as a plain copy: the pack kernel writes operand `edge` of the
+  // product into panels. Coordinates of the product come from the panel's.
+  LoweredKernel run_pack(const Edge& edge, const Packed& pk, const Shape& product, const std::string& name) {
+    kernel_.name = name;
+    kernel_.buffers.push_back({"packed", graph_.node(edge.node).dtype, true});
+    buffer_nodes_.push_back(-1 - pk.scratch);
+    levels_.push_back(std::make_unique<Level>());
+    Context ctx{levels_.back().get()};
+    std::vector<Expr> panel(pk.shape.size());
+    for (size_t d = 0; d < pk.shape.size(); ++d) {
+      panel[d] = Expr::index("p" + std::to_string(d), pk.shape[d]);
+      ctx.push_back(open(panel[d], pk.shape[d], d == 0 ? LoopKind::Parallel : LoopKind::Serial));
+    }
+    std::vector<Expr> coords(product.size(), Expr(0));
+    for (size_t i = 0; i < pk.kept.size(); ++i) coords[pk.kept[i]] = panel[i];
+    size_t base = pk.kept.size();
+    coords[pk.n_dim] = simplify(panel[base] * pk.nr + panel[base + 2]);
+    coords[pk.k_dim] = panel[base + 1];
+    Value v = edge_value(edge, coords, Expr(1), ctx);
+    ctx.back()->block.push_back(Stmt::store(0, flat_index(pk.shape, panel), v));
+    close(ctx, 1);
+    kernel_.body = std::move(ctx[0]->block);
+    kernel_.accumulators = next_acc_;
+    collect_dims();
+    LoweredKernel out;
+    out.kernel = std::move(kernel_);
+    out.buffer_nodes = std::move(buffer_nodes_);
+    out.evaluations = std::move(evaluations_);
+    return out;
   }
 
  private:
+  void prepare_pack(NodeId target, int operand, int64_t nr, const std::string& name) {
+    const Node& t = graph_.node(target);
+    NodeId mul = t.op == Op::SumReduce ? t.inputs[0].node : -1;
+    if (mul < 0 || materialized_[static_cast<size_t>(mul)] || graph_.node(mul).op != Op::Mul) {
+      fail("schedule: pack needs a contraction (a sum of an inlined product); node ", target, " is ", op_name(t.op));
+    }
+    const Node& m = graph_.node(mul);
+    const Edge& e = m.inputs[static_cast<size_t>(operand)];
+    Packed pk;
+    pk.nr = nr;
+    pk.k_dim = static_cast<size_t>(t.axis);
+    pk.n_dim = m.shape.size() - 1 == pk.k_dim ? m.shape.size() - 2 : m.shape.size() - 1;
+    if (m.shape.size() < 2) fail("schedule: pack needs a product of rank >= 2");
+    const Expr& n = m.shape[pk.n_dim];
+    if (!n.is_const() || n.value() % nr != 0) fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n);
+    // Dims the operand varies along (besides n and k) are kept; broadcast dims are not stored.
+    std::vector<Expr> probe = loop_indices(m.shape);
+    std::vector<Expr> vars_used = expr_vars(e.view.index(probe).index);
+    for (size_t d = 0; d < m.shape.size(); ++d) {
+      if (d == pk.n_dim || d == pk.k_dim) continue;
+      if (std::find(vars_used.begin(), vars_used.end(), probe[d]) != vars_used.end()) {
+        pk.kept.push_back(d);
+        pk.shape.push_back(m.shape[d]);
+      }
+    }
+    pk.shape.push_back(Expr(n.value() / nr));
+    pk.shape.push_back(m.shape[pk.k_dim]);
+    pk.shape.push_back(Expr(nr));
+    pk.scratch = static_cast<int>(scratch_.size());
+    scratch_.push_back({shape_numel(pk.shape), graph_.node(e.node).dtype});
+    Lowerer packer(graph_, materialized_, schedule_, options_);
+    LoweredKernel k = packer.run_pack(e, pk, m.shape, name + "_pack" + std::to_string(operand));
+    pre_kernels_.push_back(std::move(k.kernel));
+    pre_buffer_nodes_.push_back(std::move(k.buffer_nodes));
+    packed_[&e] = pk;
+  }
+
+  Value packed_load(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, const Expr& guard) {
+    std::vector<Expr> panel;
+    for (size_t d : pk.kept) panel.push_back(coords[d]);
+    panel.push_back(simplify(coords[pk.n_dim] / pk.nr));
+    panel.push_back(coords[pk.k_dim]);
+    panel.push_back(simplify(coords[pk.n_dim] % pk.nr));
+    int buffer = buffer_for(-1 - pk.scratch);
+    return load(buffer, graph_.node(e.node).dtype, flat_index(pk.shape, panel), simplify(guard));
+  }
+
   Level* open(const Expr& var, const Expr& extent, LoopKind kind, int unroll_hint = 1) {
     levels_.push_back(std::make_unique<Level>());
     Level* l = levels_.back().get();
@@ -123,6 +218,12 @@ class Lowerer {
   int buffer_for(NodeId n, bool output = false) {
     for (size_t i = 0; i < buffer_nodes_.size(); ++i) {
       if (buffer_nodes_[i] == n) return static_cast<int>(i);
+    }
+    if (n < 0) {  // a scratch buffer filled by a pre-kernel
+      const ScratchBuffer& sb = scratch_.at(static_cast<size_t>(-1 - n));
+      kernel_.buffers.push_back({"packed" + std::to_string(-1 - n), sb.dtype, output});
+      buffer_nodes_.push_back(n);
+      return static_cast<int>(buffer_nodes_.size() - 1);
     }
     const Node& node = graph_.node(n);
     std::string label = node.op == Op::Input ? node.name : std::string(op_name(node.op)) + "_" + std::to_string(n);
@@ -195,6 +296,12 @@ class Lowerer {
   }
 
   Value edge(const Edge& e, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    auto packed = packed_.find(&e);
+    if (packed != packed_.end()) return packed_load(e, packed->second, coords, guard);
+    return edge_value(e, coords, guard, ctx);
+  }
+
+  Value edge_value(const Edge& e, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
     View::Index vi = e.view.index(coords);
     const Node& producer = graph_.node(e.node);
     if (vi.valid.is_const(0)) return number(0, producer.dtype);  // padding: nothing to compute
@@ -369,6 +476,11 @@ class Lowerer {
     std::vector<std::string> names = graph_.dim_names();
     kernel_.dims = names;
   }
+
+  std::map<const Edge*, Packed> packed_;
+  std::vector<ScratchBuffer> scratch_;
+  std::vector<Kernel> pre_kernels_;
+  std::vector<std::vector<NodeId>> pre_buffer_nodes_;
 
   const Graph& graph_;
   const std::vector<bool>& materialized_;

@@ -18,9 +18,20 @@
 
 namespace lumen::kernel {
 
+// A buffer a kernel uses: a graph node's buffer, or a scratch buffer the
+// kernel's pre-kernels fill (node < 0: scratch number -1 - node).
+struct ScratchBuffer {
+  Expr elements;  // element count (may use dynamic dims)
+  DType dtype;
+};
+
 struct LoweredKernel {
   Kernel kernel;
-  std::vector<NodeId> buffer_nodes;  // kernel buffer i holds graph node buffer_nodes[i]
+  std::vector<NodeId> buffer_nodes;  // kernel buffer i holds graph node buffer_nodes[i] (or scratch, if < 0)
+  // Kernels to run first (operand packing) and the scratch buffers they fill.
+  std::vector<Kernel> pre_kernels;
+  std::vector<std::vector<NodeId>> pre_buffer_nodes;
+  std::vector<ScratchBuffer> scratch;
   // How many times each graph node is evaluated per run (dynamic dims taken
   // as `assumed_dim`); fusion compares it with the node's size.
   std::vector<double> evaluations;

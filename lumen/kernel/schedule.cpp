@@ -16,6 +16,7 @@ const char* action_name(ActionKind k) {
     case ActionKind::Kind: return "kind";
     case ActionKind::ReduceLanes: return "reduce_lanes";
     case ActionKind::ReduceUnroll: return "reduce_unroll";
+    case ActionKind::Pack: return "pack";
   }
   return "?";
 }
@@ -29,7 +30,8 @@ std::string to_string(const Action& a) {
   out << action_name(a.kind) << '(';
   switch (a.kind) {
     case ActionKind::Split:
-    case ActionKind::Reorder: out << a.loop << ',' << a.value; break;
+    case ActionKind::Reorder:
+    case ActionKind::Pack: out << a.loop << ',' << a.value; break;
     case ActionKind::Kind: out << a.loop << ',' << loop_kind_name(static_cast<LoopKind>(a.value)); break;
     default: out << a.value; break;
   }
@@ -62,7 +64,7 @@ std::vector<Action> parse_actions(const std::string& text) {
         fail("schedule: '", s, "' in action '", token, "' is not a number");
       }
     };
-    if (name == "split" || name == "reorder" || name == "kind") {
+    if (name == "split" || name == "reorder" || name == "kind" || name == "pack") {
       if (comma == std::string::npos) fail("schedule: action '", token, "' needs two arguments");
       int loop = static_cast<int>(number(args.substr(0, comma)));
       std::string second = args.substr(comma + 1);
@@ -74,7 +76,8 @@ std::vector<Action> parse_actions(const std::string& text) {
         if (k < 0) fail("schedule: unknown loop kind '", second, "'");
         out.push_back(Action::set_kind(loop, static_cast<LoopKind>(k)));
       } else {
-        out.push_back({name == "split" ? ActionKind::Split : ActionKind::Reorder, loop, number(second)});
+        ActionKind k = name == "split" ? ActionKind::Split : name == "pack" ? ActionKind::Pack : ActionKind::Reorder;
+        out.push_back({k, loop, number(second)});
       }
     } else if (name == "reduce_lanes") {
       out.push_back(Action::reduce_lanes(number(args)));
@@ -145,6 +148,14 @@ void Schedule::apply(const Action& a) {
     case ActionKind::ReduceUnroll:
       if (a.value < 1 || a.value > 32) fail("schedule: reduce_unroll must be in [1, 32], got ", a.value);
       reduce_unroll_ = a.value;
+      break;
+    case ActionKind::Pack:
+      if (a.loop < 0 || a.loop > 1) fail("schedule: pack names operand ", a.loop, " of a product (0 or 1)");
+      if (a.value < 1 || a.value > 256) fail("schedule: pack panel width must be in [1, 256], got ", a.value);
+      for (const auto& [operand, width] : packs_) {
+        if (operand == a.loop) fail("schedule: operand ", a.loop, " is packed twice");
+      }
+      packs_.emplace_back(a.loop, a.value);
       break;
   }
   validate_kinds();

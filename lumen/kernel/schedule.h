@@ -12,6 +12,9 @@
 //   reduce_lanes(n)         every reduction keeps n partial accumulators in a
 //                           vector (needs n to divide the reduced extent)
 //   reduce_unroll(n)        every reduction loop is unrolled n times
+//   pack(operand, nr)       for a contraction (a sum of a product), copy that
+//                           operand into panels [.., N/nr, K, nr] first, so the
+//                           reduction streams contiguous memory
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,7 @@
 
 namespace lumen::kernel {
 
-enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll };
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, Pack };
 
 struct Action {
   ActionKind kind;
@@ -36,6 +39,7 @@ struct Action {
   static Action set_kind(int loop, LoopKind k) { return {ActionKind::Kind, loop, static_cast<int64_t>(k)}; }
   static Action reduce_lanes(int64_t n) { return {ActionKind::ReduceLanes, 0, n}; }
   static Action reduce_unroll(int64_t n) { return {ActionKind::ReduceUnroll, 0, n}; }
+  static Action pack(int operand, int64_t panel) { return {ActionKind::Pack, operand, panel}; }
   bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
 };
 
@@ -65,6 +69,8 @@ class Schedule {
   const Shape& shape() const { return shape_; }
   int64_t reduce_lanes() const { return reduce_lanes_; }
   int64_t reduce_unroll() const { return reduce_unroll_; }
+  // (operand index, panel width) pairs to pack before the kernel runs.
+  const std::vector<std::pair<int, int64_t>>& packs() const { return packs_; }
 
  private:
   void check_loop(int loop, const char* action) const;
@@ -75,6 +81,7 @@ class Schedule {
   std::vector<Action> actions_;
   int64_t reduce_lanes_ = 1;
   int64_t reduce_unroll_ = 1;
+  std::vector<std::pair<int, int64_t>> packs_;
 };
 
 }  // namespace lumen::kernel

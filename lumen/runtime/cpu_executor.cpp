@@ -97,6 +97,11 @@ void CpuExecutor::build(const ScheduleChooser& choose) {
   const cpu::Isa& isa = cpu::host_isa();
   kernel::Target target{isa.f32_lanes(), cpu::ThreadPool::global().size()};
   std::vector<std::vector<NodeId>> buffer_nodes;
+  auto add = [&](kernel::Kernel k, std::vector<NodeId> buffers, NodeId computes) {
+    kernel_nodes_.push_back(computes);
+    buffer_nodes.push_back(std::move(buffers));
+    kernels_.push_back(std::move(k));
+  };
   for (NodeId n : p.kernels) {
     if (!needed_[static_cast<size_t>(n)]) continue;
     std::vector<kernel::Action> actions =
@@ -104,9 +109,16 @@ void CpuExecutor::build(const ScheduleChooser& choose) {
     kernel::Schedule schedule = kernel::Schedule::from_actions(graph_->node(n).shape, actions);
     kernel::LoweredKernel lk =
         kernel::lower(*graph_, n, materialized_, schedule, "k" + std::to_string(kernels_.size()));
-    kernel_nodes_.push_back(n);
-    buffer_nodes.push_back(lk.buffer_nodes);
-    kernels_.push_back(std::move(lk.kernel));
+    // Scratch buffers get program-wide numbers.
+    auto global = [&](std::vector<NodeId> buffers) {
+      for (NodeId& b : buffers) {
+        if (b < 0) b = -1 - static_cast<NodeId>(scratch_.size() + static_cast<size_t>(-1 - b));
+      }
+      return buffers;
+    };
+    for (size_t i = 0; i < lk.pre_kernels.size(); ++i) add(std::move(lk.pre_kernels[i]), global(lk.pre_buffer_nodes[i]), -1);
+    add(std::move(lk.kernel), global(lk.buffer_nodes), n);
+    for (const kernel::ScratchBuffer& sb : lk.scratch) scratch_.push_back(sb);
   }
   report_.kernels = static_cast<int>(kernels_.size());
   report_.lower_seconds = seconds_since(start);
@@ -129,6 +141,7 @@ void CpuExecutor::build(const ScheduleChooser& choose) {
     l.run = reinterpret_cast<KernelFn>(library_->symbol("lumen_" + kernels_[i].name));
     l.tasks = reinterpret_cast<TasksFn>(library_->symbol("lumen_" + kernels_[i].name + "_tasks"));
     l.buffers = buffer_nodes[i];
+    l.kernel = i;
     launches_.push_back(std::move(l));
   }
 }
@@ -149,21 +162,34 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
   if (planned_ && dims == planned_dims_) return;
   std::vector<BufferLife> lives;
   buffer_index_.assign(graph_->size(), -1);
+  scratch_index_.assign(scratch_.size(), -1);
   std::vector<bool> is_output(graph_->size(), false);
   for (const Edge& e : outputs_) is_output[static_cast<size_t>(e.node)] = true;
-  for (size_t k = 0; k < kernel_nodes_.size(); ++k) {
-    NodeId n = kernel_nodes_[k];
-    if (is_output[static_cast<size_t>(n)]) continue;
-    const Node& node = graph_->node(n);
-    int64_t bytes = numel_of(node.shape, bindings) * static_cast<int64_t>(dtype_size(node.dtype));
-    int last = static_cast<int>(k);
-    for (size_t j = k + 1; j < launches_.size(); ++j) {
+  // A buffer lives from the launch that writes it to the last launch that reads it.
+  auto last_use = [&](NodeId key, size_t from) {
+    int last = static_cast<int>(from);
+    for (size_t j = from + 1; j < launches_.size(); ++j) {
       for (NodeId b : launches_[j].buffers) {
-        if (b == n) last = static_cast<int>(j);
+        if (b == key) last = static_cast<int>(j);
       }
     }
-    buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
-    lives.push_back({bytes, static_cast<int>(k), last});
+    return last;
+  };
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    NodeId n = kernel_nodes_[k];
+    if (n >= 0 && !is_output[static_cast<size_t>(n)]) {
+      const Node& node = graph_->node(n);
+      int64_t bytes = numel_of(node.shape, bindings) * static_cast<int64_t>(dtype_size(node.dtype));
+      buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
+      lives.push_back({bytes, static_cast<int>(k), last_use(n, k)});
+    }
+    if (n < 0) {  // a pre-kernel: its output (buffer 0) is a scratch buffer
+      NodeId key = launches_[k].buffers[0];
+      auto s = static_cast<size_t>(-1 - key);
+      int64_t bytes = evaluate(scratch_[s].elements, bindings) * static_cast<int64_t>(dtype_size(scratch_[s].dtype));
+      scratch_index_[s] = static_cast<int64_t>(lives.size());
+      lives.push_back({bytes, static_cast<int>(k), last_use(key, k)});
+    }
   }
   plan_ = plan_memory(lives);
   if (plan_.arena_bytes > arena_capacity_) {
@@ -202,13 +228,17 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
   for (size_t n = 0; n < graph_->size(); ++n) {
     if (buffer_index_[n] >= 0) pointer[n] = arena_.get() + plan_.offsets[static_cast<size_t>(buffer_index_[n])];
   }
+  std::vector<void*> scratch(scratch_.size(), nullptr);
+  for (size_t i = 0; i < scratch_.size(); ++i) {
+    if (scratch_index_[i] >= 0) scratch[i] = arena_.get() + plan_.offsets[static_cast<size_t>(scratch_index_[i])];
+  }
 
   cpu::ThreadPool& pool = cpu::ThreadPool::global();
   std::vector<void*> args;
   for (size_t k = 0; k < launches_.size(); ++k) {
     const Launch& l = launches_[k];
     args.clear();
-    for (NodeId b : l.buffers) args.push_back(pointer[static_cast<size_t>(b)]);
+    for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
     Status status;
     LaunchContext ctx{l.run, args.data(), dims.data(), &status};
     pool.run(l.tasks(dims.data()), trampoline, &ctx);

@@ -13,6 +13,7 @@
 #include "lumen/backend/cpu/compiler.h"
 #include "lumen/core/graph.h"
 #include "lumen/kernel/ir.h"
+#include "lumen/kernel/lower.h"
 #include "lumen/kernel/schedule.h"
 #include "lumen/runtime/executor.h"
 #include "lumen/runtime/memory_plan.h"
@@ -47,10 +48,12 @@ class CpuExecutor : public Executor {
  private:
   using KernelFn = void (*)(void* const*, const int64_t*, int64_t, int64_t, void*);
   using TasksFn = int64_t (*)(const int64_t*);
+  // A buffer key: a graph node id (>= 0) or a scratch buffer (-1 - index).
   struct Launch {
     KernelFn run;
     TasksFn tasks;
     std::vector<NodeId> buffers;
+    size_t kernel;  // index into kernels_
   };
 
   void prepare_outputs();
@@ -60,7 +63,8 @@ class CpuExecutor : public Executor {
   std::shared_ptr<Graph> graph_;
   std::vector<Edge> outputs_;
   std::vector<bool> materialized_;
-  std::vector<NodeId> kernel_nodes_;
+  std::vector<NodeId> kernel_nodes_;  // the node each launch computes (-1 for pre-kernels)
+  std::vector<kernel::ScratchBuffer> scratch_;
   std::vector<kernel::Kernel> kernels_;
   std::vector<Launch> launches_;
   std::shared_ptr<cpu::Library> library_;
@@ -72,7 +76,8 @@ class CpuExecutor : public Executor {
   std::vector<int64_t> planned_dims_;
   bool planned_ = false;
   MemoryPlan plan_;
-  std::vector<int64_t> buffer_index_;  // node -> index into plan offsets (-1: not in the arena)
+  std::vector<int64_t> buffer_index_;   // node -> index into plan offsets (-1: not in the arena)
+  std::vector<int64_t> scratch_index_;  // scratch -> index into plan offsets
   std::shared_ptr<unsigned char> arena_;
   int64_t arena_capacity_ = 0;
   std::vector<Array> results_;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "lumen/kernel/lower.h"
 #include "lumen/kernel/schedule.h"
 #include "lumen/lumen.h"
 #include "lumen/runtime/cpu_executor.h"
@@ -177,7 +178,8 @@ std::vector<kernel::Action> random_schedule(std::mt19937& rng, const Shape& shap
   for (int step = uniform(0, 6); step > 0; --step) {
     int loops = static_cast<int>(s.loops().size());
     Action a = Action::reduce_unroll(2);
-    switch (uniform(0, 6)) {
+    switch (uniform(0, 7)) {
+      case 7: a = Action::pack(uniform(0, 1), std::vector<int64_t>{1, 2, 4, lanes}[static_cast<size_t>(uniform(0, 3))]); break;
       case 0:
       case 1: a = Action::split(uniform(0, loops - 1), std::vector<int64_t>{2, 3, 4, lanes, 2 * lanes}[static_cast<size_t>(uniform(0, 4))]); break;
       case 2: a = Action::reorder(uniform(0, loops - 1), uniform(0, loops - 1)); break;
@@ -196,6 +198,22 @@ std::vector<kernel::Action> random_schedule(std::mt19937& rng, const Shape& shap
   return s.actions();
 }
 
+// Adds random contractions (matmuls through views) so pack and register tiles are exercised.
+void add_contractions(GraphFuzzer& f) {
+  for (int k = f.uniform(0, 2); k > 0; --k) {
+    Tensor a = f.float_operand();
+    if (a.rank() < 2) a = a.unsqueeze(0);
+    int64_t kk = a.shape().back().value();
+    Shape bs{Expr(kk), Expr(f.uniform(1, 3) * (f.uniform(0, 1) ? 16 : 4))};
+    std::string name = "w" + std::to_string(f.inputs.size());
+    std::vector<int64_t> dims{kk, bs[1].value()};
+    Array w(DType::F32, dims);
+    for (int64_t i = 0; i < w.numel(); ++i) w.set(i, std::sin(static_cast<double>(i) * 0.37));
+    f.inputs[name] = w;
+    f.pool.push_back(a.matmul(f.g.input(name, bs)));
+  }
+}
+
 void run_case(unsigned seed) {
   GraphFuzzer f(seed);
   f.add_input(DType::F32);
@@ -203,13 +221,20 @@ void run_case(unsigned seed) {
   if (f.uniform(0, 1)) f.add_input(DType::I32);
   int nodes = f.uniform(4, 14);
   for (int i = 0; i < nodes; ++i) f.add_node();
+  add_contractions(f);
   std::vector<Tensor> outs;
   for (size_t i = f.inputs.size(); i < f.pool.size(); ++i) {
     if (f.uniform(0, 2) == 0 || i + 1 == f.pool.size()) outs.push_back(f.random_view(f.pool[i]));
   }
   std::mt19937 schedule_rng(seed * 7919u);
-  auto chooser = [&](const Graph& g, NodeId n, const std::vector<bool>&) {
-    return random_schedule(schedule_rng, g.node(n).shape);
+  auto chooser = [&](const Graph& g, NodeId n, const std::vector<bool>& materialized) {
+    std::vector<kernel::Action> actions = random_schedule(schedule_rng, g.node(n).shape);
+    try {  // pack applies to contractions only; lowering rejects it elsewhere
+      kernel::lower(g, n, materialized, kernel::Schedule::from_actions(g.node(n).shape, actions), "probe");
+    } catch (const Error&) {
+      std::erase_if(actions, [](const kernel::Action& a) { return a.kind == kernel::ActionKind::Pack; });
+    }
+    return actions;
   };
   auto shared = std::make_shared<const Graph>(f.g);
   std::vector<NamedOutput> named;
