@@ -1,5 +1,6 @@
 #include "lumen/kernel/heuristic.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -59,19 +60,19 @@ Strides load_strides(const Kernel& k) {
   return s;
 }
 
+double numel_except(const Shape& shape, int skip) {
+  double n = 1;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (d != skip) n *= assumed(shape[static_cast<size_t>(d)]);
+  }
+  return n;
+}
+
 int64_t largest_divisor(int64_t n, std::initializer_list<int64_t> choices) {
   for (int64_t c : choices) {
     if (c <= n && n % c == 0) return c;
   }
   return 1;
-}
-
-// A reduction of a product: the shape of matmul, convolution, attention scores.
-bool is_contraction(const Graph& g, NodeId n, const std::vector<bool>& materialized) {
-  const Node& node = g.node(n);
-  if (node.op != Op::SumReduce) return false;
-  NodeId in = node.inputs[0].node;
-  return !materialized[static_cast<size_t>(in)] && g.node(in).op == Op::Mul;
 }
 
 }  // namespace
@@ -106,32 +107,58 @@ std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std
     return found;
   };
 
-  bool contraction = is_contraction(graph, node, materialized);
+  NodeId reduce = contraction_of(graph, node, materialized);  // matmul, conv, attention scores (+ epilogue)
+  bool contraction = reduce >= 0;
   bool vector_last = f32 && last.is_const() && last.value() % lanes == 0 && (strides.unit(last_var) || !strides.by_var.count(last_var));
-  if (contraction && rank >= 2 && vector_last && strides.unit(last_var)) {
+  // A contraction whose operands can be packed into panels along n: a tile
+  // of MR rows x NR columns with the reduction inside.
+  int pack_operand = -1;
+  bool tile = false;
+  if (contraction && rank >= 2 && f32 && last.is_const() && last.value() % lanes == 0) {
+    const Node& r = graph.node(reduce);
+    const Node& product = graph.node(r.inputs[0].node);
+    std::vector<Expr> probe = loop_indices(product.shape);
+    auto k_dim = static_cast<size_t>(r.axis);
+    size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
+    double reuse = numel_except(shape, rank - 1);  // how often an operand panel is re-read
+    bool all_unit = true;
+    for (int j = 0; j < 2; ++j) {
+      Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
+      std::vector<Expr> used = expr_vars(index);
+      bool dep_n = std::find(used.begin(), used.end(), probe[n_dim]) != used.end();
+      bool dep_k = std::find(used.begin(), used.end(), probe[k_dim]) != used.end();
+      if (!dep_n) continue;  // the operand broadcast along n (A): read as scalars
+      int64_t coef_n = -1, coef_k = -1;  // -1: not linear in that variable
+      if (auto form = LinearForm::of(index)) {
+        bool n_linear = true, k_linear = true;
+        coef_n = coef_k = 0;
+        for (const auto& [term, c] : form->terms) {
+          if (term == probe[n_dim]) {
+            coef_n = c;
+          } else if (term == probe[k_dim]) {
+            coef_k = c;
+          } else {
+            auto tv = expr_vars(term);
+            if (std::find(tv.begin(), tv.end(), probe[n_dim]) != tv.end()) n_linear = false;
+            if (std::find(tv.begin(), tv.end(), probe[k_dim]) != tv.end()) k_linear = false;
+          }
+        }
+        if (!n_linear) coef_n = -1;
+        if (!k_linear) coef_k = -1;
+      }
+      // Already contiguous along n with reduction rows close together: read in place.
+      bool friendly = coef_n == 1 && coef_k >= 0 && coef_k < 64;
+      if (!friendly) all_unit = false;
+      if (!friendly && dep_k && reuse >= 8 && pack_operand < 0) pack_operand = j;
+    }
+    tile = pack_operand >= 0 || (all_unit && strides.unit(last_var));
+  }
+  if (tile) {
     // Register tile: MR rows (unrolled) × NR columns (SIMD), the reduction inside.
     const Expr& m = shape[static_cast<size_t>(rank - 2)];
     int64_t mr = m.is_const() ? largest_divisor(m.value(), {6, 4, 3, 2}) : 1;
     int64_t nr = largest_divisor(last.value(), {4 * static_cast<int64_t>(lanes), 2 * static_cast<int64_t>(lanes), lanes});
-    // Pack the operand that walks the reduction across rows (the power-of-two
-    // trap: rows 4 KiB apart collide in L1) into contiguous panels of width nr.
-    const Node& product = graph.node(n.inputs[0].node);
-    std::vector<Expr> probe = loop_indices(product.shape);
-    auto k_dim = static_cast<size_t>(n.axis);
-    size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
-    for (int j = 0; j < 2; ++j) {
-      auto form = LinearForm::of(product.inputs[static_cast<size_t>(j)].view.index(probe).index);
-      if (!form) continue;
-      int64_t coef_n = 0, coef_k = 0;
-      for (const auto& [term, c] : form->terms) {
-        if (term == probe[n_dim]) coef_n = c;
-        if (term == probe[k_dim]) coef_k = c;
-      }
-      if (coef_n == 1 && coef_k >= 64 && last.value() >= 2 * nr) {
-        apply(Action::pack(j, nr));
-        break;
-      }
-    }
+    if (pack_operand >= 0) apply(Action::pack(pack_operand, nr));
     if (nr < last.value()) apply(Action::split(loop_of(rank - 1, false), nr));
     if (mr > 1 && mr < m.value()) apply(Action::split(loop_of(rank - 2, false), mr));
     // Order [.., n_o, m_o, m_i, n_i]: the B panel of n_o stays in cache across m_o,

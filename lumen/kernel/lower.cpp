@@ -147,11 +147,13 @@ class Lowerer {
 
  private:
   void prepare_pack(NodeId target, int operand, int64_t nr, const std::string& name) {
-    const Node& t = graph_.node(target);
-    NodeId mul = t.op == Op::SumReduce ? t.inputs[0].node : -1;
-    if (mul < 0 || materialized_[static_cast<size_t>(mul)] || graph_.node(mul).op != Op::Mul) {
-      fail("schedule: pack needs a contraction (a sum of an inlined product); node ", target, " is ", op_name(t.op));
+    NodeId reduce = contraction_of(graph_, target, materialized_);
+    if (reduce < 0) {
+      fail("schedule: pack needs a contraction (a sum of an inlined product); node ", target, " (",
+           op_name(graph_.node(target).op), ") computes none");
     }
+    const Node& t = graph_.node(reduce);
+    NodeId mul = t.inputs[0].node;
     const Node& m = graph_.node(mul);
     const Edge& e = m.inputs[static_cast<size_t>(operand)];
     Packed pk;
@@ -496,6 +498,24 @@ class Lowerer {
 };
 
 }  // namespace
+
+NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
+  const Node& n = graph.node(node);
+  if (n.op == Op::SumReduce && !is_small_reduce(n)) {
+    NodeId in = n.inputs[0].node;
+    if (!materialized[static_cast<size_t>(in)] && graph.node(in).op == Op::Mul) return node;
+    return -1;
+  }
+  if (!is_elementwise(n.op)) return -1;
+  for (const Edge& e : n.inputs) {
+    if (materialized[static_cast<size_t>(e.node)]) continue;
+    const Node& producer = graph.node(e.node);
+    if (producer.shape != n.shape || !e.view.is_contiguous()) continue;  // same points, same order
+    NodeId found = contraction_of(graph, e.node, materialized);
+    if (found >= 0) return found;
+  }
+  return -1;
+}
 
 bool is_small_reduce(const Node& node) {
   if (!is_reduce(node.op)) return false;

@@ -49,6 +49,12 @@ LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& 
 inline constexpr int64_t kInlineReduceExtent = 4;
 bool is_small_reduce(const Node& node);
 
+// The contraction (an inlined sum of an inlined product) a kernel for `node`
+// computes at its output points: the node itself, or one reached through
+// inlined elementwise consumers with the same shape (an epilogue such as a
+// bias and an activation). -1 if there is none.
+NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
+
 // The flat position of `coords` in a contiguous buffer of `shape`.
 Expr flat_index(const Shape& shape, const std::vector<Expr>& coords);
 

@@ -108,12 +108,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   Pair out{};
   Tensor win = windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
   const Expr& n = x.shape()[0];
-  int64_t og = o / groups, k = cg * kh * kw;
-  // [N, G, OH, OW, Cg, KH, KW] -> [N, G, 1, OH, OW, K]
+  int64_t og = o / groups, k = cg * kh * kw, positions = out[0] * out[1];
+  // A contraction over K = Cg·KH·KW with the output positions flattened into
+  // one dim, so the compiler sees [.., Og, OH·OW] x K like a matmul:
+  // windows [N, G, 1, OH·OW, K] times weights [1, G, Og, 1, K].
   Tensor a = win.reshape({n, Expr(groups), Expr(cg), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)})
                  .permute({0, 1, 3, 5, 2, 4, 6})
-                 .reshape({n, Expr(groups), Expr(1), Expr(out[0]), Expr(out[1]), Expr(k)});
-  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(og), Expr(1), Expr(1), Expr(k)});
+                 .reshape({n, Expr(groups), Expr(1), Expr(positions), Expr(k)});
+  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(og), Expr(1), Expr(k)});
   auto [lhs, rhs] = promote(a, b);
   Tensor y = lhs.mul(rhs).sum_reduce(-1).reshape({n, Expr(o), Expr(out[0]), Expr(out[1])});
   if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));

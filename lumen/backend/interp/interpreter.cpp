@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "lumen/backend/interp/edge_reader.h"
+#include "lumen/backend/interp/semantics.h"
 #include "lumen/core/error.h"
 
 namespace lumen::interp {
@@ -38,64 +39,6 @@ void for_each_index(const Dims& dims, F&& f) {
   }
 }
 
-int64_t wrap_i32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
-
-double unary(Op op, double x) {
-  switch (op) {
-    case Op::Log2: return std::log2(x);
-    case Op::Exp2: return std::exp2(x);
-    case Op::Sin: return std::sin(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Recip: return 1.0 / x;
-    default: fail("interp: ", op_name(op), " is not unary");
-  }
-}
-
-double binary(Op op, DType dtype, double a, double b) {
-  if (is_float(dtype)) {
-    switch (op) {
-      case Op::Add: return a + b;
-      case Op::Mul: return a * b;
-      case Op::Mod: return std::fmod(a, b);
-      case Op::LessThan: return a < b ? 1 : 0;
-      default: break;
-    }
-  } else if (dtype == DType::Bool) {
-    bool x = a != 0, y = b != 0;
-    switch (op) {
-      case Op::Add: return (x || y) ? 1 : 0;
-      case Op::Mul: return (x && y) ? 1 : 0;
-      case Op::LessThan: return (!x && y) ? 1 : 0;
-      default: break;
-    }
-  } else {
-    auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-    switch (op) {
-      case Op::Add: return static_cast<double>(wrap_i32(x + y));
-      case Op::Mul: return static_cast<double>(wrap_i32(x * y));
-      case Op::Mod: return y == 0 ? 0 : static_cast<double>(x % y);
-      case Op::LessThan: return x < y ? 1 : 0;
-      default: break;
-    }
-  }
-  fail("interp: ", op_name(op), " is not defined for ", dtype_name(dtype));
-}
-
-double empty_max(DType dtype) {
-  if (is_float(dtype)) return -std::numeric_limits<double>::infinity();
-  if (dtype == DType::I32) return std::numeric_limits<int32_t>::min();
-  return 0;
-}
-
-double reduce_step(Op op, DType dtype, double acc, double x) {
-  if (op == Op::SumReduce) {
-    if (dtype == DType::I32) return static_cast<double>(wrap_i32(static_cast<int64_t>(acc) + static_cast<int64_t>(x)));
-    return acc + x;
-  }
-  if (std::isnan(acc) || std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
-  return x > acc ? x : acc;
-}
-
 class Evaluator {
  public:
   Evaluator(const Graph& g, const Bindings& b) : graph_(g), bindings_(b), values_(g.size()) {}
@@ -128,11 +71,11 @@ class Evaluator {
     } else if (n.op == Op::Cast || n.op == Op::Contiguous) {
       for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.set(f, read(0, idx)); });
     } else if (is_unary(n.op)) {
-      for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.set(f, unary(n.op, read(0, idx))); });
+      for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.set(f, apply_unary(n.op, read(0, idx))); });
     } else if (is_binary(n.op)) {
       DType operand = graph_.node(n.inputs[0].node).dtype;
       for_each_index(dims, [&](int64_t f, const int64_t* idx) {
-        out.set(f, binary(n.op, operand, read(0, idx), read(1, idx)));
+        out.set(f, apply_binary(n.op, operand, read(0, idx), read(1, idx)));
       });
     } else if (is_reduce(n.op)) {
       evaluate_reduce(n, dims, readers[0], in(0), out);
@@ -167,7 +110,7 @@ class Evaluator {
     Dims in_idx(dims.size() + 1);
     for_each_index(dims, [&](int64_t f, const int64_t* idx) {
       for (size_t d = 0, s = 0; d < in_idx.size(); ++d) in_idx[d] = d == axis ? 0 : idx[s++];
-      double acc = n.op == Op::SumReduce ? 0.0 : empty_max(dtype);
+      double acc = reduce_identity(n.op, dtype);
       for (int64_t k = 0; k < extent; ++k) {
         in_idx[axis] = k;
         int64_t pos = reader.source(in_idx.data());
