@@ -1,0 +1,299 @@
+#include "lumen/kernel/schedule_space.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
+#include "lumen/kernel/lower.h"
+
+namespace lumen::kernel {
+
+namespace {
+
+double assumed(const Expr& e) {
+  Bindings b;
+  for (const Expr& v : expr_vars(e)) b[v.name()] = 64;
+  return static_cast<double>(evaluate(e, b));
+}
+
+bool mentions(const std::vector<Expr>& vars, const Expr& v) { return std::find(vars.begin(), vars.end(), v) != vars.end(); }
+
+// For each loop variable, the coefficients it has in load indices.
+std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k) {
+  std::map<std::string, std::vector<int64_t>> by_var;
+  std::function<void(const Value&)> value = [&](const Value& v) {
+    if (v->kind == ValueKind::Load) {
+      if (auto form = LinearForm::of(v->index)) {
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() == ExprKind::Var) {
+            by_var[term.name()].push_back(c);
+          } else {
+            for (const Expr& var : expr_vars(term)) by_var[var.name()].push_back(-1);  // non-linear
+          }
+        }
+      }
+    }
+    for (const Value& a : v->args) value(a);
+  };
+  std::function<void(const Block&)> block = [&](const Block& b) {
+    for (const Stmt& st : b) {
+      if (st.value) value(st.value);
+      if (st.kind == StmtKind::Loop) block(st.body);
+    }
+  };
+  block(k.body);
+  return by_var;
+}
+
+// Every load ignores `var` or walks it with unit stride, and one walks it.
+bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
+  auto it = strides.find(var);
+  if (it == strides.end()) return false;
+  bool any = false;
+  for (int64_t c : it->second) {
+    if (c != 0 && c != 1) return false;
+    any = any || c == 1;
+  }
+  return any;
+}
+
+// How an operand's index depends on a variable: its coefficient if linear, -1 if not.
+int64_t linear_coefficient(const Expr& index, const Expr& var) {
+  auto form = LinearForm::of(index);
+  if (!form) return -1;
+  int64_t coefficient = 0;
+  for (const auto& [term, c] : form->terms) {
+    if (term == var) {
+      coefficient = c;
+    } else if (mentions(expr_vars(term), var)) {
+      return -1;
+    }
+  }
+  return coefficient;
+}
+
+std::vector<int64_t> divisors_in(int64_t n, std::initializer_list<int64_t> choices) {
+  std::vector<int64_t> out;
+  for (int64_t c : choices) {
+    if (c >= 1 && c <= n && n % c == 0) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Knobs::operator==(const Knobs& o) const {
+  return mr == o.mr && nr == o.nr && pack == o.pack && n_outer == o.n_outer && vector == o.vector &&
+         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel;
+}
+
+std::string Knobs::to_string() const {
+  std::ostringstream out;
+  if (nr > 0) {
+    out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (n_outer ? " n-outer" : " m-outer");
+  } else {
+    out << "vector " << vector;
+  }
+  out << " reduce-lanes " << reduce_lanes << " reduce-unroll " << reduce_unroll << " parallel " << parallel;
+  return out.str();
+}
+
+KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target) {
+  KernelFacts f;
+  const Node& n = graph.node(node);
+  f.node = node;
+  f.shape = n.shape;
+  f.lanes = target.f32_lanes;
+  f.threads = target.threads;
+  f.f32 = n.dtype == DType::F32;
+  f.numel = 1;
+  for (const Expr& d : n.shape) f.numel *= assumed(d);
+  if (n.shape.empty()) return f;
+  LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
+  for (double e : plain.evaluations) f.work += e;
+  auto strides = load_strides(plain.kernel);
+  int rank = static_cast<int>(n.shape.size());
+  std::string last_var = "i" + std::to_string(rank - 1);
+  const Expr& last = n.shape.back();
+  bool last_ok = f.f32 && last.is_const() && last.value() % f.lanes == 0;
+  f.vector_last = last_ok && (unit_stride(strides, last_var) || !strides.count(last_var));
+  for (const auto& [var, coefs] : strides) {
+    if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
+  }
+  f.contraction = contraction_of(graph, node, materialized);
+  if (f.contraction < 0 || rank < 2 || !last_ok) return f;
+  // Which operand of the product to pack: one that varies along n and k but is
+  // not already contiguous along n with close reduction rows (B of a row-major
+  // matmul at large N, transposed weights, convolution windows).
+  const Node& r = graph.node(f.contraction);
+  const Node& product = graph.node(r.inputs[0].node);
+  std::vector<Expr> probe = loop_indices(product.shape);
+  auto k_dim = static_cast<size_t>(r.axis);
+  size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
+  double reuse = f.numel / assumed(last);  // how often an operand panel is read
+  bool all_friendly = true;
+  for (int j = 0; j < 2; ++j) {
+    Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
+    std::vector<Expr> used = expr_vars(index);
+    if (!mentions(used, probe[n_dim])) continue;  // broadcast along n (A): read as scalars
+    int64_t coef_n = linear_coefficient(index, probe[n_dim]), coef_k = linear_coefficient(index, probe[k_dim]);
+    bool friendly = coef_n == 1 && coef_k >= 0 && coef_k < 64;
+    if (!friendly) all_friendly = false;
+    if (!friendly && mentions(used, probe[k_dim]) && reuse >= 8 && f.pack_operand < 0) f.pack_operand = j;
+  }
+  f.tileable = f.pack_operand >= 0 || (all_friendly && unit_stride(strides, last_var));
+  return f;
+}
+
+Knobs heuristic_knobs(const KernelFacts& f) {
+  Knobs k;
+  if (f.shape.empty()) {
+    k.parallel = -1;
+    return k;
+  }
+  int rank = static_cast<int>(f.shape.size());
+  int64_t lanes = f.lanes;
+  if (f.tileable) {
+    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    auto mrs = m.is_const() ? divisors_in(m.value(), {6, 4, 3, 2}) : std::vector<int64_t>{};
+    k.mr = mrs.empty() ? 1 : mrs.front();
+    k.nr = divisors_in(f.shape.back().value(), {4 * lanes, 2 * lanes, lanes}).front();
+    k.pack = f.pack_operand >= 0;
+  } else {
+    if (f.vector_last) k.vector = lanes;
+    if (f.unit_reduce) k.reduce_lanes = lanes;
+  }
+  k.parallel = f.threads > 1 && (f.numel >= 4096 || f.work >= 65536) ? 0 : -1;
+  return k;
+}
+
+std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
+  Schedule s(f.shape);
+  std::vector<Action> actions;
+  auto apply = [&](const Action& a) {
+    s.apply(a);
+    actions.push_back(a);
+  };
+  int rank = static_cast<int>(f.shape.size());
+  if (rank == 0) return actions;
+  auto loop_of = [&](int dim, bool innermost) {
+    int found = -1;
+    for (size_t i = 0; i < s.loops().size(); ++i) {
+      if (s.loops()[i].dim == dim) {
+        found = static_cast<int>(i);
+        if (!innermost) break;
+      }
+    }
+    return found;
+  };
+  const Expr& last = f.shape.back();
+  if (k.nr > 0) {
+    if (!f.tileable) fail("schedule space: kernel ", f.node, " takes no register tile");
+    if (rank < 2) fail("schedule space: a tile needs two dims");
+    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    if (k.pack) {
+      if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
+      apply(Action::pack(f.pack_operand, k.nr));
+    }
+    if (k.nr < last.value()) apply(Action::split(loop_of(rank - 1, false), k.nr));
+    if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rank - 2, false), k.mr));
+    if (k.n_outer && k.nr < last.value() && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
+      apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
+    }
+    int m_inner = loop_of(rank - 2, true), n_inner = loop_of(rank - 1, true);
+    if (k.mr > 1 && m_inner != n_inner - 1) apply(Action::reorder(m_inner, n_inner - 1));
+    apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));  // innermost first: lanes nest inward
+    if (k.mr > 1) apply(Action::set_kind(loop_of(rank - 2, true), LoopKind::Unroll));
+  } else if (k.vector > 0) {
+    if (!last.is_const() || last.value() % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide ", last);
+    if (last.value() > k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
+    apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));
+  }
+  if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
+  if (k.reduce_unroll > 1) apply(Action::reduce_unroll(k.reduce_unroll));
+  if (k.parallel >= 0) {
+    int seen = 0;
+    for (size_t i = 0; i < s.loops().size(); ++i) {
+      const LoopDef& l = s.loops()[i];
+      if (l.kind != LoopKind::Serial) break;
+      if (l.extent.is_const() && l.extent.value() < 2) continue;
+      if (seen++ < k.parallel) continue;
+      if (i != 0) apply(Action::reorder(static_cast<int>(i), 0));
+      apply(Action::set_kind(0, LoopKind::Parallel));
+      break;
+    }
+  }
+  return actions;
+}
+
+std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
+  std::vector<Knobs> out;
+  auto push = [&](Knobs n) {
+    if (!(n == k) && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  int rank = static_cast<int>(f.shape.size());
+  if (rank == 0) return out;
+  int64_t l = f.lanes;
+  const Expr& last = f.shape.back();
+  if (k.nr > 0) {
+    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    for (int64_t mr : m.is_const() ? divisors_in(m.value(), {1, 2, 3, 4, 5, 6, 7, 8}) : std::vector<int64_t>{1}) {
+      Knobs n = k;
+      n.mr = mr;
+      push(n);
+    }
+    for (int64_t nr : divisors_in(last.value(), {l, 2 * l, 3 * l, 4 * l})) {
+      Knobs n = k;
+      n.nr = nr;
+      push(n);
+    }
+    if (f.pack_operand >= 0) {
+      Knobs n = k;
+      n.pack = !k.pack;
+      push(n);
+    }
+    Knobs order = k;
+    order.n_outer = !k.n_outer;
+    push(order);
+    Knobs rows = k;  // leave the tile: a row schedule
+    rows.nr = 0;
+    rows.mr = 1;
+    rows.pack = false;
+    rows.vector = f.vector_last ? l : 0;
+    push(rows);
+  } else {
+    for (int64_t v : last.is_const() ? divisors_in(last.value(), {l, 2 * l, 4 * l}) : std::vector<int64_t>{}) {
+      Knobs n = k;
+      n.vector = v;
+      push(n);
+    }
+    Knobs scalar = k;
+    scalar.vector = 0;
+    push(scalar);
+    if (f.tileable) {
+      Knobs tile = heuristic_knobs(f);
+      tile.parallel = k.parallel;
+      push(tile);
+    }
+    Knobs lanes = k;
+    lanes.reduce_lanes = k.reduce_lanes > 1 ? 1 : l;
+    push(lanes);
+  }
+  for (int64_t u : {1, 2, 4, 8}) {
+    Knobs n = k;
+    n.reduce_unroll = u;
+    push(n);
+  }
+  for (int p : {-1, 0, 1, 2}) {
+    Knobs n = k;
+    n.parallel = p;
+    push(n);
+  }
+  return out;
+}
+
+}  // namespace lumen::kernel

@@ -1,0 +1,54 @@
+// The space of schedules lumen searches: a kernel's schedule described by a
+// few knobs (register tile, packing, loop order, SIMD width, reduction lanes,
+// unrolling, which loop runs in parallel) that map to an action list. The
+// heuristic picks one point; the search walks its neighbours. Any point that
+// maps to illegal actions raises lumen::Error and is pruned.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lumen/core/graph.h"
+#include "lumen/kernel/heuristic.h"
+#include "lumen/kernel/schedule.h"
+
+namespace lumen::kernel {
+
+// What the space needs to know about one kernel, computed once.
+struct KernelFacts {
+  NodeId node = -1;
+  Shape shape;
+  int lanes = 16;
+  int threads = 2;
+  bool f32 = true;
+  NodeId contraction = -1;    // the sum of a product computed at the output points, if any
+  int pack_operand = -1;      // the contraction operand worth packing, if any
+  bool tileable = false;      // contraction that can take a register tile
+  bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
+  bool unit_reduce = false;   // some reduction walks memory with unit stride
+  double numel = 0, work = 0;
+};
+
+KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target);
+
+struct Knobs {
+  int64_t mr = 1;          // register tile rows (unrolled), contractions
+  int64_t nr = 0;          // register tile columns (SIMD); 0: no tile
+  bool pack = false;       // pack the contraction operand into panels of width nr
+  bool n_outer = true;     // the n tile loop outside the m tile loop
+  int64_t vector = 0;      // SIMD width along the last dim for non-tiled kernels; 0: none
+  int64_t reduce_lanes = 1;
+  int64_t reduce_unroll = 1;
+  int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none
+
+  bool operator==(const Knobs& o) const;
+  std::string to_string() const;
+};
+
+Knobs heuristic_knobs(const KernelFacts& facts);
+// The actions for a point; throws Error where the point is illegal.
+std::vector<Action> knob_actions(const KernelFacts& facts, const Knobs& knobs);
+// Points that differ from `k` in one knob.
+std::vector<Knobs> neighbours(const KernelFacts& facts, const Knobs& k);
+
+}  // namespace lumen::kernel
