@@ -51,7 +51,15 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
     case Backend::Interp:
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
     case Backend::Cpu:
-      return Program(copy, named, std::make_unique<CpuExecutor>(copy, edges));
+    {
+      CpuOptions cpu;
+      cpu.search.budget_s = options.search_budget_s;
+      cpu.search.use_cache = options.tuning_cache;
+      cpu.search.cache_path = options.cache_path;
+      cpu.search.progress = options.progress;
+      cpu.search.assumed_dim = options.tune_dim;
+      return Program(copy, named, std::make_unique<CpuExecutor>(copy, edges, cpu));
+    }
   }
   fail("compile: unknown backend");
 }

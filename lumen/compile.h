@@ -14,6 +14,13 @@ enum class Backend { Interp, Cpu };
 
 struct CompileOptions {
   Backend backend = Backend::Cpu;
+  // Schedule search (cpu): seconds to spend measuring candidate schedules.
+  // 0 uses heuristic schedules, and the tuning cache's results where it has them.
+  double search_budget_s = 0;
+  bool tuning_cache = true;
+  std::string cache_path;   // default: LUMEN_CACHE_DIR/tuning.db
+  bool progress = false;    // print search progress to stderr (on a terminal)
+  int64_t tune_dim = 64;    // dynamic dims take this value while tuning
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,

@@ -15,6 +15,7 @@
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/lower.h"
 #include "lumen/kernel/printer.h"
+#include "lumen/kernel/schedule_space.h"
 
 namespace lumen {
 
@@ -53,11 +54,14 @@ int64_t numel_of(const Shape& shape, const Bindings& b) {
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, ScheduleChooser choose)
+CpuExecutor::CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, CpuOptions options)
     : graph_(std::make_shared<Graph>(*graph)), outputs_(std::move(outputs)) {
   prepare_outputs();
-  build(choose);
+  build(options);
 }
+
+CpuExecutor::CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, ScheduleChooser choose)
+    : CpuExecutor(std::move(graph), std::move(outputs), CpuOptions{{}, std::move(choose)}) {}
 
 // Outputs are fresh contiguous arrays: an output read through a view, or an
 // input passed straight through, gets a copy node.
@@ -86,7 +90,7 @@ void CpuExecutor::prepare_outputs() {
   }
 }
 
-void CpuExecutor::build(const ScheduleChooser& choose) {
+void CpuExecutor::build(const CpuOptions& options) {
   auto start = std::chrono::steady_clock::now();
   kernel::Partition p = kernel::partition(*graph_, outputs_);
   report_.fusion_rounds = p.rounds;
@@ -102,10 +106,25 @@ void CpuExecutor::build(const ScheduleChooser& choose) {
     buffer_nodes.push_back(std::move(buffers));
     kernels_.push_back(std::move(k));
   };
+  // Schedules: a test's chooser, or the search (cache hits, then measured
+  // candidates within the budget, shared by kernels in proportion to their work).
+  std::vector<NodeId> todo;
+  std::vector<double> work;
   for (NodeId n : p.kernels) {
     if (!needed_[static_cast<size_t>(n)]) continue;
-    std::vector<kernel::Action> actions =
-        choose ? choose(*graph_, n, materialized_) : kernel::heuristic_actions(*graph_, n, materialized_, target);
+    todo.push_back(n);
+    work.push_back(options.search.budget_s > 0 ? std::max(kernel::kernel_facts(*graph_, n, materialized_, target).work, 1.0) : 1.0);
+  }
+  search::ScheduleSearch search(*graph_, materialized_, options.search, target);
+  double budget = options.search.budget_s, remaining_work = 0;
+  for (double w : work) remaining_work += w;
+  auto search_start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    NodeId n = todo[i];
+    double left = budget - seconds_since(search_start);
+    std::vector<kernel::Action> actions = options.choose ? options.choose(*graph_, n, materialized_)
+                                                         : search.choose(n, budget > 0 ? std::max(left, 0.0) * work[i] / remaining_work : 0);
+    remaining_work -= work[i];
     kernel::Schedule schedule = kernel::Schedule::from_actions(graph_->node(n).shape, actions);
     kernel::LoweredKernel lk =
         kernel::lower(*graph_, n, materialized_, schedule, "k" + std::to_string(kernels_.size()));
@@ -120,6 +139,7 @@ void CpuExecutor::build(const ScheduleChooser& choose) {
     add(std::move(lk.kernel), global(lk.buffer_nodes), n);
     for (const kernel::ScratchBuffer& sb : lk.scratch) scratch_.push_back(sb);
   }
+  search_report_ = search.report();
   report_.kernels = static_cast<int>(kernels_.size());
   report_.lower_seconds = seconds_since(start);
 
@@ -155,7 +175,10 @@ std::map<std::string, double> CpuExecutor::stats() const {
           {"compile_seconds", report_.compile_seconds},
           {"object_cache_hit", report_.cache_hit ? 1.0 : 0.0},
           {"arena_bytes", static_cast<double>(plan_.arena_bytes)},
-          {"peak_live_bytes", static_cast<double>(plan_.peak_live_bytes)}};
+          {"peak_live_bytes", static_cast<double>(plan_.peak_live_bytes)},
+          {"search_seconds", search_report_.seconds},
+          {"search_timing_runs", static_cast<double>(search_report_.timing_runs)},
+          {"search_cache_hits", static_cast<double>(search_report_.cache_hits)}};
 }
 
 void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bindings) {

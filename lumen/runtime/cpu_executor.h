@@ -17,6 +17,7 @@
 #include "lumen/kernel/schedule.h"
 #include "lumen/runtime/executor.h"
 #include "lumen/runtime/memory_plan.h"
+#include "lumen/search/search.h"
 
 namespace lumen {
 
@@ -31,15 +32,23 @@ struct CpuCompileReport {
 // A schedule chooser: given the kernel's node, returns its action list.
 using ScheduleChooser = std::function<std::vector<kernel::Action>(const Graph&, NodeId, const std::vector<bool>&)>;
 
+struct CpuOptions {
+  search::SearchOptions search;  // budget 0: heuristic schedules (and tuning cache hits)
+  ScheduleChooser choose;        // overrides search (tests)
+};
+
 class CpuExecutor : public Executor {
  public:
-  CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, ScheduleChooser choose = nullptr);
+  CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, CpuOptions options = {});
+  CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, ScheduleChooser choose);
 
   std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
   const char* backend_name() const override { return "cpu"; }
   std::map<std::string, double> stats() const override;
+  std::string report() const override { return search_report_.to_string(); }
+  const search::SearchReport& search_report() const { return search_report_; }
 
-  const CpuCompileReport& report() const { return report_; }
+  const CpuCompileReport& compile_report() const { return report_; }
   const std::vector<kernel::Kernel>& kernels() const { return kernels_; }
   const std::string& source() const { return source_; }
   // The plan of the last run (arena size vs. largest live set).
@@ -57,7 +66,7 @@ class CpuExecutor : public Executor {
   };
 
   void prepare_outputs();
-  void build(const ScheduleChooser& choose);
+  void build(const CpuOptions& options);
   void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
 
   std::shared_ptr<Graph> graph_;
@@ -70,6 +79,7 @@ class CpuExecutor : public Executor {
   std::shared_ptr<cpu::Library> library_;
   std::string source_;
   CpuCompileReport report_;
+  search::SearchReport search_report_;
   std::vector<bool> needed_;
 
   // Per-binding state.

@@ -18,6 +18,8 @@ class Executor {
   virtual const char* backend_name() const = 0;
   // Numbers about compilation and the last run (kernels, arena bytes, ...).
   virtual std::map<std::string, double> stats() const { return {}; }
+  // A human-readable account of compilation (e.g. the schedule search).
+  virtual std::string report() const { return ""; }
 };
 
 }  // namespace lumen

@@ -36,6 +36,7 @@ class Program {
   const Graph& graph() const { return *graph_; }
   const char* backend_name() const { return executor_->backend_name(); }
   std::map<std::string, double> stats() const { return executor_->stats(); }
+  std::string report() const { return executor_->report(); }
   double compile_seconds = 0;  // wall time compile() took
 
  private:

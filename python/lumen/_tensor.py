@@ -152,7 +152,7 @@ def _install():
     Graph.eye = lambda self, n, m=None, dtype=_convert.float32: _ops.eye(self, int(n), -1 if m is None else int(m), _convert.dtype(dtype))
     Graph.rand = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.rand(self, _shape(shape), int(seed), _convert.dtype(dtype))
     Graph.randn = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.randn(self, _shape(shape), int(seed), _convert.dtype(dtype))
-    Graph.compile = lambda self, outputs=None, backend="cpu": _compile(self, outputs, backend)
+    Graph.compile = lambda self, outputs=None, backend="cpu", **options: _compile(self, outputs, backend, **options)
 
     Program.__call__ = _call
 
@@ -172,9 +172,9 @@ def _arange(self, start, end=None, step=1, dtype=None):
     return _ops.arange(self, float(start), float(end), float(step), _convert.dtype(dtype))
 
 
-def _compile(graph, outputs, backend):
+def _compile(graph, outputs, backend, **options):
     from ._lumen import compile as _c
-    return _c(graph, outputs, backend)
+    return _c(graph, outputs, backend, **options)
 
 
 def _call(self, *args, **inputs):

@@ -43,6 +43,7 @@ void bind_runtime(nb::module_& m) {
            },
            nb::arg("output"))
       .def_prop_ro("output_names", &Program::output_names)
+      .def("report", &Program::report, "What compilation did (the schedule search, kernel by kernel).")
       .def_prop_ro("input_names",
                    [](const Program& p) {
                      std::vector<std::string> names;
@@ -69,7 +70,8 @@ void bind_runtime(nb::module_& m) {
 
   m.def(
       "compile",
-      [](PyGraph& g, nb::handle outputs, const std::string& backend) {
+      [](PyGraph& g, nb::handle outputs, const std::string& backend, double budget_s, bool tuning_cache,
+         const std::string& cache_path, bool progress, int64_t tune_dim) {
         std::vector<Tensor> outs;
         if (!outputs.is_none()) {
           if (nb::isinstance<PyTensor>(outputs)) {
@@ -80,9 +82,18 @@ void bind_runtime(nb::module_& m) {
         }
         CompileOptions options;
         options.backend = backend_from_name(backend);
+        options.search_budget_s = budget_s;
+        options.tuning_cache = tuning_cache;
+        options.cache_path = cache_path;
+        options.progress = progress;
+        options.tune_dim = tune_dim;
+        nb::gil_scoped_release release;
         return compile(*g.graph, outs, options);
       },
-      nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "cpu");
+      nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
+      nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("progress") = false,
+      nb::arg("tune_dim") = 64,
+      "Compiles a graph. budget_s > 0 searches schedules for that many seconds (results go to the tuning cache).");
 }
 
 }  // namespace lumen::python

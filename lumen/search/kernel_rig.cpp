@@ -1,0 +1,213 @@
+#include "lumen/search/kernel_rig.h"
+
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <random>
+#include <sstream>
+
+#include "lumen/backend/cpu/codegen.h"
+#include "lumen/backend/cpu/thread_pool.h"
+#include "lumen/backend/interp/point_evaluator.h"
+#include "lumen/core/error.h"
+
+namespace lumen::search {
+
+namespace {
+
+struct Status {
+  int64_t failed = 0, value = 0, bound = 0;
+};
+
+struct LaunchContext {
+  void (*run)(void* const*, const int64_t*, int64_t, int64_t, void*);
+  void* const* buffers;
+  const int64_t* dims;
+  Status* status;
+};
+
+void trampoline(void* context, int64_t begin, int64_t end) {
+  auto* c = static_cast<LaunchContext*>(context);
+  c->run(c->buffers, c->dims, begin, end, c->status);
+}
+
+std::vector<int64_t> concrete(const Shape& shape, const Bindings& b) {
+  std::vector<int64_t> dims;
+  for (const Expr& d : shape) dims.push_back(evaluate(d, b));
+  return dims;
+}
+
+bool agree(double got, double want, double scale) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= 1e-3 * (std::fabs(want) + scale) + 1e-6;
+}
+
+}  // namespace
+
+KernelRig::KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims)
+    : graph_(graph), node_(node), materialized_(materialized), dims_(dims) {
+  for (const std::string& d : graph.dim_names()) dim_values_.push_back(dims_.at(d));
+  const Node& n = graph.node(node);
+  output_ = Array(n.dtype, concrete(n.shape, dims_));
+  // The reference: sampled output elements from the per-element evaluator,
+  // reading the same random inputs the candidates read.
+  kernel::LoweredKernel plain = kernel::lower(graph, node, materialized, kernel::Schedule(n.shape), "reference");
+  std::map<NodeId, const Array*> buffers;
+  for (NodeId b : plain.buffer_nodes) {
+    if (b >= 0 && b != node) buffers[b] = &buffer(b);
+  }
+  if (output_.numel() == 0) return;
+  interp::PointEvaluator reference(graph, buffers, dims_);
+  std::mt19937_64 rng(11);
+  std::vector<int64_t> flats{0, output_.numel() - 1};
+  for (int i = 0; i < 14; ++i) flats.push_back(std::uniform_int_distribution<int64_t>(0, output_.numel() - 1)(rng));
+  double total = 0;
+  try {
+    for (int64_t f : flats) {
+      std::vector<int64_t> idx(output_.shape().size());
+      int64_t rest = f;
+      for (size_t d = idx.size(); d-- > 0;) {
+        idx[d] = rest % output_.shape()[d];
+        rest /= output_.shape()[d];
+      }
+      double v = reference.value(node, idx);
+      reference_.emplace_back(idx, v);
+      if (std::isfinite(v)) total += std::fabs(v);
+    }
+  } catch (const Error&) {
+    reference_.clear();  // e.g. data-dependent indices the random inputs make invalid: compare with the seed only
+  }
+  reference_scale_ = reference_.empty() ? 1 : total / static_cast<double>(reference_.size());
+}
+
+Array& KernelRig::buffer(NodeId n) {
+  auto it = inputs_.find(n);
+  if (it != inputs_.end()) return it->second;
+  const Node& node = graph_.node(n);
+  Array a(node.dtype, concrete(node.shape, dims_));
+  std::mt19937 rng(static_cast<unsigned>(n) * 7919u + 1);
+  std::normal_distribution<double> normal(0.0, 0.5);
+  if (is_float(node.dtype)) {
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, normal(rng));
+  }  // integer and bool inputs stay 0: always a valid index
+  return inputs_.emplace(n, std::move(a)).first->second;
+}
+
+Candidate KernelRig::make(const std::vector<kernel::Action>& actions, const std::string& name) {
+  Candidate c;
+  c.actions = actions;
+  c.name = name;
+  try {
+    kernel::Schedule s = kernel::Schedule::from_actions(graph_.node(node_).shape, actions);
+    c.lowered = kernel::lower(graph_, node_, materialized_, s, name);
+  } catch (const Error& e) {
+    c.error = e.what();
+  }
+  return c;
+}
+
+void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Candidate*> valid;
+  for (Candidate* c : candidates) {
+    if (c->error.empty()) valid.push_back(c);
+  }
+  auto build = [](std::vector<Candidate*> group) {
+    std::vector<kernel::Kernel> kernels;
+    for (Candidate* c : group) {
+      for (const kernel::Kernel& k : c->lowered.pre_kernels) kernels.push_back(k);
+      kernels.push_back(c->lowered.kernel);
+    }
+    auto library = cpu::compile_and_load(cpu::render_source(kernels));
+    for (Candidate* c : group) {
+      c->library = library;
+      std::vector<const kernel::Kernel*> launches;
+      for (const kernel::Kernel& k : c->lowered.pre_kernels) launches.push_back(&k);
+      launches.push_back(&c->lowered.kernel);
+      for (size_t i = 0; i < launches.size(); ++i) {
+        c->run.push_back(library->symbol("lumen_" + launches[i]->name));
+        c->tasks.push_back(library->symbol("lumen_" + launches[i]->name + "_tasks"));
+        c->buffers.push_back(i + 1 < launches.size() ? c->lowered.pre_buffer_nodes[i] : c->lowered.buffer_nodes);
+      }
+    }
+  };
+  size_t parts = std::max<size_t>(1, std::min<size_t>(valid.size(), std::thread::hardware_concurrency()));
+  std::vector<std::vector<Candidate*>> groups(parts);
+  for (size_t i = 0; i < valid.size(); ++i) groups[i % parts].push_back(valid[i]);
+  std::vector<std::future<void>> jobs;
+  for (auto& group : groups) {
+    if (!group.empty()) jobs.push_back(std::async(std::launch::async, build, group));
+  }
+  for (size_t g = 0; g < jobs.size(); ++g) {
+    try {
+      jobs[g].get();
+    } catch (const Error&) {
+      for (Candidate* c : groups[g]) {  // isolate the candidate that does not compile
+        try {
+          build({c});
+        } catch (const Error& e) {
+          c->error = std::string("compile failed: ") + std::string(e.what()).substr(0, 300);
+        }
+      }
+    }
+  }
+  if (seconds) *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double KernelRig::run(Candidate& c) {
+  cpu::ThreadPool& pool = cpu::ThreadPool::global();
+  auto start = std::chrono::steady_clock::now();
+  std::vector<void*> args;
+  for (size_t l = 0; l < c.run.size(); ++l) {
+    args.clear();
+    for (NodeId b : c.buffers[l]) {
+      if (b == node_) {
+        args.push_back(output_.data());
+      } else if (b >= 0) {
+        args.push_back(buffer(b).data());
+      } else {
+        auto key = std::make_pair(c.name, static_cast<int>(-1 - b));
+        auto it = scratch_.find(key);
+        if (it == scratch_.end()) {
+          const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - b));
+          it = scratch_.emplace(key, Array(sb.dtype, {evaluate(sb.elements, dims_)})).first;
+        }
+        args.push_back(it->second.data());
+      }
+    }
+    Status status;
+    auto run = reinterpret_cast<void (*)(void* const*, const int64_t*, int64_t, int64_t, void*)>(c.run[l]);
+    auto tasks = reinterpret_cast<int64_t (*)(const int64_t*)>(c.tasks[l]);
+    LaunchContext ctx{run, args.data(), dim_values_.data(), &status};
+    pool.run(tasks(dim_values_.data()), trampoline, &ctx);
+    if (status.failed) fail("kernel reported index ", status.value, " out of range [0, ", status.bound, ")");
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::optional<std::string> KernelRig::verify(const Candidate& c, const Array* seed_output) {
+  (void)c;
+  for (const auto& [idx, want] : reference_) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < idx.size(); ++d) flat = flat * output_.shape()[d] + idx[d];
+    double got = output_.get(flat);
+    if (!agree(got, want, reference_scale_)) {
+      std::ostringstream why;
+      why << "element " << flat << " is " << got << ", the reference evaluator gives " << want;
+      return why.str();
+    }
+  }
+  if (seed_output) {
+    for (int64_t i = 0; i < output_.numel(); ++i) {
+      if (!agree(output_.get(i), seed_output->get(i), reference_scale_)) {
+        std::ostringstream why;
+        why << "element " << i << " is " << output_.get(i) << ", the heuristic schedule gives " << seed_output->get(i);
+        return why.str();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace lumen::search

@@ -1,0 +1,61 @@
+// KernelRig — one kernel set up for measuring schedules: random inputs,
+// reference values at sampled output elements (from the per-element
+// reference evaluator), candidates compiled in batches, runs timed.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lumen/backend/cpu/compiler.h"
+#include "lumen/core/array.h"
+#include "lumen/core/graph.h"
+#include "lumen/kernel/lower.h"
+#include "lumen/kernel/schedule.h"
+
+namespace lumen::search {
+
+struct Candidate {
+  std::vector<kernel::Action> actions;
+  kernel::LoweredKernel lowered;
+  std::string name;
+  std::string error;  // why it could not be built (illegal schedule, compile failure)
+  bool tampered = false;
+  // After compiling: one function per launch (pre-kernels, then the kernel).
+  std::shared_ptr<cpu::Library> library;
+  std::vector<void*> run, tasks;
+  std::vector<std::vector<NodeId>> buffers;
+};
+
+class KernelRig {
+ public:
+  KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims);
+
+  // Lowers `actions` into a candidate (error set if illegal).
+  Candidate make(const std::vector<kernel::Action>& actions, const std::string& name);
+  // Compiles candidates in parallel batches; failures set `error`.
+  void compile(std::vector<Candidate*> candidates, double* seconds);
+  // One run of a compiled candidate, in milliseconds (throws Error if the kernel reports bad data).
+  double run(Candidate& c);
+  // After a run: why the output is wrong, or nothing.
+  std::optional<std::string> verify(const Candidate& c, const Array* seed_output);
+  const Array& output() const { return output_; }
+
+ private:
+  Array& buffer(NodeId n);
+
+  const Graph& graph_;
+  NodeId node_;
+  const std::vector<bool>& materialized_;
+  Bindings dims_;
+  std::vector<int64_t> dim_values_;
+  std::map<NodeId, Array> inputs_;
+  Array output_;
+  std::map<std::pair<std::string, int>, Array> scratch_;  // (candidate, scratch) -> buffer
+  std::vector<std::pair<std::vector<int64_t>, double>> reference_;  // sampled element -> value
+  double reference_scale_ = 1;
+};
+
+}  // namespace lumen::search

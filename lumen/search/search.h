@@ -1,0 +1,81 @@
+// Schedule search: for each kernel, find a faster schedule by measuring.
+//
+// A kernel's candidates are points of the schedule space (schedule_space.h),
+// starting from the heuristic. Each candidate is lowered, compiled (batches in
+// parallel, one compiler process per core), verified — its output on random
+// inputs must match the reference evaluator on sampled elements and the seed
+// schedule everywhere — and timed: warm-up, then the minimum of repeated runs,
+// abandoned early once 3x slower than the best. A beam search walks
+// neighbours of the best candidates until the budget is spent; the finalists
+// are re-measured (median of 10) and the winner goes to the tuning cache.
+// With budget 0, or on a cache hit, nothing is timed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/core/graph.h"
+#include "lumen/kernel/heuristic.h"
+#include "lumen/kernel/lower.h"
+#include "lumen/kernel/schedule.h"
+#include "lumen/search/tuning_cache.h"
+
+namespace lumen::search {
+
+struct SearchOptions {
+  double budget_s = 0;       // total search time for a program; 0: heuristic schedules only
+  bool use_cache = true;     // read and write the tuning cache
+  std::string cache_path;    // default: LUMEN_CACHE_DIR/tuning.db
+  int beam = 3;
+  bool progress = false;     // a progress line on stderr
+  int64_t assumed_dim = 64;  // binding for dynamic dims while tuning
+  // Test hook: may alter a candidate before it is compiled (e.g. inject a bug
+  // that verification must catch). Returns true if it altered it.
+  std::function<bool(kernel::LoweredKernel&)> tamper;
+};
+
+struct KernelReport {
+  NodeId node = -1;
+  std::string fuses;        // the graph nodes the kernel fuses
+  std::string actions;      // the chosen schedule
+  std::string source;       // "cache", "search", "heuristic"
+  double baseline_ms = 0;   // heuristic schedule (0 when not measured)
+  double best_ms = 0;
+  int tried = 0, rejected = 0, illegal = 0, slow = 0;
+  int timing_runs = 0;
+  double search_seconds = 0, compile_seconds = 0;
+  std::vector<std::string> rejections;  // action lists that failed verification, with why
+  std::vector<std::pair<double, double>> progress;  // (seconds, best ms so far)
+};
+
+struct SearchReport {
+  std::vector<KernelReport> kernels;
+  double seconds = 0;
+  int timing_runs = 0;
+  int cache_hits = 0;
+  std::vector<std::string> warnings;
+  std::string to_string() const;
+};
+
+class ScheduleSearch {
+ public:
+  ScheduleSearch(const Graph& graph, const std::vector<bool>& materialized, SearchOptions options,
+                 kernel::Target target);
+  ~ScheduleSearch();
+
+  // The schedule for the kernel computing `node`, spending at most `budget_s`.
+  std::vector<kernel::Action> choose(NodeId node, double budget_s);
+  const SearchReport& report() const { return report_; }
+
+ private:
+  const Graph& graph_;
+  const std::vector<bool>& materialized_;
+  SearchOptions options_;
+  kernel::Target target_;
+  std::unique_ptr<TuningCache> cache_;
+  SearchReport report_;
+};
+
+}  // namespace lumen::search

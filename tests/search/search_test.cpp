@@ -1,0 +1,108 @@
+// Tests for lumen/search/search.h: the search finds verified schedules,
+// rejects a wrong candidate, and a warm tuning cache means no timing at all.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "lumen/kernel/fusion.h"
+#include "lumen/kernel/printer.h"
+#include "lumen/lumen.h"
+#include "lumen/runtime/cpu_executor.h"
+#include "lumen/search/search.h"
+
+namespace lumen {
+namespace {
+
+std::string fresh_db(const std::string& name) {
+  std::string path = testing::TempDir() + "/lumen_search_" + name + "_" + std::to_string(getpid()) + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return path;
+}
+
+Graph matmul_graph(Tensor* out) {
+  Graph g;
+  Tensor a = g.input("a", {64, 128}), b = g.input("b", {128, 96});
+  *out = ops::relu(a.matmul(b));
+  return g;
+}
+
+TEST(Search, FindsAVerifiedScheduleAndAWarmCacheSkipsTiming) {
+  std::string db = fresh_db("warm");
+  Tensor y;
+  Graph g = matmul_graph(&y);
+  CompileOptions options;
+  options.search_budget_s = 3;
+  options.cache_path = db;
+  Program first = compile(g, {y}, options);
+  auto s1 = first.stats();
+  EXPECT_GT(s1["search_timing_runs"], 0);
+  EXPECT_EQ(s1["search_cache_hits"], 0);
+
+  Program second = compile(g, {y}, options);
+  auto s2 = second.stats();
+  EXPECT_EQ(s2["search_timing_runs"], 0) << second.report();  // no timing runs at all
+  EXPECT_EQ(s2["search_cache_hits"], s1["kernels"]);
+  EXPECT_LT(second.compile_seconds, 1.0);
+
+  // Both programs compute the same (correct) result.
+  Program reference = compile(g, {y}, {Backend::Interp});
+  std::vector<float> a(64 * 128), b(128 * 96);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 37) % 17) * 0.1f - 0.8f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 11) % 13) * 0.1f - 0.6f;
+  for (Program* p : {&first, &second, &reference}) {
+    p->set("a", a);
+    p->set("b", b);
+    p->run();
+  }
+  for (int64_t i = 0; i < reference.get(y).numel(); ++i) {
+    ASSERT_NEAR(first.get(y).get(i), reference.get(y).get(i), 1e-3);
+    ASSERT_NEAR(second.get(y).get(i), reference.get(y).get(i), 1e-3);
+  }
+}
+
+TEST(Search, AWrongCandidateIsRejectedByVerification) {
+  Tensor y;
+  Graph g = matmul_graph(&y);
+  auto p = kernel::partition(g, {y.edge()});
+  search::SearchOptions options;
+  options.use_cache = false;
+  int tampered = 0;
+  // Every candidate that unrolls its rows (a "fast" schedule) gets a bug: its
+  // stored value is scaled by 1.5. Verification must reject all of them.
+  options.tamper = [&](kernel::LoweredKernel& k) {
+    std::function<bool(kernel::Block&)> corrupt = [&](kernel::Block& block) {
+      for (kernel::Stmt& s : block) {
+        if (s.kind == kernel::StmtKind::Loop && corrupt(s.body)) return true;
+        if (s.kind == kernel::StmtKind::Store) {
+          s.value = kernel::binary(Op::Mul, s.value, kernel::number(1.5, s.value->dtype));
+          return true;
+        }
+      }
+      return false;
+    };
+    if (kernel::to_string(k.kernel).find("unroll") == std::string::npos) return false;
+    ++tampered;
+    return corrupt(k.kernel.body);
+  };
+  search::ScheduleSearch search(g, p.materialized, options, {16, 2});
+  NodeId node = p.kernels.back();
+  std::vector<kernel::Action> chosen = search.choose(node, 3.0);
+  const search::KernelReport& rep = search.report().kernels.back();
+  ASSERT_GT(tampered, 0) << "the search never tried a row-unrolled schedule";
+  EXPECT_GE(rep.rejected, tampered);
+  ASSERT_FALSE(rep.rejections.empty());
+  EXPECT_NE(rep.rejections[0].find("reference"), std::string::npos) << rep.rejections[0];
+  EXPECT_EQ(kernel::to_string(chosen).find("unroll"), std::string::npos) << "a tampered schedule won";
+}
+
+TEST(Search, BudgetZeroUsesTheHeuristicWithoutTiming) {
+  Tensor y;
+  Graph g = matmul_graph(&y);
+  CompileOptions options;
+  options.tuning_cache = false;
+  Program p = compile(g, {y}, options);
+  EXPECT_EQ(p.stats()["search_timing_runs"], 0);
+  EXPECT_NE(p.report().find("heuristic"), std::string::npos) << p.report();
+}
+
+}  // namespace
+}  // namespace lumen
