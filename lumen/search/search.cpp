@@ -85,7 +85,7 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
     return actions;
   };
 
-  std::string key = tuning_key(canonical.kernel, dims);
+  std::string key = tuning_key(canonical.kernel, dims, target_.threads);
   if (cache_) {
     if (auto hit = cache_->lookup(key)) {
       try {

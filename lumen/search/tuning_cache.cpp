@@ -38,7 +38,7 @@ std::string column_text(sqlite3_stmt* s, int i) {
 
 }  // namespace
 
-std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims) {
+std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int threads) {
   // Only the computation counts: not node ids, input names or the kernel's name.
   kernel::Kernel canonical = kernel;
   canonical.name = "k";
@@ -49,7 +49,7 @@ std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims) {
   std::string text = std::string(kFormat) + "\n" + kernel::to_string(canonical) + "\n";
   for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
   const cpu::Isa& isa = cpu::host_isa();
-  text += isa.model + "\n" + isa.features() + "\n" + cpu::compiler_version() + "\n";
+  text += isa.model + "\n" + isa.features() + "\n" + cpu::compiler_version() + "\nthreads=" + std::to_string(threads) + "\n";
   return cpu::hash_hex(text);
 }
 

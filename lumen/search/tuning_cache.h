@@ -6,7 +6,7 @@
 // Key (see tuning_key): the kernel's canonical text (its default-schedule
 // loop IR: ops, index math, dtypes), the dim binding it was tuned for, the
 // device fingerprint (CPU model and ISA features), the compiler version and
-// the cache format version.
+// the cache format version, and the number of threads it runs on.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ struct TuningEntry {
   int64_t created = 0;      // unix time
 };
 
-std::string tuning_key(const kernel::Kernel& canonical, const Bindings& dims);
+std::string tuning_key(const kernel::Kernel& canonical, const Bindings& dims, int threads);
 
 class TuningCache {
  public:
