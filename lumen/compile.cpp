@@ -43,7 +43,9 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       named.push_back({name, t.edge()});
     }
   }
-  if (named.empty()) fail("compile: the graph has no outputs; pass output tensors or call mark_output()");
+  if (named.empty() && graph.updates().empty()) {
+    fail("compile: the graph has no outputs and no state updates; pass output tensors or call mark_output()");
+  }
   auto copy = std::make_shared<const Graph>(graph);
   std::vector<Edge> edges;
   for (const NamedOutput& o : named) edges.push_back(o.edge);

@@ -80,6 +80,51 @@ Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
   return tensor(add(std::move(n)));
 }
 
+Tensor Graph::state(const std::string& name, const Shape& shape, DType dtype) {
+  for (const Expr& d : shape) {
+    if (!d.is_const()) {
+      fail("state: '", name, "' has shape ", to_string(shape),
+           "; state shapes must be concrete (a capacity); read a dynamic prefix with slice()");
+    }
+  }
+  Tensor t = input(name, shape, dtype);
+  nodes_[static_cast<size_t>(t.node_id())].persistent = true;
+  return t;
+}
+
+void Graph::assign(const Tensor& target, const Tensor& value) {
+  if (target.graph() != this || value.graph() != this) fail("assign: the tensors belong to a different graph");
+  const Node& s = node(target.node_id());
+  if (s.op != Op::Input || !s.persistent) {
+    fail("assign: the target must be a view of a state tensor (Graph::state); it is a ", op_name(s.op), " node");
+  }
+  if (!target.view().is_injective()) {
+    fail("assign: the target view of state '", s.name, "' (", target.view().to_string(),
+         ") may write one position twice (broadcast, padding or overlapping windows); use slices, permutes and reshapes");
+  }
+  if (value.dtype() != s.dtype) {
+    fail("assign: state '", s.name, "' is ", dtype_name(s.dtype), " but the value is ", dtype_name(value.dtype()));
+  }
+  if (target.rank() != value.rank()) {
+    fail("assign: the target region of state '", s.name, "' has shape ", to_string(target.shape()),
+         " but the value has shape ", to_string(value.shape()));
+  }
+  for (size_t d = 0; d < target.rank(); ++d) {
+    require(eq(target.shape()[d], value.shape()[d]),
+            "assign: the target region of state '" + s.name + "' has shape " + to_string(target.shape()) +
+                " but the value has shape " + to_string(value.shape()));
+  }
+  updates_.push_back({target.node_id(), target.view(), value.edge()});
+}
+
+std::vector<NodeId> Graph::state_ids() const {
+  std::vector<NodeId> ids;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].op == Op::Input && nodes_[i].persistent) ids.push_back(static_cast<NodeId>(i));
+  }
+  return ids;
+}
+
 Tensor Graph::constant(double value, DType dtype) {
   Node n;
   n.op = Op::Constant;

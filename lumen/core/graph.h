@@ -35,6 +35,7 @@ struct Node {
   Shape shape;               // the output's shape; outputs are contiguous
   std::vector<Edge> inputs;  // operands, already in their logical shapes
   std::string name;          // Input: the name users set it by
+  bool persistent = false;   // Input: a state buffer the Program keeps between runs
   double number = 0;         // Constant: the value, when `pattern` is undefined
   Expr pattern;              // Constant: an integer Expr of i0, i1, ... (per-dim element index)
   int axis = -1;             // SumReduce / MaxReduce / Gather
@@ -43,6 +44,15 @@ struct Node {
 struct NamedOutput {
   std::string name;
   Edge edge;
+};
+
+// A write into persistent state: after a run, the region of `state` seen
+// through `view` holds `value`. Every read in a run sees the state as it was
+// before the run; updates land at its end, in the order they were recorded.
+struct StateUpdate {
+  NodeId state = -1;
+  View view;  // from the state's shape to the written region's (value's) shape
+  Edge value;
 };
 
 // A condition on dynamic dims that must hold when they are bound.
@@ -59,6 +69,16 @@ class Graph {
   Tensor iota(const Expr& pattern, const Shape& shape, DType dtype = DType::I32);
   // A dynamic dim: a symbol bound at run time (from input shapes or explicitly).
   Expr dim(const std::string& name);
+  // Persistent state (e.g. a KV cache): an input the Program owns, zeroed when
+  // compiled, kept between runs and changed only by assign(). Its shape is
+  // concrete (a capacity); read a dynamic prefix of it with slice().
+  Tensor state(const std::string& name, const Shape& shape, DType dtype = DType::F32);
+  // Records that, at the end of each run, the region `target` (a view of a
+  // state tensor: slices, permutes, reshapes; no broadcast or padding) takes
+  // `value` (same shape and dtype).
+  void assign(const Tensor& target, const Tensor& value);
+  const std::vector<StateUpdate>& updates() const { return updates_; }
+  std::vector<NodeId> state_ids() const;
 
   // Appends a validated node; returns its id. Prefer the Tensor methods.
   NodeId add(Node node);
@@ -98,6 +118,7 @@ class Graph {
   std::vector<NamedOutput> outputs_;
   std::vector<DimConstraint> constraints_;
   std::vector<std::string> dim_names_;
+  std::vector<StateUpdate> updates_;
 };
 
 template <typename ArrayMap>

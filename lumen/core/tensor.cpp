@@ -210,7 +210,14 @@ Tensor Tensor::expand(const Shape& new_shape) const {
 
 Tensor Tensor::slice(int ax, Expr begin, Expr end, int64_t step) const {
   int a = axis(ax, "slice");
-  return with_view(view_.slice(a, begin, end, step));
+  Tensor out = with_view(view_.slice(a, begin, end, step));
+  // Dynamic bounds are checked when the dims are bound.
+  const Expr& size = shape()[static_cast<size_t>(a)];
+  std::string message = "slice: range [" + lumen::to_string(begin) + ", " + lumen::to_string(end) + ") must lie within dim " +
+                        std::to_string(ax) + " of shape " + lumen::to_string(shape()) + " (0 <= begin <= end <= " +
+                        lumen::to_string(size) + ")";
+  graph_->require(logical_and(logical_and(ge(begin, Expr(0)), le(begin, end)), le(end, size)), message);
+  return out;
 }
 
 Tensor Tensor::flip(int ax) const { return with_view(view_.flip(axis(ax, "flip"))); }

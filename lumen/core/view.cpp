@@ -1,6 +1,7 @@
 #include "lumen/core/view.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 
@@ -368,6 +369,30 @@ bool View::is_contiguous() const {
 
 bool View::has_mask() const {
   return std::any_of(layers_.begin(), layers_.end(), [](const ViewLayer& l) { return !l.mask.empty(); });
+}
+
+bool View::is_injective() const {
+  if (has_mask()) return false;
+  for (const ViewLayer& layer : layers_) {
+    // Sorted by |stride|, each stride must step over everything the smaller
+    // strides can reach (using the dims' upper bounds).
+    std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, max extent
+    for (size_t d = 0; d < layer.shape.size(); ++d) {
+      int64_t extent = layer.shape[d].hi();
+      if (extent <= 1) continue;
+      if (!layer.strides[d].is_const()) return false;
+      int64_t stride = std::abs(layer.strides[d].value());
+      if (stride == 0) return false;
+      dims.emplace_back(stride, extent);
+    }
+    std::sort(dims.begin(), dims.end());
+    int64_t reach = 1;  // one past the largest offset the smaller dims reach
+    for (const auto& [stride, extent] : dims) {
+      if (stride < reach) return false;
+      reach += stride * (extent - 1);
+    }
+  }
+  return true;
 }
 
 View View::bind(const Bindings& bindings) const {

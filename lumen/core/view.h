@@ -67,6 +67,9 @@ class View {
   // True if reading through this view is reading the buffer in order.
   bool is_contiguous() const;
   bool has_mask() const;
+  // True if distinct logical indices provably reach distinct buffer positions
+  // (no broadcast, padding or overlapping windows): a view one may write through.
+  bool is_injective() const;
   // Substitutes bound dynamic dims.
   View bind(const Bindings& bindings) const;
 

@@ -80,7 +80,8 @@ class Lowerer {
   LoweredKernel run(NodeId target, const std::string& name) {
     const Node& t = graph_.node(target);
     kernel_.name = name;
-    buffer_for(target, true);
+    bool into = options_.store_node >= 0;
+    buffer_for(into ? options_.store_node : target, true);
     for (const auto& [operand, nr] : schedule_.packs()) prepare_pack(target, operand, nr, name);
     levels_.push_back(std::make_unique<Level>());
     Context ctx{levels_.back().get()};
@@ -99,7 +100,8 @@ class Lowerer {
     }
     for (Expr& c : coords) c = simplify(c);
     Value v = compute(target, coords, Expr(1), ctx);
-    ctx.back()->block.push_back(Stmt::store(0, flat_index(t.shape, coords), v));
+    Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
+    ctx.back()->block.push_back(Stmt::store(0, at, v));
     close(ctx, 1);
     kernel_.body = std::move(ctx[0]->block);
     kernel_.accumulators = next_acc_;

@@ -39,6 +39,11 @@ struct LoweredKernel {
 
 struct LowerOptions {
   double assumed_dim = 64;  // stands in for dynamic dims when counting evaluations
+  // Store the result into node `store_node`'s buffer through `store_view`
+  // (an injective view from that buffer to the target's shape) instead of
+  // into the target's own buffer: how state updates are written.
+  NodeId store_node = -1;
+  View store_view;
 };
 
 LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& materialized,

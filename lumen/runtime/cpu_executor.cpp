@@ -56,6 +56,7 @@ int64_t numel_of(const Shape& shape, const Bindings& b) {
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, CpuOptions options)
     : graph_(std::make_shared<Graph>(*graph)), outputs_(std::move(outputs)) {
+  prepare_updates();
   prepare_outputs();
   build(options);
 }
@@ -84,15 +85,43 @@ void CpuExecutor::prepare_outputs() {
   }
   needed_.assign(graph_->size(), false);
   for (const Edge& e : outputs_) needed_[static_cast<size_t>(e.node)] = true;
+  for (const Write& w : writes_) needed_[static_cast<size_t>(w.copy)] = true;
   for (size_t i = graph_->size(); i-- > 0;) {
     if (!needed_[i]) continue;
     for (const Edge& e : graph_->nodes()[i].inputs) needed_[static_cast<size_t>(e.node)] = true;
   }
 }
 
+// Each update's value gets its own buffer (so the write kernel only copies,
+// and never reads the state it writes); a Contiguous node stands for the copy.
+void CpuExecutor::prepare_updates() {
+  for (const StateUpdate& u : graph_->updates()) {
+    Edge value = u.value;
+    const Node& v = graph_->node(value.node);
+    if (v.op == Op::Input && v.persistent) {  // a state copied into state: read it into a buffer first
+      Node snapshot;
+      snapshot.op = Op::Contiguous;
+      snapshot.dtype = v.dtype;
+      snapshot.shape = value.view.shape();
+      snapshot.inputs = {value};
+      NodeId id = graph_->add(std::move(snapshot));
+      value = Edge{id, View::contiguous(graph_->node(id).shape)};
+    }
+    Node copy;
+    copy.op = Op::Contiguous;
+    copy.dtype = graph_->node(value.node).dtype;
+    copy.shape = value.view.shape();
+    copy.inputs = {value};
+    NodeId id = graph_->add(std::move(copy));
+    writes_.push_back({id, u.state, u.view});
+  }
+}
+
 void CpuExecutor::build(const CpuOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  kernel::Partition p = kernel::partition(*graph_, outputs_);
+  std::vector<Edge> roots = outputs_;
+  for (const Write& w : writes_) roots.push_back(graph_->node(w.copy).inputs[0]);
+  kernel::Partition p = kernel::partition(*graph_, roots);
   report_.fusion_rounds = p.rounds;
   report_.fusion_seconds = seconds_since(start);
   materialized_ = p.materialized;
@@ -110,8 +139,11 @@ void CpuExecutor::build(const CpuOptions& options) {
   // candidates within the budget, shared by kernels in proportion to their work).
   std::vector<NodeId> todo;
   std::vector<double> work;
+  auto is_write = [&](NodeId n) {
+    return std::any_of(writes_.begin(), writes_.end(), [&](const Write& w) { return w.copy == n; });
+  };
   for (NodeId n : p.kernels) {
-    if (!needed_[static_cast<size_t>(n)]) continue;
+    if (!needed_[static_cast<size_t>(n)] || is_write(n)) continue;
     todo.push_back(n);
     work.push_back(options.search.budget_s > 0 ? std::max(kernel::kernel_facts(*graph_, n, materialized_, target).work, 1.0) : 1.0);
   }
@@ -138,6 +170,16 @@ void CpuExecutor::build(const CpuOptions& options) {
     for (size_t i = 0; i < lk.pre_kernels.size(); ++i) add(std::move(lk.pre_kernels[i]), global(lk.pre_buffer_nodes[i]), -1);
     add(std::move(lk.kernel), global(lk.buffer_nodes), n);
     for (const kernel::ScratchBuffer& sb : lk.scratch) scratch_.push_back(sb);
+  }
+  // State writes run last, so every kernel reads the state as it was before the run.
+  for (const Write& w : writes_) {
+    const Node& copy = graph_->node(w.copy);
+    kernel::LowerOptions lo;
+    lo.store_node = w.state;
+    lo.store_view = w.view;
+    kernel::Schedule schedule = kernel::Schedule::from_actions(copy.shape, kernel::heuristic_actions(*graph_, w.copy, materialized_, target));
+    kernel::LoweredKernel lk = kernel::lower(*graph_, w.copy, materialized_, schedule, "k" + std::to_string(kernels_.size()), lo);
+    add(std::move(lk.kernel), lk.buffer_nodes, kWriteLaunch);
   }
   search_report_ = search.report();
   report_.kernels = static_cast<int>(kernels_.size());
@@ -206,7 +248,7 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
       buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
       lives.push_back({bytes, static_cast<int>(k), last_use(n, k)});
     }
-    if (n < 0) {  // a pre-kernel: its output (buffer 0) is a scratch buffer
+    if (n == -1) {  // a pre-kernel: its output (buffer 0) is a scratch buffer
       NodeId key = launches_[k].buffers[0];
       auto s = static_cast<size_t>(-1 - key);
       int64_t bytes = evaluate(scratch_[s].elements, bindings) * static_cast<int64_t>(dtype_size(scratch_[s].dtype));

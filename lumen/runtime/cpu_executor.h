@@ -66,13 +66,24 @@ class CpuExecutor : public Executor {
   };
 
   void prepare_outputs();
+  void prepare_updates();
   void build(const CpuOptions& options);
   void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
 
   std::shared_ptr<Graph> graph_;
   std::vector<Edge> outputs_;
   std::vector<bool> materialized_;
-  std::vector<NodeId> kernel_nodes_;  // the node each launch computes (-1 for pre-kernels)
+  // A state update: the kernel computing `copy` (a Contiguous of the value)
+  // stores into the state's buffer through `view`.
+  struct Write {
+    NodeId copy, state;
+    View view;
+  };
+  std::vector<Write> writes_;
+  // The node each launch computes: -1 for pre-kernels (they fill scratch),
+  // kWriteLaunch for state writes (they fill a state buffer).
+  static constexpr NodeId kWriteLaunch = -2;
+  std::vector<NodeId> kernel_nodes_;
   std::vector<kernel::ScratchBuffer> scratch_;
   std::vector<kernel::Kernel> kernels_;
   std::vector<Launch> launches_;

@@ -14,6 +14,8 @@ namespace lumen {
 class Executor {
  public:
   virtual ~Executor() = default;
+  // `inputs` holds the graph's state buffers too (by name); the graph's
+  // updates() are written into them in place at the end of the run.
   virtual std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) = 0;
   virtual const char* backend_name() const = 0;
   // Numbers about compilation and the last run (kernels, arena bytes, ...).

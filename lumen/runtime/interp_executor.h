@@ -4,19 +4,20 @@
 #include <memory>
 #include <vector>
 
-#include "lumen/backend/interp/interpreter.h"
 #include "lumen/runtime/executor.h"
 
 namespace lumen {
 
+class Graph;
+struct Edge;
+
 class InterpExecutor : public Executor {
  public:
-  InterpExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs)
-      : graph_(std::move(graph)), outputs_(std::move(outputs)) {}
+  InterpExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs);
 
-  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override {
-    return interp::Interpreter(*graph_).run(inputs, outputs_, bindings);
-  }
+  // Evaluates the outputs and the state updates' values, then writes the
+  // values through their views into the state buffers.
+  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
   const char* backend_name() const override { return "interp"; }
 
  private:

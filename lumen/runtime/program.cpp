@@ -1,6 +1,7 @@
 #include "lumen/runtime/program.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "lumen/core/error.h"
 
@@ -8,7 +9,34 @@ namespace lumen {
 
 Program::Program(std::shared_ptr<const Graph> graph, std::vector<NamedOutput> outputs,
                  std::unique_ptr<Executor> executor)
-    : graph_(std::move(graph)), outputs_(std::move(outputs)), executor_(std::move(executor)) {}
+    : graph_(std::move(graph)), outputs_(std::move(outputs)), executor_(std::move(executor)) {
+  for (NodeId id : graph_->state_ids()) {
+    const Node& n = graph_->node(id);
+    std::vector<int64_t> shape;
+    for (const Expr& d : n.shape) shape.push_back(d.value());
+    states_[n.name] = Array(n.dtype, shape);
+  }
+}
+
+const Array& Program::state(const std::string& name) const {
+  auto it = states_.find(name);
+  if (it == states_.end()) {
+    std::string known;
+    for (const auto& [n, a] : states_) known += (known.empty() ? "'" : ", '") + n + "'";
+    fail("state: the program has no state named '", name, "' (states: ", known.empty() ? "none" : known, ")");
+  }
+  return it->second;
+}
+
+void Program::reset_state() {
+  for (auto& [name, a] : states_) std::memset(a.data(), 0, a.nbytes());
+}
+
+std::vector<std::string> Program::state_names() const {
+  std::vector<std::string> names;
+  for (const auto& [n, a] : states_) names.push_back(n);
+  return names;
+}
 
 const Node& Program::input_node(const std::string& input) const {
   NodeId id = graph_->find_input(input);
@@ -33,6 +61,11 @@ void Program::set(const std::string& input, Array data) {
     if (n.shape[d].is_const() && n.shape[d].value() != data.shape()[d]) {
       fail("set: input '", input, "' expects shape ", to_string(n.shape), ", got ", shape_string(data.shape()));
     }
+  }
+  if (n.persistent) {  // the program keeps its own buffer; runs update it in place
+    Array& s = states_.at(input);
+    std::memcpy(s.data(), data.data(), s.nbytes());
+    return;
   }
   inputs_[input] = std::move(data);
 }
@@ -59,7 +92,7 @@ void Program::set(const std::string& input, const std::vector<float>& values) {
          " values");
   }
   for (size_t i = 0; i < values.size(); ++i) a.set(static_cast<int64_t>(i), values[i]);
-  inputs_[input] = std::move(a);
+  set(input, std::move(a));
 }
 
 void Program::set(const std::string& input, const std::vector<int32_t>& values) {
@@ -70,7 +103,7 @@ void Program::set(const std::string& input, const std::vector<int32_t>& values) 
          " values");
   }
   for (size_t i = 0; i < values.size(); ++i) a.set(static_cast<int64_t>(i), values[i]);
-  inputs_[input] = std::move(a);
+  set(input, std::move(a));
 }
 
 void Program::bind(const std::string& dim, int64_t value) {
@@ -82,7 +115,13 @@ void Program::bind(const std::string& dim, int64_t value) {
 
 void Program::run() {
   results_.clear();  // lets the executor reuse output buffers nobody else holds
-  results_ = executor_->execute(inputs_, bindings_);
+  if (states_.empty()) {
+    results_ = executor_->execute(inputs_, bindings_);
+    return;
+  }
+  std::map<std::string, Array> all = inputs_;
+  for (const auto& [name, a] : states_) all[name] = a;
+  results_ = executor_->execute(all, bindings_);
 }
 
 const Array& Program::get(const std::string& output) const {

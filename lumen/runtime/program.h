@@ -28,6 +28,12 @@ class Program {
   void set(const std::string& input, std::initializer_list<float> values) { set(input, std::vector<float>(values)); }
   void bind(const std::string& dim, int64_t value);
 
+  // Persistent state (Graph::state): zeroed at compile, updated in place by
+  // each run. set() on a state name copies the data in; state() reads it.
+  const Array& state(const std::string& name) const;
+  void reset_state();  // zero every state buffer
+  std::vector<std::string> state_names() const;
+
   void run();
 
   const Array& get(const std::string& output) const;
@@ -47,6 +53,7 @@ class Program {
   std::vector<NamedOutput> outputs_;
   std::unique_ptr<Executor> executor_;
   std::map<std::string, Array> inputs_;
+  std::map<std::string, Array> states_;
   Bindings bindings_;
   std::vector<Array> results_;
 };

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import numbers
 
-from ._lumen import Error, Graph, Program, Tensor
+from ._lumen import Dim, Error, Graph, Program, Tensor
 from ._lumen import ops as _ops
 from . import _convert
 from . import _functions as F
@@ -44,7 +44,12 @@ def _getitem(x: Tensor, key):
             step = 1 if k.step is None else int(k.step)
             if step <= 0:
                 raise Error("slice step must be positive (use flip to reverse)")
-            out = _ops.slice(out, dim, k.start, k.stop, step)
+            if isinstance(k.start, Dim) or isinstance(k.stop, Dim):  # symbolic bounds: a plain view
+                start = 0 if k.start is None else k.start
+                stop = out.shape[dim] if k.stop is None else k.stop
+                out = out.slice_(dim, start, stop, step)
+            else:
+                out = _ops.slice(out, dim, k.start, k.stop, step)
             dim += 1
         elif isinstance(k, Tensor):
             if k.dtype == _convert.bool_:

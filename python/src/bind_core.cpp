@@ -68,6 +68,17 @@ void bind_core(nb::module_& m) {
           nb::arg("value"), nb::arg("dtype") = DType::F32)
       .def("dim", [](PyGraph& g, const std::string& name) { return g.graph->dim(name); }, nb::arg("name"))
       .def(
+          "state",
+          [](PyGraph& g, const std::string& name, nb::handle shape, DType dtype) {
+            return g.graph->state(name, shape_from_python(*g.graph, shape), dtype);
+          },
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = DType::F32,
+          "Persistent state (e.g. a KV cache): kept by the Program between runs, changed only by assign().")
+      .def(
+          "assign", [](PyGraph& g, const Tensor& target, const Tensor& value) { g.graph->assign(target, value); },
+          nb::arg("target"), nb::arg("value"),
+          "At the end of each run, the state region `target` (a view of a state tensor) takes `value`.")
+      .def(
           "mark_output", [](PyGraph& g, const Tensor& t, const std::string& name) { g.graph->mark_output(t, name); },
           nb::arg("tensor"), nb::arg("name") = "")
       .def("to_dot", [](const PyGraph& g) { return g.graph->to_dot(); })

@@ -43,6 +43,10 @@ void bind_runtime(nb::module_& m) {
            },
            nb::arg("output"))
       .def_prop_ro("output_names", &Program::output_names)
+      .def("state", [](const Program& p, const std::string& name) { return array_to_python(p.state(name).clone()); },
+           nb::arg("name"), "A copy of a state buffer.")
+      .def("reset_state", &Program::reset_state, "Zeroes every state buffer.")
+      .def_prop_ro("state_names", &Program::state_names)
       .def("report", &Program::report, "What compilation did (the schedule search, kernel by kernel).")
       .def_prop_ro("input_names",
                    [](const Program& p) {

@@ -120,3 +120,30 @@ def test_readme_python_snippet_runs_and_matches_torch():
     assert "max abs difference vs torch" in out.stdout
     diff = float(out.stdout.strip().split()[-1])
     assert diff < 1e-5
+
+
+def test_state_is_appended_across_runs_with_symbolic_slices(backend):
+    g = lumen.Graph()
+    past = g.dim("past")
+    cache = g.state("cache", [6, 2])
+    x = g.input("x", ["seq", 2])
+    g.assign(cache[past:past + x.shape[0]], x * 3)
+    g.mark_output(cache[:past].sum(0), "before")
+    p = lumen.compile(g, backend=backend)
+    expected = np.zeros((6, 2), np.float32)
+    at = 0
+    for rows in (2, 1, 3):
+        x_np = np.arange(at * 2, (at + rows) * 2, dtype=np.float32).reshape(rows, 2) + 1
+        p.set("x", x_np)
+        p.bind("past", at)
+        p.run()
+        np.testing.assert_allclose(p.get("before"), expected[:at].sum(0))
+        expected[at:at + rows] = 3 * x_np
+        at += rows
+        np.testing.assert_array_equal(p.state("cache"), expected)
+    assert p.state_names == ["cache"]
+    p.reset_state()
+    assert not p.state("cache").any()
+    p.bind("past", 5)
+    with pytest.raises(lumen.Error, match="slice"):
+        p.run()  # 5 + 3 rows exceed the capacity of 6
