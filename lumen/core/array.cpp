@@ -72,6 +72,8 @@ double Array::get(int64_t flat) const {
     case DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(data_)[i]);
     case DType::I32: return static_cast<const int32_t*>(data_)[i];
     case DType::Bool: return static_cast<const uint8_t*>(data_)[i] != 0 ? 1.0 : 0.0;
+    case DType::I8: return static_cast<const int8_t*>(data_)[i];
+    case DType::U8: return static_cast<const uint8_t*>(data_)[i];
   }
   return 0;
 }
@@ -82,13 +84,10 @@ void Array::set(int64_t flat, double value) {
     case DType::F32: static_cast<float*>(data_)[i] = static_cast<float>(value); return;
     case DType::F16: static_cast<uint16_t*>(data_)[i] = float_to_half(static_cast<float>(value)); return;
     case DType::BF16: static_cast<uint16_t*>(data_)[i] = float_to_bf16(static_cast<float>(value)); return;
-    case DType::I32: {
-      double t = std::isnan(value) ? 0.0 : std::trunc(value);
-      t = std::fmin(std::fmax(t, -2147483648.0), 2147483647.0);
-      static_cast<int32_t*>(data_)[i] = static_cast<int32_t>(t);
-      return;
-    }
+    case DType::I32: static_cast<int32_t*>(data_)[i] = static_cast<int32_t>(saturate_to(dtype_, value)); return;
     case DType::Bool: static_cast<uint8_t*>(data_)[i] = value != 0.0 ? 1 : 0; return;
+    case DType::I8: static_cast<int8_t*>(data_)[i] = static_cast<int8_t>(saturate_to(dtype_, value)); return;
+    case DType::U8: static_cast<uint8_t*>(data_)[i] = static_cast<uint8_t>(saturate_to(dtype_, value)); return;
   }
 }
 

@@ -15,6 +15,8 @@ size_t dtype_size(DType dtype) {
     case DType::BF16: return 2;
     case DType::I32: return 4;
     case DType::Bool: return 1;
+    case DType::I8: return 1;
+    case DType::U8: return 1;
   }
   return 0;
 }
@@ -26,19 +28,34 @@ const char* dtype_name(DType dtype) {
     case DType::BF16: return "bf16";
     case DType::I32: return "i32";
     case DType::Bool: return "bool";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
   }
   return "?";
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool}) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool, DType::I8, DType::U8}) {
     if (name == dtype_name(d)) return d;
   }
-  fail("unknown dtype '", name, "' (expected one of f32, f16, bf16, i32, bool)");
+  fail("unknown dtype '", name, "' (expected one of f32, f16, bf16, i32, bool, i8, u8)");
 }
 
 bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+bool is_storage_only(DType dtype) { return dtype == DType::I8 || dtype == DType::U8; }
+
+double saturate_to(DType dtype, double value) {
+  double t = std::isnan(value) ? 0.0 : std::trunc(value);
+  switch (dtype) {
+    case DType::I32: return std::fmin(std::fmax(t, -2147483648.0), 2147483647.0);
+    case DType::I8: return std::fmin(std::fmax(t, -128.0), 127.0);
+    case DType::U8: return std::fmin(std::fmax(t, 0.0), 255.0);
+    case DType::Bool: return value != 0.0 ? 1.0 : 0.0;
+    default: return value;
+  }
 }
 
 uint16_t float_to_half(float value) {

@@ -8,12 +8,17 @@
 
 namespace lumen {
 
-enum class DType : uint8_t { F32, F16, BF16, I32, Bool };
+// I8 and U8 are storage types (quantized weights, bytes): tensors of them can
+// be inputs, viewed, gathered, copied and cast; arithmetic needs a cast first.
+enum class DType : uint8_t { F32, F16, BF16, I32, Bool, I8, U8 };
 
 size_t dtype_size(DType dtype);
-const char* dtype_name(DType dtype);  // "f32", "f16", "bf16", "i32", "bool"
+const char* dtype_name(DType dtype);  // "f32", "f16", "bf16", "i32", "bool", "i8", "u8"
 DType dtype_from_name(const std::string& name);  // throws Error for unknown names
 bool is_float(DType dtype);
+bool is_storage_only(DType dtype);  // I8, U8
+// Truncates toward zero and saturates to an integer dtype's range; NaN -> 0.
+double saturate_to(DType dtype, double value);
 
 // IEEE binary16 and bfloat16 <-> float, round to nearest even; NaN stays NaN.
 uint16_t float_to_half(float value);

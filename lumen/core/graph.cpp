@@ -57,6 +57,9 @@ void validate(const Node& n, const std::vector<Node>& nodes) {
     if (!same_shape(without_axis(operand(0), n.axis), n.shape)) fail(op, ": output shape ", to_string(n.shape), " is wrong");
   }
   if (n.op == Op::Input && n.name.empty()) fail("Input: needs a name");
+  if ((is_unary(n.op) || is_binary(n.op) || is_reduce(n.op)) && !n.inputs.empty() && is_storage_only(dtype_of(0))) {
+    fail(op, ": ", dtype_name(dtype_of(0)), " is a storage type (quantized weights, bytes); cast to i32 or f32 before arithmetic");
+  }
   for (const Expr& d : n.shape) {
     if (!d.defined() || d.hi() < 0) fail(op, ": shape ", to_string(n.shape), " has an invalid dim");
   }

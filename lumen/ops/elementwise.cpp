@@ -16,6 +16,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 int rank_of(DType d) {
   switch (d) {
     case DType::Bool: return 0;
+    case DType::I8:
+    case DType::U8:
     case DType::I32: return 1;
     case DType::F16:
     case DType::BF16: return 2;
@@ -44,7 +46,8 @@ Tensor not_nan(const Tensor& x) {
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if ((a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16)) return DType::F32;
-  return rank_of(a) >= rank_of(b) ? a : b;
+  DType d = rank_of(a) >= rank_of(b) ? a : b;
+  return is_storage_only(d) ? DType::I32 : d;  // 8-bit integers compute in i32
 }
 
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b) {

@@ -10,6 +10,8 @@ float16 = DType.float16
 bfloat16 = DType.bfloat16
 int32 = DType.int32
 bool_ = DType.bool
+int8 = DType.int8
+uint8 = DType.uint8
 
 _BY_NAME = {
     "float32": float32, "float": float32, "f32": float32,
@@ -17,6 +19,8 @@ _BY_NAME = {
     "bfloat16": bfloat16, "bf16": bfloat16,
     "int32": int32, "int": int32, "i32": int32,
     "bool": bool_,
+    "int8": int8, "i8": int8,
+    "uint8": uint8, "u8": uint8,
 }
 
 
@@ -34,7 +38,7 @@ def dtype(value) -> DType:
         return int32
     if name in _BY_NAME:
         return _BY_NAME[name]
-    raise TypeError(f"lumen has no dtype matching {value!r} (use float32, float16, bfloat16, int32 or bool)")
+    raise TypeError(f"lumen has no dtype matching {value!r} (use float32, float16, bfloat16, int32, bool, int8 or uint8)")
 
 
 def is_float(d: DType) -> bool:

@@ -33,7 +33,9 @@ void bind_core(nb::module_& m) {
       .value("float16", DType::F16)
       .value("bfloat16", DType::BF16)
       .value("int32", DType::I32)
-      .value("bool", DType::Bool);
+      .value("bool", DType::Bool)
+      .value("int8", DType::I8)
+      .value("uint8", DType::U8);
 
   nb::class_<Expr>(m, "Dim", "A symbolic dimension (a dynamic dim or an expression of them).")
       .def("__repr__", [](const Expr& e) { return "Dim(" + to_string(e) + ")"; })

@@ -29,6 +29,8 @@ bool same_layout(const nb::dlpack::dtype& t, DType d) {
     case DType::BF16: return is_type(t, C::Bfloat, 16);
     case DType::I32: return is_type(t, C::Int, 32);
     case DType::Bool: return is_type(t, C::Bool, 8) || is_type(t, C::UInt, 8);
+    case DType::I8: return is_type(t, C::Int, 8);
+    case DType::U8: return is_type(t, C::UInt, 8);
   }
   return false;
 }
@@ -143,6 +145,8 @@ nb::object array_to_python(const Array& a) {
     case DType::F16: dtype = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
     case DType::I32: dtype = nb::dtype<int32_t>(); break;
     case DType::Bool: dtype = nb::dtype<bool>(); break;
+    case DType::I8: dtype = nb::dtype<int8_t>(); break;
+    case DType::U8: dtype = nb::dtype<uint8_t>(); break;
     case DType::BF16: {  // numpy has no bfloat16: hand out float32 values
       Array f(DType::F32, a.shape());
       for (int64_t i = 0; i < a.numel(); ++i) f.set(i, a.get(i));

@@ -26,6 +26,8 @@ const char* storage_type(DType d) {
     case DType::BF16: return "uint16_t";
     case DType::I32: return "int32_t";
     case DType::Bool: return "uint8_t";
+    case DType::I8: return "int8_t";
+    case DType::U8: return "uint8_t";
   }
   return "?";
 }
@@ -51,7 +53,9 @@ const char* value_type(DType d) {
     case DType::F32:
     case DType::F16:
     case DType::BF16: return "float";
-    case DType::I32: return "int32_t";
+    case DType::I32:
+    case DType::I8:
+    case DType::U8: return "int32_t";
     case DType::Bool: return "bool";
   }
   return "?";
@@ -65,7 +69,7 @@ std::string c_identifier(const std::string& name) {
 
 std::string number_literal(double v, DType d) {
   if (d == DType::Bool) return v != 0 ? "true" : "false";
-  if (d == DType::I32) return "(int32_t)" + std::to_string(static_cast<int64_t>(v));
+  if (!is_float(d)) return "(int32_t)" + std::to_string(static_cast<int64_t>(saturate_to(d, v)));
   double r = round_to_dtype(v, d);
   if (std::isnan(r)) return "NAN";
   if (std::isinf(r)) return r > 0 ? "INFINITY" : "-INFINITY";
@@ -95,6 +99,8 @@ std::string store_expr(const std::string& v, DType d) {
     case DType::F16: return "lumen_f32_to_f16(" + v + ")";
     case DType::BF16: return "lumen_f32_to_bf16(" + v + ")";
     case DType::Bool: return "(uint8_t)(" + v + ")";
+    case DType::I8: return "(int8_t)(" + v + ")";
+    case DType::U8: return "(uint8_t)(" + v + ")";
     default: return v;
   }
 }

@@ -56,6 +56,12 @@ inline int32_t lumen_f2i(float x) {
   return (int32_t)x;
 }
 
+// Saturating conversions to the 8-bit storage types (truncate; NaN -> 0).
+inline int32_t lumen_sat_i8(int32_t x) { return x < -128 ? -128 : x > 127 ? 127 : x; }
+inline int32_t lumen_sat_u8(int32_t x) { return x < 0 ? 0 : x > 255 ? 255 : x; }
+inline int32_t lumen_sat_i8f(float x) { return x != x ? 0 : x <= -128.0f ? -128 : x >= 127.0f ? 127 : (int32_t)x; }
+inline int32_t lumen_sat_u8f(float x) { return x != x ? 0 : x <= 0.0f ? 0 : x >= 255.0f ? 255 : (int32_t)x; }
+
 inline uint32_t lumen_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 inline float lumen_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
@@ -119,6 +125,11 @@ inline lumen_i32v lumen_splat_i32(int32_t x) { return lumen_i32v{} + x; }
 inline lumen_i32v lumen_splat_mask(bool b) { return lumen_i32v{} + (b ? -1 : 0); }
 inline lumen_f32v lumen_load_f32(const float* p) { lumen_f32v v; memcpy(&v, p, sizeof v); return v; }
 inline lumen_i32v lumen_load_i32(const int32_t* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
+// 8-bit storage types load widened to i32 lanes.
+typedef int8_t lumen_i8v __attribute__((vector_size(LANES)));
+typedef uint8_t lumen_u8v __attribute__((vector_size(LANES)));
+inline lumen_i32v lumen_load_i8(const int8_t* p) { lumen_i8v v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, lumen_i32v); }
+inline lumen_i32v lumen_load_u8(const uint8_t* p) { lumen_u8v v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, lumen_i32v); }
 inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
 inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
 

@@ -29,6 +29,8 @@ std::string scalar_cast(const std::string& a, DType from, DType to) {
     std::string f = from == DType::Bool ? "(" + a + " ? 1.0f : 0.0f)" : ff ? a : "(float)" + a;
     return round_to(f, to);
   }
+  if (to == DType::I8) return (ff ? "lumen_sat_i8f(" : "lumen_sat_i8(") + a + ")";
+  if (to == DType::U8) return (ff ? "lumen_sat_u8f(" : "lumen_sat_u8(") + a + ")";
   if (ff) return "lumen_f2i(" + a + ")";
   return "(int32_t)" + a;
 }
@@ -206,12 +208,13 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
     case ValueKind::Load: {
       Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
       auto stride = lane_stride(index, combo.vl);
-      bool four_bytes = v->dtype == DType::F32 || v->dtype == DType::I32;
-      if (!four_bytes || !stride || *stride != 1 || mentions(valid, combo.vl)) return lanewise(v, combo, pad);
+      bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
+      if (!vector_load || !stride || *stride != 1 || mentions(valid, combo.vl)) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
       std::string base = printer_.print(simplify(substitute(index, zero)));
-      std::string loaded = std::string(v->dtype == DType::F32 ? "lumen_load_f32(" : "lumen_load_i32(") + "b" +
-                           std::to_string(v->buffer) + " + " + base + ")";
+      const char* load = v->dtype == DType::F32 ? "lumen_load_f32(" : v->dtype == DType::I8 ? "lumen_load_i8("
+                         : v->dtype == DType::U8 ? "lumen_load_u8(" : "lumen_load_i32(";
+      std::string loaded = load + ("b" + std::to_string(v->buffer) + " + " + base + ")");
       if (!valid.is_const(1)) {
         std::string zero_v = v->dtype == DType::F32 ? "lumen_splat_f32(0.0f)" : "lumen_splat_i32(0)";
         loaded = "(" + printer_.print(valid) + " ? " + loaded + " : " + zero_v + ")";
@@ -251,7 +254,8 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
         return emit(type, "__builtin_convertvector(" + a + ", lumen_f32v)", true, to, pad);
       }
       if (from == DType::Bool) return emit(type, a + " & 1", true, to, pad);
-      if (from == DType::F32) return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
+      if (to == DType::I32 && is_storage_only(from)) return Reg{a, true, to};  // already widened on load
+      if (from == DType::F32 && to == DType::I32) return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
       return lanewise(v, combo, pad);
     }
     case ValueKind::Select: {

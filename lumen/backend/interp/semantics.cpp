@@ -71,11 +71,10 @@ double store_as(DType dtype, double v) {
     case DType::F32:
     case DType::F16:
     case DType::BF16: return round_to_dtype(v, dtype);
-    case DType::I32: {
-      double t = std::isnan(v) ? 0.0 : std::trunc(v);
-      return std::fmin(std::fmax(t, -2147483648.0), 2147483647.0);
-    }
-    case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
+    case DType::I32:
+    case DType::I8:
+    case DType::U8:
+    case DType::Bool: return saturate_to(dtype, v);
   }
   return v;
 }
