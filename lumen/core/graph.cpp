@@ -101,10 +101,9 @@ void Graph::assign(const Tensor& target, const Tensor& value) {
   if (s.op != Op::Input || !s.persistent) {
     fail("assign: the target must be a view of a state tensor (Graph::state); it is a ", op_name(s.op), " node");
   }
-  if (!target.view().is_injective()) {
-    fail("assign: the target view of state '", s.name, "' (", target.view().to_string(),
-         ") may write one position twice (broadcast, padding or overlapping windows); use slices, permutes and reshapes");
-  }
+  require(target.view().injective_condition(),
+          "assign: the target view of state '" + s.name + "' (" + target.view().to_string() +
+              ") may write one position twice (broadcast, padding or overlapping windows); use slices, permutes and reshapes");
   if (value.dtype() != s.dtype) {
     fail("assign: state '", s.name, "' is ", dtype_name(s.dtype), " but the value is ", dtype_name(value.dtype()));
   }

@@ -62,19 +62,38 @@ std::optional<std::pair<Expr, int64_t>> divide_monomial(const Expr& term, int64_
   return std::make_pair(make_product(factors), coefficient / divisor.first);
 }
 
+// Exprs are immutable and hash-consed, so a simplified form stays valid
+// forever: results are remembered per thread (the table holds both nodes
+// alive) and forgotten wholesale when the table grows large.
+using SimplifiedTable = std::unordered_map<const ExprNode*, std::pair<Expr, Expr>>;
+
+SimplifiedTable& simplified() {
+  thread_local SimplifiedTable table;
+  return table;
+}
+
+void remember(const Expr& e, const Expr& result) {
+  SimplifiedTable& t = simplified();
+  if (t.size() > (1u << 18)) t.clear();
+  t.emplace(e.get(), std::make_pair(e, result));
+  t.emplace(result.get(), std::make_pair(result, result));
+}
+
 class Simplifier {
  public:
   Expr run(const Expr& e) {
     if (!e.defined() || e.kind() == ExprKind::Const || e.kind() == ExprKind::Var) return e;
-    auto it = memo_.find(e.get());
-    if (it != memo_.end()) return it->second;
-    if (depth_ > kMaxDepth) return e;
+    auto it = simplified().find(e.get());
+    if (it != simplified().end()) return it->second.second;
+    if (depth_ > kMaxDepth) {
+      complete_ = false;
+      return e;
+    }
     ++depth_;
     Expr rebuilt = rebuild(e);
     Expr result = node(rebuilt);
     --depth_;
-    memo_[e.get()] = result;
-    memo_[result.get()] = result;
+    if (complete_) remember(e, result);
     return result;
   }
 
@@ -139,7 +158,10 @@ class Simplifier {
 
   // Simplifies a freshly built expression whose parts may not be canonical.
   Expr run_fresh(const Expr& e) {
-    if (depth_ > kMaxDepth) return e;
+    if (depth_ > kMaxDepth) {
+      complete_ = false;
+      return e;
+    }
     ++depth_;
     Expr rebuilt = rebuild(e);
     --depth_;
@@ -240,21 +262,34 @@ class Simplifier {
     return std::nullopt;
   }
 
-  // Division by a positive symbolic divisor d: monomials that are multiples
-  // of d come out of the quotient; a remainder provably in [0, d) vanishes.
+  // Division by a positive symbolic divisor d (a sum of monomials, e.g. the
+  // product of dynamic dims past + seq): multiples Q·d of d come out of the
+  // quotient (polynomial division: Q·d must appear term by term in x); a
+  // remainder provably in [0, d) vanishes. This undoes the flatten/unflatten
+  // of a reshape over dynamic dims.
   std::optional<Expr> divmod_by_symbol(const Expr& e, const LinearForm& x, const Expr& d, bool is_div) {
     auto d_form = LinearForm::of(d);
-    if (!d_form || d_form->terms.size() != 1 || d_form->constant != 0) return std::nullopt;
-    auto divisor = monomial(d_form->terms[0].first, d_form->terms[0].second);
-    LinearForm quotient, rest;
-    rest.constant = x.constant;
-    for (const auto& [term, coefficient] : x.terms) {
-      auto q = divide_monomial(term, coefficient, divisor);
-      if (q) {
+    if (!d_form || d_form->terms.empty()) return std::nullopt;
+    auto lead = monomial(d_form->terms[0].first, d_form->terms[0].second);
+    LinearForm quotient, rest = x;
+    for (int guard = 0; guard < 64; ++guard) {
+      bool progress = false;
+      for (const auto& [term, coefficient] : rest.terms) {
+        auto q = divide_monomial(term, coefficient, lead);
+        if (!q) continue;
+        LinearForm multiple;  // q·d
+        for (const auto& [dt, dc] : d_form->terms) multiple.add(make_mul(q->first, dt), checked_mul(q->second, dc));
+        if (d_form->constant != 0) multiple.add(q->first, checked_mul(q->second, d_form->constant));
+        bool present = std::all_of(multiple.terms.begin(), multiple.terms.end(), [&](const auto& m) {
+          return std::any_of(rest.terms.begin(), rest.terms.end(), [&](const auto& r) { return r.first == m.first; });
+        });
+        if (!present) continue;
+        rest.add(multiple, -1);
         quotient.add(q->first, q->second);
-      } else {
-        rest.add(term, coefficient);
+        progress = true;
+        break;
       }
+      if (!progress) break;
     }
     Expr r = rest.to_expr();
     bool in_range = r.lo() >= 0 && prove(make_lt(r, d));
@@ -268,8 +303,8 @@ class Simplifier {
     return m == e ? std::nullopt : std::optional<Expr>(m);
   }
 
-  std::unordered_map<const ExprNode*, Expr> memo_;
   int depth_ = 0;
+  bool complete_ = true;  // false once a depth limit cut simplification short
 };
 
 }  // namespace

@@ -371,28 +371,32 @@ bool View::has_mask() const {
   return std::any_of(layers_.begin(), layers_.end(), [](const ViewLayer& l) { return !l.mask.empty(); });
 }
 
-bool View::is_injective() const {
-  if (has_mask()) return false;
+Expr View::injective_condition() const {
+  if (has_mask()) return Expr(0);
+  Expr all = Expr(1);
   for (const ViewLayer& layer : layers_) {
-    // Sorted by |stride|, each stride must step over everything the smaller
-    // strides can reach (using the dims' upper bounds).
-    std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, max extent
+    // Sorted by |stride|, each stride must step past everything the smaller
+    // strides reach: stride_i >= 1 + sum over smaller j of stride_j * (extent_j - 1).
+    std::vector<std::pair<int64_t, Expr>> dims;
     for (size_t d = 0; d < layer.shape.size(); ++d) {
-      int64_t extent = layer.shape[d].hi();
-      if (extent <= 1) continue;
-      if (!layer.strides[d].is_const()) return false;
+      const Expr& extent = layer.shape[d];
+      if (extent.hi() <= 1) continue;
+      if (!layer.strides[d].is_const()) return Expr(0);
       int64_t stride = std::abs(layer.strides[d].value());
-      if (stride == 0) return false;
+      if (stride == 0) {
+        all = logical_and(all, le(extent, Expr(1)));
+        continue;
+      }
       dims.emplace_back(stride, extent);
     }
-    std::sort(dims.begin(), dims.end());
-    int64_t reach = 1;  // one past the largest offset the smaller dims reach
+    std::stable_sort(dims.begin(), dims.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    Expr reach = Expr(1);
     for (const auto& [stride, extent] : dims) {
-      if (stride < reach) return false;
-      reach += stride * (extent - 1);
+      all = logical_and(all, le(reach, Expr(stride)));
+      reach = reach + Expr(stride) * (extent - 1);
     }
   }
-  return true;
+  return simplify(all);
 }
 
 View View::bind(const Bindings& bindings) const {

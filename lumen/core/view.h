@@ -67,9 +67,11 @@ class View {
   // True if reading through this view is reading the buffer in order.
   bool is_contiguous() const;
   bool has_mask() const;
-  // True if distinct logical indices provably reach distinct buffer positions
-  // (no broadcast, padding or overlapping windows): a view one may write through.
-  bool is_injective() const;
+  // A condition on the dynamic dims under which distinct logical indices
+  // reach distinct buffer positions (no broadcast, padding or overlapping
+  // windows): when a view may be written through. Constant 0 if never
+  // (or if it cannot tell), 1 if always.
+  Expr injective_condition() const;
   // Substitutes bound dynamic dims.
   View bind(const Bindings& bindings) const;
 

@@ -1,6 +1,10 @@
 #include "lumen/kernel/fusion.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "lumen/core/expr_eval.h"
 #include "lumen/kernel/lower.h"
@@ -15,6 +19,14 @@ double op_cost(const Node& n) {
   if (is_binary(n.op)) return 1;
   if (n.op == Op::Gather) return 2;
   return 0;
+}
+
+bool debug_fusion() {
+  static const bool on = [] {
+    const char* d = std::getenv("LUMEN_DEBUG");
+    return d && std::strstr(d, "fusion");
+  }();
+  return on;
 }
 
 double assumed_numel(const Shape& shape, double assumed_dim) {
@@ -39,6 +51,32 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   }
   for (const Edge& e : outputs) p.materialized[static_cast<size_t>(e.node)] = true;
 
+  // A value that holds a reduction and is read through two or more different
+  // views is recomputed per view; the rounds below would materialise it, but
+  // lowering it inline first costs time exponential in how often such reads
+  // nest (rotary embeddings, concatenated caches). Give it a buffer up front.
+  {
+    std::vector<bool> holds_reduce(n, false);
+    std::vector<std::vector<View>> views(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Node& node = graph.nodes()[i];
+      bool r = is_reduce(node.op) && !is_small_reduce(node);
+      for (const Edge& e : node.inputs) {
+        auto in = static_cast<size_t>(e.node);
+        r = r || (!p.materialized[in] && holds_reduce[in]);
+        if (std::find(views[in].begin(), views[in].end(), e.view) == views[in].end()) views[in].push_back(e.view);
+      }
+      holds_reduce[i] = r;
+    }
+    for (const Edge& e : outputs) {
+      auto o = static_cast<size_t>(e.node);
+      if (std::find(views[o].begin(), views[o].end(), e.view) == views[o].end()) views[o].push_back(e.view);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (holds_reduce[i] && views[i].size() >= 2) p.materialized[i] = true;
+    }
+  }
+
   // Cost of evaluating a node once, counting its inlined producers. An inlined
   // reduction counts 1 inside its consumers (it is computed once per point and
   // reused), but its own cost is a whole reduction.
@@ -46,6 +84,8 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   std::vector<bool> reads_data(n, false);  // a node whose value is a pure constant is never worth a buffer
   LowerOptions lower_options;
   lower_options.assumed_dim = options.assumed_dim;
+  std::vector<std::vector<std::pair<size_t, double>>> counts(n);  // per kernel: nodes it inlines, evaluations
+  std::vector<bool> lowered(n, false);
   for (int round = 0; round < 64; ++round) {
     p.rounds = round + 1;
     for (size_t i = 0; i < n; ++i) {
@@ -65,12 +105,27 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       subtree[i] = c;
       reads_data[i] = data;
     }
+    // Only kernels that inlined a node materialised last round change.
     std::vector<double> evaluations(n, 0);
     for (size_t i = 0; i < n; ++i) {
       if (!p.materialized[i] || graph.nodes()[i].op == Op::Input) continue;
-      LoweredKernel k = lower(graph, static_cast<NodeId>(i), p.materialized, Schedule(graph.nodes()[i].shape), "k",
-                              lower_options);
-      for (size_t j = 0; j < n; ++j) evaluations[j] += k.evaluations[j];
+      bool stale = !lowered[i];
+      for (const auto& [j, count] : counts[i]) stale = stale || p.materialized[j];
+      if (stale) {
+        auto t0 = std::chrono::steady_clock::now();
+        LoweredKernel k = lower(graph, static_cast<NodeId>(i), p.materialized, Schedule(graph.nodes()[i].shape), "k",
+                                lower_options);
+        counts[i].clear();
+        for (size_t j = 0; j < n; ++j) {
+          if (k.evaluations[j] > 0 && j != i) counts[i].emplace_back(j, k.evaluations[j]);
+        }
+        lowered[i] = true;
+        if (debug_fusion()) {
+          std::fprintf(stderr, "round %d lower %zu (%s) %.3f s\n", round, i, op_name(graph.nodes()[i].op),
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+      }
+      for (const auto& [j, count] : counts[i]) evaluations[j] += count;
     }
     // Offenders: recomputed too often for their cost.
     std::vector<bool> offender(n, false);

@@ -59,6 +59,7 @@ MultiHeadAttention::Output MultiHeadAttention::operator()(const Tensor& x, const
     q = apply_rotary(q, tables);
     k = apply_rotary(k, tables);
   }
+  Tensor new_k = k, new_v = v;
   if (past_keys) {
     k = ops::concat({*past_keys, k}, 2);
     v = ops::concat({*past_values, v}, 2);
@@ -71,7 +72,7 @@ MultiHeadAttention::Output MultiHeadAttention::operator()(const Tensor& x, const
   Tensor attended = ops::scaled_dot_product_attention(q, k, v, mask, false, std::nullopt,
                                                       config.kv_heads != config.heads);
   Tensor merged = attended.permute({0, 2, 1, 3}).reshape({x.shape()[0], seq, Expr(config.heads * config.head_dim)});
-  return {o_proj(merged), k, v};
+  return {o_proj(merged), k, v, new_k, new_v};
 }
 
 }  // namespace lumen::nn

@@ -28,6 +28,8 @@ class MultiHeadAttention : public Module {
     Tensor out;     // [batch, seq, dim]
     Tensor keys;    // [batch, kv_heads, past + seq, head_dim] (for a cache)
     Tensor values;
+    Tensor new_keys;  // [batch, kv_heads, seq, head_dim]: this step's (rotated) keys, to append to a cache
+    Tensor new_values;
   };
   // x [batch, seq, dim]; past keys/values [batch, kv_heads, past, head_dim].
   Output operator()(const Tensor& x, const std::optional<Tensor>& past_keys = std::nullopt,

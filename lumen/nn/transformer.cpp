@@ -42,7 +42,7 @@ TransformerBlock::Output TransformerBlock::operator()(const Tensor& x, const std
   MultiHeadAttention::Output a = self_attn(norm(input_norm, x), past_keys, past_values);
   Tensor h = x + a.out;
   Tensor out = h + std::visit([&](const auto& m) { return m(norm(post_attention_norm, h)); }, mlp);
-  return {out, a.keys, a.values};
+  return {out, a.keys, a.values, a.new_keys, a.new_values};
 }
 
 }  // namespace lumen::nn

@@ -31,6 +31,7 @@ class TransformerBlock : public Module {
 
   struct Output {
     Tensor out, keys, values;
+    Tensor new_keys, new_values;  // this step's keys/values (see MultiHeadAttention)
   };
   Output operator()(const Tensor& x, const std::optional<Tensor>& past_keys = std::nullopt,
                     const std::optional<Tensor>& past_values = std::nullopt) const;

@@ -32,6 +32,18 @@ void Program::reset_state() {
   for (auto& [name, a] : states_) std::memset(a.data(), 0, a.nbytes());
 }
 
+void Program::share_state(const Program& other) {
+  for (auto& [name, mine] : states_) {
+    auto it = other.states_.find(name);
+    if (it == other.states_.end()) fail("share_state: the other program has no state named '", name, "'");
+    if (it->second.dtype() != mine.dtype() || it->second.shape() != mine.shape()) {
+      fail("share_state: state '", name, "' is ", dtype_name(mine.dtype()), " ", shape_string(mine.shape()),
+           " here but ", dtype_name(it->second.dtype()), " ", shape_string(it->second.shape()), " in the other program");
+    }
+  }
+  for (auto& [name, mine] : states_) mine = other.states_.at(name);
+}
+
 std::vector<std::string> Program::state_names() const {
   std::vector<std::string> names;
   for (const auto& [n, a] : states_) names.push_back(n);

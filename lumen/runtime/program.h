@@ -33,6 +33,10 @@ class Program {
   const Array& state(const std::string& name) const;
   void reset_state();  // zero every state buffer
   std::vector<std::string> state_names() const;
+  // Makes this program's state buffers the same memory as `other`'s (same
+  // names, shapes and dtypes), e.g. a prefill and a decode program sharing
+  // one KV cache.
+  void share_state(const Program& other);
 
   void run();
 

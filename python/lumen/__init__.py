@@ -20,3 +20,4 @@ _tensor_methods._install()
 del _tensor_methods
 
 __version__ = "0.1.0"
+from ._lumen import models  # noqa: F401,E402

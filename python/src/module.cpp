@@ -7,4 +7,5 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_ops(m);
   lumen::python::bind_runtime(m);
   lumen::python::bind_nn(m);
+  lumen::python::bind_models(m);
 }

@@ -80,6 +80,30 @@ TEST(Simplify, SymbolicDivisorUsesExtent) {
   EXPECT_EQ(simplify(flat % seq), j);
 }
 
+// A reshape over a sum of dynamic dims (keys of a KV cache: past + seq rows)
+// flattens with a multi-term stride; polynomial division undoes it.
+TEST(Simplify, SumDivisorUndoesFlattening) {
+  Expr past = Expr::symbol("past"), seq = Expr::symbol("seq");
+  Expr rows = past + seq;
+  Expr h = Expr::index("h", Expr(4)), t = Expr::index("t", rows), d = Expr::index("d", Expr(16));
+  Expr flat = (h * rows + t) * 16 + d;
+  EXPECT_EQ(simplify((flat / 16) / rows), h);
+  EXPECT_EQ(simplify((flat / 16) % rows), t);
+  EXPECT_EQ(simplify(flat / (rows * 16)), h);
+  // Not a multiple: stays a division (and stays correct).
+  Expr odd = h * rows + t + past;
+  Bindings b{{"past", 3}, {"seq", 2}};
+  Expr s = simplify(odd / rows);
+  for (int64_t hv = 0; hv < 4; ++hv) {
+    for (int64_t tv = 0; tv < 5; ++tv) {
+      Bindings at = b;
+      at["h"] = hv;
+      at["t"] = tv;
+      EXPECT_EQ(evaluate(s, at), evaluate(odd / rows, at));
+    }
+  }
+}
+
 TEST(Simplify, ProveIsConservative) {
   Expr x = Expr::var("x", 0, 10);
   EXPECT_TRUE(prove(lt(x, Expr(11))));

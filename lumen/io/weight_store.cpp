@@ -1,0 +1,146 @@
+#include "lumen/io/weight_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "lumen/core/error.h"
+#include "lumen/core/tensor.h"
+#include "lumen/io/safetensors.h"
+#include "lumen/ops/movement.h"
+
+namespace lumen::io {
+
+namespace {
+
+Shape concrete(const std::vector<int64_t>& dims) {
+  Shape s;
+  for (int64_t d : dims) s.push_back(Expr(d));
+  return s;
+}
+
+void add_file(WeightStore& store, const std::string& path) {
+  SafetensorsFile f = SafetensorsFile::open(path);
+  for (const SafetensorsEntry& e : f.entries()) {
+    StoredWeight w;
+    w.shape = e.shape;
+    w.data = f.get(e.name);
+    w.source = e.name;
+    store.add(e.name, std::move(w));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<WeightStore> WeightStore::from_safetensors(const std::string& path) {
+  namespace fs = std::filesystem;
+  auto store = std::make_shared<WeightStore>();
+  store->origin = path;
+  if (!fs::is_directory(path)) {
+    add_file(*store, path);
+    return store;
+  }
+  fs::path dir(path);
+  if (fs::exists(dir / "model.safetensors")) {
+    add_file(*store, (dir / "model.safetensors").string());
+    return store;
+  }
+  fs::path index = dir / "model.safetensors.index.json";
+  if (!fs::exists(index)) fail("weights: '", path, "' holds neither model.safetensors nor model.safetensors.index.json");
+  nlohmann::json j;
+  try {
+    std::ifstream in(index);
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("weights: '", index.string(), "' is not valid JSON (", e.what(), ")");
+  }
+  if (!j.contains("weight_map") || !j["weight_map"].is_object()) fail("weights: '", index.string(), "' has no weight_map");
+  std::set<std::string> shards;
+  for (const auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string()) fail("weights: '", index.string(), "': weight_map['", name, "'] is not a file name");
+    std::string shard = file.get<std::string>();
+    if (shard.find('/') != std::string::npos || shard.find("..") != std::string::npos) {
+      fail("weights: '", index.string(), "' names shard '", shard, "' outside its directory");
+    }
+    shards.insert(shard);
+  }
+  for (const std::string& s : shards) add_file(*store, (dir / s).string());
+  return store;
+}
+
+void WeightStore::add(const std::string& name, StoredWeight weight) { weights_[name] = std::move(weight); }
+
+const StoredWeight& WeightStore::weight(const std::string& name) const {
+  auto it = weights_.find(name);
+  if (it == weights_.end()) {
+    fail("weights: '", origin, "' has no weight '", name, "' (", weights_.size(),
+         " weights; is the config right for this file?)");
+  }
+  return it->second;
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, w] : weights_) out.push_back(n);
+  return out;
+}
+
+int64_t WeightStore::stored_bytes() const {
+  int64_t total = 0;
+  for (const auto& [n, w] : weights_) total += static_cast<int64_t>(w.data.nbytes() + (w.scales.defined() ? w.scales.nbytes() : 0));
+  return total;
+}
+
+Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shape, DType dtype) {
+  const StoredWeight& w = weight(name);
+  Shape stored = concrete(w.shape);
+  bool same = stored.size() == shape.size();
+  for (size_t d = 0; same && d < shape.size(); ++d) same = shape[d].is_const() && shape[d].value() == w.shape[d];
+  if (!same) {
+    fail("weights: '", name, "' is ", shape_string(w.shape), " in '", origin, "' but the model expects ", to_string(shape),
+         " (does the config match the weights?)");
+  }
+  if (w.format != WeightFormat::Plain) {
+    inputs_[name + ".q"] = w.data;
+    inputs_[name + ".scales"] = w.scales;
+    return dequantize(g, name, w, dtype);
+  }
+  inputs_[name] = w.data;
+  Tensor t = g.input(name, shape, w.data.dtype());
+  return w.data.dtype() == dtype ? t : t.cast(dtype);
+}
+
+Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype) {
+  if (w.shape.empty() || w.shape.back() % 32 != 0) {
+    fail("weights: quantized '", name, "' has shape ", shape_string(w.shape), "; its last dim must be a multiple of 32");
+  }
+  Shape lead;
+  for (size_t d = 0; d + 1 < w.shape.size(); ++d) lead.push_back(Expr(w.shape[d]));
+  int64_t blocks = w.shape.back() / 32;
+  Shape block_shape = lead, flat_shape = lead, scale_shape = lead;
+  block_shape.push_back(Expr(blocks));
+  block_shape.push_back(Expr(32));
+  flat_shape.push_back(Expr(w.shape.back()));
+  scale_shape.push_back(Expr(blocks));
+  Tensor scales = g.input(name + ".scales", scale_shape, DType::F16).cast(DType::F32);
+  Tensor values;  // [.., blocks, 32] f32
+  if (w.format == WeightFormat::Q8_0) {
+    values = g.input(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
+  } else {
+    Shape packed = lead;
+    packed.push_back(Expr(blocks));
+    packed.push_back(Expr(16));
+    Tensor bytes = g.input(name + ".q", packed, DType::U8).cast(DType::F32);
+    Tensor low = bytes.mod(bytes.scalar(16));
+    Tensor high = (bytes + (-low)) * bytes.scalar(1.0 / 16);
+    values = ops::concat({low, high}, -1) + bytes.scalar(-8);
+  }
+  Shape scale_b = scale_shape;
+  scale_b.push_back(Expr(1));
+  Tensor out = (values * scales.reshape(scale_b)).reshape(flat_shape);
+  return dtype == DType::F32 ? out : out.cast(dtype);
+}
+
+}  // namespace lumen::io

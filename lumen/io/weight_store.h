@@ -1,0 +1,68 @@
+// WeightStore — named weights from files, handed to a model as it is built.
+//
+// It is the ParameterSource a loader installs: each parameter the model
+// declares is looked up by name (after the store's name mapping), its shape
+// checked, and an input declared in the weight's stored form. f16/bf16 weights
+// stay half precision in memory and are cast inside the consuming kernel;
+// quantized GGUF blocks (Q8_0, Q4_0) stay quantized and are dequantized there.
+// After building, `inputs()` holds the arrays to set on the compiled program.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lumen/core/array.h"
+#include "lumen/nn/parameter_source.h"
+
+namespace lumen::io {
+
+// How a stored weight is laid out.
+enum class WeightFormat {
+  Plain,  // an array of the tensor's shape (f32, f16, bf16, ...)
+  Q8_0,   // blocks of 32 along the last dim: i8 values [.., K] and f16 scales [.., K/32]
+  Q4_0,   // blocks of 32: u8 nibbles [.., K/32, 16] (low nibbles = elements 0..15) and f16 scales [.., K/32]
+};
+
+struct StoredWeight {
+  WeightFormat format = WeightFormat::Plain;
+  std::vector<int64_t> shape;  // the logical shape
+  Array data;                  // Plain: the values; quantized: the packed values
+  Array scales;                // quantized: f16 [.., K/32]
+  std::string source;          // the name in the file, for messages
+};
+
+class WeightStore : public nn::ParameterSource {
+ public:
+  WeightStore() = default;
+  // A safetensors file, or a directory holding model.safetensors (or the
+  // shards listed in model.safetensors.index.json).
+  static std::shared_ptr<WeightStore> from_safetensors(const std::string& path);
+
+  void add(const std::string& name, StoredWeight weight);
+  bool contains(const std::string& name) const { return weights_.count(name) > 0; }
+  const StoredWeight& weight(const std::string& name) const;
+  std::vector<std::string> names() const;
+  // A short description of where the weights came from (for messages).
+  std::string origin;
+
+  Tensor declare(Graph& g, const std::string& name, const Shape& shape, DType dtype) override;
+  // The arrays behind the inputs declare() created, by input name.
+  const std::map<std::string, Array>& inputs() const { return inputs_; }
+  // Bytes the stored weights occupy (mapped or owned).
+  int64_t stored_bytes() const;
+
+ private:
+  std::map<std::string, StoredWeight> weights_;
+  std::map<std::string, Array> inputs_;
+};
+
+// The dequantized weight, as a graph expression over its packed inputs
+// `name`.q (i8 or u8) and `name`.scales (f16): element [.., k] is
+// q[.., k] * scale[.., k / 32] (Q8_0) or (nibble - 8) * scale (Q4_0).
+Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype);
+
+}  // namespace lumen::io

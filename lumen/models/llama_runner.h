@@ -1,0 +1,75 @@
+// LlamaRunner — a Llama-family model compiled and ready to generate.
+//
+// Two programs share one KV cache (persistent state): prefill (any number of
+// tokens, logits of the last position) and decode (one token). The position
+// is a dynamic dim, so neither recompiles as the sequence grows. A third
+// program with logits for every position is compiled on first use (for
+// checking against a reference).
+//
+// This sits above compile(): it is an application of the public API, like
+// the command line, not part of the compiler.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lumen/compile.h"
+#include "lumen/io/weight_store.h"
+#include "lumen/models/llama.h"
+#include "lumen/models/sampling.h"
+
+namespace lumen::models {
+
+struct LlamaRunnerOptions {
+  int64_t capacity = 0;    // KV-cache positions; 0: min(max_position_embeddings, 2048)
+  CompileOptions compile;  // backend, search budget (shared by the programs), tuning cache
+};
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? static_cast<double>(prompt_tokens) / prefill_seconds : 0; }
+  double decode_tokens_per_second() const {
+    return decode_seconds > 0 ? static_cast<double>(generated_tokens > 0 ? generated_tokens - 1 : 0) / decode_seconds : 0;
+  }
+};
+
+class LlamaRunner {
+ public:
+  LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightStore> weights, const LlamaRunnerOptions& options = {});
+
+  // Feeds `tokens` at the current position; returns the last position's logits.
+  std::vector<float> forward(const std::vector<int32_t>& tokens);
+  // Feeds `tokens` at the current position; returns logits [seq, vocab] for all of them.
+  Array forward_all(const std::vector<int32_t>& tokens);
+  // Prefill with `prompt`, then sample up to `max_new` tokens (stopping at the
+  // config's eos token, or when `on_token` returns false). Returns the new tokens.
+  std::vector<int32_t> generate(const std::vector<int32_t>& prompt, int64_t max_new, Sampler& sampler,
+                                const std::function<bool(int32_t)>& on_token = {}, GenerationStats* stats = nullptr);
+
+  void reset();  // empties the KV cache
+  int64_t position() const { return past_; }
+  int64_t capacity() const { return capacity_; }
+  const LlamaConfig& config() const { return config_; }
+  double compile_seconds() const { return compile_seconds_; }
+  std::string report() const;  // what compiling each program did
+  Program& decode_program() { return *decode_; }
+  Program& prefill_program() { return *prefill_; }
+
+ private:
+  std::unique_ptr<Program> build(std::optional<int64_t> seq, bool last_only, double budget_s);
+  Array run(Program& p, const std::vector<int32_t>& tokens);
+
+  LlamaConfig config_;
+  std::shared_ptr<io::WeightStore> weights_;
+  LlamaRunnerOptions options_;
+  int64_t capacity_ = 0;
+  int64_t past_ = 0;
+  double compile_seconds_ = 0;
+  std::unique_ptr<Program> prefill_, decode_, all_;
+};
+
+}  // namespace lumen::models

@@ -1,0 +1,104 @@
+// Bindings for the model runners (lumen.models): Llama-family decoders.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <filesystem>
+
+#include "bindings.h"
+#include "lumen/models/llama_runner.h"
+
+namespace lumen::python {
+
+namespace {
+
+Backend backend_named(const std::string& name) {
+  if (name == "interp") return Backend::Interp;
+  if (name == "cpu") return Backend::Cpu;
+  fail("unknown backend '", name, "' (available: cpu, interp)");
+}
+
+// A Hugging Face model directory: config.json plus safetensors weights.
+std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
+                                                double budget_s, bool tuning_cache, const std::string& cache_path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) fail("llama: '", path, "' is not a model directory (config.json + model.safetensors)");
+  models::LlamaConfig config = models::LlamaConfig::from_file((fs::path(path) / "config.json").string());
+  models::LlamaRunnerOptions o;
+  o.capacity = capacity;
+  o.compile.backend = backend_named(backend);
+  o.compile.search_budget_s = budget_s;
+  o.compile.tuning_cache = tuning_cache;
+  o.compile.cache_path = cache_path;
+  return std::make_unique<models::LlamaRunner>(config, io::WeightStore::from_safetensors(path), o);
+}
+
+}  // namespace
+
+void bind_models(nb::module_& m) {
+  nb::module_ models = m.def_submodule("models", "Model runners built on the compiler");
+  nb::class_<models::LlamaRunner>(models, "Llama", "A Llama-family decoder compiled with a persistent KV cache.")
+      .def("__init__",
+           [](models::LlamaRunner* self, const std::string& path, int64_t capacity, const std::string& backend,
+              double budget_s, bool tuning_cache, const std::string& cache_path) {
+             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path);
+             new (self) models::LlamaRunner(std::move(*r));
+           },
+           nb::arg("path"), nb::arg("capacity") = 0, nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
+           nb::arg("tuning_cache") = true, nb::arg("cache_path") = "")
+      .def("forward",
+           [](models::LlamaRunner& r, const std::vector<int32_t>& tokens) {
+             std::vector<float> logits;
+             {
+               nb::gil_scoped_release release;
+               logits = r.forward(tokens);
+             }
+             return array_to_python(Array::from_floats(logits, {static_cast<int64_t>(logits.size())}));
+           },
+           nb::arg("tokens"), "Feeds tokens at the current position; returns the last position's logits.")
+      .def("forward_all",
+           [](models::LlamaRunner& r, const std::vector<int32_t>& tokens) {
+             Array a;
+             {
+               nb::gil_scoped_release release;
+               a = r.forward_all(tokens);
+             }
+             return array_to_python(a.clone());
+           },
+           nb::arg("tokens"), "Feeds tokens at the current position; returns logits [1, seq, vocab].")
+      .def("generate",
+           [](models::LlamaRunner& r, const std::vector<int32_t>& prompt, int64_t max_new, double temperature,
+              int64_t top_k, double top_p, uint64_t seed) {
+             models::Sampler sampler({temperature, top_k, top_p, seed});
+             models::GenerationStats stats;
+             std::vector<int32_t> out;
+             {
+               nb::gil_scoped_release release;
+               out = r.generate(prompt, max_new, sampler, {}, &stats);
+             }
+             nb::dict s;
+             s["prefill_tokens_per_second"] = stats.prefill_tokens_per_second();
+             s["decode_tokens_per_second"] = stats.decode_tokens_per_second();
+             s["prefill_seconds"] = stats.prefill_seconds;
+             s["decode_seconds"] = stats.decode_seconds;
+             return nb::make_tuple(out, s);
+           },
+           nb::arg("prompt"), nb::arg("max_new_tokens") = 32, nb::arg("temperature") = 0.0, nb::arg("top_k") = 0,
+           nb::arg("top_p") = 1.0, nb::arg("seed") = 0,
+           "Prefills the prompt and samples new tokens; returns (tokens, stats).")
+      .def("reset", &models::LlamaRunner::reset)
+      .def_prop_ro("position", &models::LlamaRunner::position)
+      .def_prop_ro("capacity", &models::LlamaRunner::capacity)
+      .def_prop_ro("compile_seconds", &models::LlamaRunner::compile_seconds)
+      .def_prop_ro("summary", [](const models::LlamaRunner& r) { return r.config().summary(); })
+      .def("report", &models::LlamaRunner::report)
+      .def_prop_ro("stats", [](models::LlamaRunner& r) {
+        nb::dict d;
+        d["decode"] = r.decode_program().stats();
+        d["prefill"] = r.prefill_program().stats();
+        return d;
+      }, "Compilation and memory numbers of the decode and prefill programs.");
+}
+
+}  // namespace lumen::python
