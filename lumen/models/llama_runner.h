@@ -55,6 +55,7 @@ class LlamaRunner {
   int64_t capacity() const { return capacity_; }
   const LlamaConfig& config() const { return config_; }
   double compile_seconds() const { return compile_seconds_; }
+  int64_t weight_bytes() const { return weights_->stored_bytes(); }  // as held in memory (quantized stays quantized)
   std::string report() const;  // what compiling each program did
   Program& decode_program() { return *decode_; }
   Program& prefill_program() { return *prefill_; }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "bindings.h"
+#include "lumen/models/llama_gguf.h"
 #include "lumen/models/llama_runner.h"
 
 namespace lumen::python {
@@ -23,14 +24,21 @@ Backend backend_named(const std::string& name) {
 std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
                                                 double budget_s, bool tuning_cache, const std::string& cache_path) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(path)) fail("llama: '", path, "' is not a model directory (config.json + model.safetensors)");
-  models::LlamaConfig config = models::LlamaConfig::from_file((fs::path(path) / "config.json").string());
   models::LlamaRunnerOptions o;
   o.capacity = capacity;
   o.compile.backend = backend_named(backend);
   o.compile.search_budget_s = budget_s;
   o.compile.tuning_cache = tuning_cache;
   o.compile.cache_path = cache_path;
+  if (fs::is_regular_file(path)) {  // a GGUF file
+    io::GgufFile file = io::GgufFile::open(path);
+    models::LlamaConfig config = models::llama_config_from_gguf(file);
+    return std::make_unique<models::LlamaRunner>(config, models::llama_weights_from_gguf(file, config), o);
+  }
+  if (!fs::is_directory(path)) {
+    fail("llama: '", path, "' is neither a GGUF file nor a model directory (config.json + model.safetensors)");
+  }
+  models::LlamaConfig config = models::LlamaConfig::from_file((fs::path(path) / "config.json").string());
   return std::make_unique<models::LlamaRunner>(config, io::WeightStore::from_safetensors(path), o);
 }
 
@@ -91,6 +99,7 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("position", &models::LlamaRunner::position)
       .def_prop_ro("capacity", &models::LlamaRunner::capacity)
       .def_prop_ro("compile_seconds", &models::LlamaRunner::compile_seconds)
+      .def_prop_ro("weight_bytes", &models::LlamaRunner::weight_bytes, "Bytes the weights occupy in memory.")
       .def_prop_ro("summary", [](const models::LlamaRunner& r) { return r.config().summary(); })
       .def("report", &models::LlamaRunner::report)
       .def_prop_ro("stats", [](models::LlamaRunner& r) {

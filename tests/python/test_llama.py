@@ -101,7 +101,7 @@ def test_errors_are_clear(tmp_path):
     runner.forward([1, 2, 3, 4, 5, 6])
     with pytest.raises(lumen.Error, match="capacity of 8"):
         runner.forward([1, 2, 3])
-    with pytest.raises(lumen.Error, match="not a model directory"):
+    with pytest.raises(lumen.Error, match="neither a GGUF file nor a model directory"):
         lumen.models.Llama(str(tmp_path / "nope"))
     config = json.loads((tmp_path / "llama" / "config.json").read_text())
     config["hidden_size"] = 32  # weights no longer fit the config

@@ -1,0 +1,240 @@
+#include "lumen/io/gguf.h"
+
+#include <cstring>
+
+#include "lumen/core/error.h"
+
+namespace lumen::io {
+
+namespace {
+
+constexpr uint64_t kMaxStringBytes = 1ull << 26;  // 64 MiB: any real key, value or vocabulary entry is far smaller
+constexpr uint32_t kMaxDims = 8;
+constexpr int kMaxNesting = 4;
+
+enum ValueType : uint32_t { U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 };
+
+// Bytes per block and elements per block of the tensor types we read.
+bool block_layout(uint32_t type, uint64_t* block_bytes, uint64_t* block_elements) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::F32: *block_bytes = 4; *block_elements = 1; return true;
+    case GgmlType::F16:
+    case GgmlType::BF16: *block_bytes = 2; *block_elements = 1; return true;
+    case GgmlType::Q8_0: *block_bytes = 34; *block_elements = 32; return true;
+    case GgmlType::Q4_0: *block_bytes = 18; *block_elements = 32; return true;
+  }
+  return false;
+}
+
+// A bounds-checked little-endian cursor over the mapped file.
+class Cursor {
+ public:
+  Cursor(const MappedFile& f) : f_(f) {}
+  size_t position() const { return pos_; }
+  void seek(size_t p) { pos_ = p; }
+
+  const unsigned char* take(uint64_t n, const char* what) {
+    if (n > f_.size() - pos_) fail("gguf '", f_.path(), "': truncated while reading ", what, " at byte ", pos_);
+    const unsigned char* p = f_.data() + pos_;
+    pos_ += static_cast<size_t>(n);
+    return p;
+  }
+  template <typename T>
+  T read(const char* what) {
+    T v;
+    std::memcpy(&v, take(sizeof(T), what), sizeof(T));
+    return v;
+  }
+  std::string string(const char* what) {
+    uint64_t n = read<uint64_t>(what);
+    if (n > kMaxStringBytes) fail("gguf '", f_.path(), "': ", what, " claims ", n, " bytes (at byte ", pos_, ")");
+    const unsigned char* p = take(n, what);
+    return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+  }
+
+ private:
+  const MappedFile& f_;
+  size_t pos_ = 0;
+};
+
+GgufValue read_value(Cursor& c, uint32_t type, const std::string& key, const std::string& path, int depth) {
+  GgufValue v;
+  v.type = type;
+  switch (type) {
+    case U8: v.scalar = static_cast<uint64_t>(c.read<uint8_t>("a value")); break;
+    case I8: v.scalar = static_cast<int64_t>(c.read<int8_t>("a value")); break;
+    case U16: v.scalar = static_cast<uint64_t>(c.read<uint16_t>("a value")); break;
+    case I16: v.scalar = static_cast<int64_t>(c.read<int16_t>("a value")); break;
+    case U32: v.scalar = static_cast<uint64_t>(c.read<uint32_t>("a value")); break;
+    case I32: v.scalar = static_cast<int64_t>(c.read<int32_t>("a value")); break;
+    case U64: v.scalar = c.read<uint64_t>("a value"); break;
+    case I64: v.scalar = c.read<int64_t>("a value"); break;
+    case F32: v.scalar = static_cast<double>(c.read<float>("a value")); break;
+    case F64: v.scalar = c.read<double>("a value"); break;
+    case BOOL: v.scalar = c.read<uint8_t>("a value") != 0; break;
+    case STRING: v.scalar = c.string("a string value"); break;
+    case ARRAY: {
+      if (depth >= kMaxNesting) fail("gguf '", path, "': metadata '", key, "' nests arrays too deeply");
+      uint32_t element = c.read<uint32_t>("an array type");
+      uint64_t count = c.read<uint64_t>("an array length");
+      // Each element takes at least one byte: a count beyond the file is a lie.
+      if (count > 1ull << 32) fail("gguf '", path, "': metadata '", key, "' claims ", count, " array elements");
+      v.is_array = true;
+      v.type = element;
+      v.array.reserve(static_cast<size_t>(std::min<uint64_t>(count, 1u << 16)));
+      for (uint64_t i = 0; i < count; ++i) v.array.push_back(read_value(c, element, key, path, depth + 1));
+      break;
+    }
+    default: fail("gguf '", path, "': metadata '", key, "' has unknown value type ", type);
+  }
+  return v;
+}
+
+}  // namespace
+
+const char* ggml_type_name(uint32_t type) {
+  switch (type) {
+    case 0: return "F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 6: return "Q5_0";
+    case 7: return "Q5_1";
+    case 8: return "Q8_0";
+    case 10: return "Q2_K";
+    case 11: return "Q3_K";
+    case 12: return "Q4_K";
+    case 13: return "Q5_K";
+    case 14: return "Q6_K";
+    case 30: return "BF16";
+    default: return "unknown";
+  }
+}
+
+int64_t GgufValue::as_int(const std::string& key) const {
+  if (is_array) fail("gguf: metadata '", key, "' is an array, expected an integer");
+  if (auto* i = std::get_if<int64_t>(&scalar)) return *i;
+  if (auto* u = std::get_if<uint64_t>(&scalar)) {
+    if (*u > static_cast<uint64_t>(INT64_MAX)) fail("gguf: metadata '", key, "' = ", *u, " is too large");
+    return static_cast<int64_t>(*u);
+  }
+  fail("gguf: metadata '", key, "' is not an integer");
+}
+
+double GgufValue::as_double(const std::string& key) const {
+  if (!is_array) {
+    if (auto* d = std::get_if<double>(&scalar)) return *d;
+    if (std::holds_alternative<int64_t>(scalar) || std::holds_alternative<uint64_t>(scalar)) return static_cast<double>(as_int(key));
+  }
+  fail("gguf: metadata '", key, "' is not a number");
+}
+
+const std::string& GgufValue::as_string(const std::string& key) const {
+  if (!is_array) {
+    if (auto* s = std::get_if<std::string>(&scalar)) return *s;
+  }
+  fail("gguf: metadata '", key, "' is not a string");
+}
+
+GgufFile GgufFile::open(const std::string& path) {
+  GgufFile g;
+  g.file_ = MappedFile::open(path);
+  Cursor c(*g.file_);
+  const unsigned char* magic = c.take(4, "the magic number");
+  if (std::memcmp(magic, "GGUF", 4) != 0) fail("gguf '", path, "': not a GGUF file (the magic number is not 'GGUF')");
+  g.version_ = c.read<uint32_t>("the version");
+  if (g.version_ < 2 || g.version_ > 3) fail("gguf '", path, "': version ", g.version_, " is not supported (2 or 3)");
+  uint64_t tensor_count = c.read<uint64_t>("the tensor count");
+  uint64_t kv_count = c.read<uint64_t>("the metadata count");
+  // Each entry takes well over 8 bytes: counts beyond the file size are lies.
+  if (tensor_count > g.file_->size() / 8 || kv_count > g.file_->size() / 8) {
+    fail("gguf '", path, "': claims ", tensor_count, " tensors and ", kv_count, " metadata entries in a ", g.file_->size(),
+         "-byte file");
+  }
+  for (uint64_t i = 0; i < kv_count; ++i) {
+    std::string key = c.string("a metadata key");
+    uint32_t type = c.read<uint32_t>("a metadata type");
+    g.metadata_[key] = read_value(c, type, key, path, 0);
+  }
+  uint64_t alignment = 32;
+  if (g.has("general.alignment")) {
+    int64_t a = g.at("general.alignment").as_int("general.alignment");
+    if (a <= 0 || a > 65536 || (a & (a - 1)) != 0) fail("gguf '", path, "': general.alignment ", a, " is not a power of two");
+    alignment = static_cast<uint64_t>(a);
+  }
+  for (uint64_t i = 0; i < tensor_count; ++i) {
+    GgufTensor t;
+    t.name = c.string("a tensor name");
+    uint32_t dims = c.read<uint32_t>("a tensor rank");
+    if (dims == 0 || dims > kMaxDims) fail("gguf '", path, "': tensor '", t.name, "' has rank ", dims);
+    std::vector<int64_t> ne;
+    uint64_t numel = 1;
+    for (uint32_t d = 0; d < dims; ++d) {
+      uint64_t n = c.read<uint64_t>("a tensor dim");
+      if (n > (1ull << 40) || __builtin_mul_overflow(numel, n, &numel)) {
+        fail("gguf '", path, "': tensor '", t.name, "' has an absurd dim ", n);
+      }
+      ne.push_back(static_cast<int64_t>(n));
+    }
+    t.shape.assign(ne.rbegin(), ne.rend());
+    t.type = c.read<uint32_t>("a tensor type");
+    t.offset = c.read<uint64_t>("a tensor offset");
+    uint64_t block_bytes = 0, block_elements = 0;
+    if (!block_layout(t.type, &block_bytes, &block_elements)) {
+      fail("gguf '", path, "': tensor '", t.name, "' has type ", ggml_type_name(t.type), " (", t.type,
+           "); lumen reads F32, F16, BF16, Q8_0 and Q4_0");
+    }
+    if (ne[0] % static_cast<int64_t>(block_elements) != 0) {
+      fail("gguf '", path, "': tensor '", t.name, "' has ", ne[0], " elements per row, not a multiple of the ",
+           ggml_type_name(t.type), " block of ", block_elements);
+    }
+    t.bytes = numel / block_elements * block_bytes;
+    if (t.offset % alignment != 0) fail("gguf '", path, "': tensor '", t.name, "' offset ", t.offset, " is not aligned to ", alignment);
+    if (g.index_.count(t.name)) fail("gguf '", path, "': tensor '", t.name, "' appears twice");
+    g.index_[t.name] = g.tensors_.size();
+    g.tensors_.push_back(std::move(t));
+  }
+  g.data_start_ = (c.position() + alignment - 1) / alignment * alignment;
+  if (g.data_start_ > g.file_->size()) fail("gguf '", path, "': truncated before the tensor data");
+  uint64_t data_size = g.file_->size() - g.data_start_;
+  for (const GgufTensor& t : g.tensors_) {
+    if (t.offset > data_size || t.bytes > data_size - t.offset) {
+      fail("gguf '", path, "': tensor '", t.name, "' (", t.bytes, " bytes at offset ", t.offset, ") lies outside the ",
+           data_size, "-byte data section (truncated file?)");
+    }
+  }
+  return g;
+}
+
+const GgufValue& GgufFile::at(const std::string& key) const {
+  auto it = metadata_.find(key);
+  if (it == metadata_.end()) fail("gguf '", path(), "': no metadata '", key, "'");
+  return it->second;
+}
+
+const GgufTensor& GgufFile::tensor(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) fail("gguf '", path(), "': no tensor named '", name, "' (", tensors_.size(), " tensors)");
+  return tensors_[it->second];
+}
+
+Array GgufFile::get(const std::string& name) const {
+  const GgufTensor& t = tensor(name);
+  DType dtype;
+  switch (static_cast<GgmlType>(t.type)) {
+    case GgmlType::F32: dtype = DType::F32; break;
+    case GgmlType::F16: dtype = DType::F16; break;
+    case GgmlType::BF16: dtype = DType::BF16; break;
+    default: fail("gguf '", path(), "': tensor '", name, "' is ", ggml_type_name(t.type), "; get() reads F32, F16 and BF16");
+  }
+  const unsigned char* p = data(t);
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(dtype) == 0) {
+    std::shared_ptr<void> keep(std::const_pointer_cast<MappedFile>(file_));
+    return Array::borrow(const_cast<unsigned char*>(p), dtype, t.shape, keep);
+  }
+  Array out(dtype, t.shape);
+  std::memcpy(out.data(), p, static_cast<size_t>(t.bytes));
+  return out;
+}
+
+}  // namespace lumen::io

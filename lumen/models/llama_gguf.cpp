@@ -1,0 +1,155 @@
+#include "lumen/models/llama_gguf.h"
+
+#include <cstring>
+#include <regex>
+
+#include "lumen/core/error.h"
+
+namespace lumen::models {
+
+namespace {
+
+// GGUF tensor name -> Hugging Face parameter name.
+std::string hf_name(const std::string& gguf) {
+  static const std::pair<const char*, const char*> top[] = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  for (const auto& [g, h] : top) {
+    if (gguf == g) return h;
+  }
+  static const std::regex block(R"(blk\.(\d+)\.(\w+)\.(weight|bias))");
+  static const std::pair<const char*, const char*> parts[] = {
+      {"attn_norm", "input_layernorm"},   {"ffn_norm", "post_attention_layernorm"}, {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},     {"attn_v", "self_attn.v_proj"},           {"attn_output", "self_attn.o_proj"},
+      {"ffn_gate", "mlp.gate_proj"},      {"ffn_up", "mlp.up_proj"},                {"ffn_down", "mlp.down_proj"},
+  };
+  std::smatch m;
+  if (std::regex_match(gguf, m, block)) {
+    for (const auto& [g, h] : parts) {
+      if (m[2] == g) return "model.layers." + m[1].str() + "." + h + "." + m[3].str();
+    }
+  }
+  return "";  // not a parameter lumen's model uses (e.g. rope_freqs)
+}
+
+// Row r of the llama.cpp layout holds row source(r) of the Hugging Face one:
+// within each head, rows (i, j) with i < d/2, j < 2 are stored at 2i + j.
+int64_t hf_row(int64_t gguf_row, int64_t head_dim) {
+  int64_t head = gguf_row / head_dim, within = gguf_row % head_dim;
+  return head * head_dim + (within % 2) * (head_dim / 2) + within / 2;
+}
+
+// Copies rows of `bytes_per_row` bytes, placing gguf row r at hf_row(r).
+void unpermute_rows(const unsigned char* src, unsigned char* dst, int64_t rows, size_t bytes_per_row, int64_t head_dim) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + static_cast<size_t>(hf_row(r, head_dim)) * bytes_per_row, src + static_cast<size_t>(r) * bytes_per_row,
+                bytes_per_row);
+  }
+}
+
+io::StoredWeight load_tensor(const io::GgufFile& f, const io::GgufTensor& t, bool unpermute, int64_t head_dim) {
+  io::StoredWeight w;
+  w.shape = t.shape;
+  w.source = t.name;
+  int64_t cols = t.shape.size() == 1 ? 1 : t.shape.back();  // a bias is one column of rows
+  int64_t rows = t.shape.size() == 1 ? t.shape[0] : 1;
+  for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= t.shape[d];
+  if (unpermute && (t.shape.size() > 2 || rows % head_dim != 0)) {
+    fail("gguf '", f.path(), "': tensor '", t.name, "' of shape ", shape_string(t.shape), " cannot hold heads of ", head_dim);
+  }
+  const unsigned char* src = f.data(t);
+  auto type = static_cast<io::GgmlType>(t.type);
+  if (type == io::GgmlType::F32 || type == io::GgmlType::F16 || type == io::GgmlType::BF16) {
+    Array a = f.get(t.name);
+    if (unpermute) {
+      Array copy(a.dtype(), a.shape());
+      unpermute_rows(static_cast<const unsigned char*>(a.data()), static_cast<unsigned char*>(copy.data()), rows,
+                     static_cast<size_t>(cols) * dtype_size(a.dtype()), head_dim);
+      a = copy;
+    }
+    w.data = a;
+    return w;
+  }
+  // Quantized blocks of 32 along each row: split into values and f16 scales.
+  bool q8 = type == io::GgmlType::Q8_0;
+  w.format = q8 ? io::WeightFormat::Q8_0 : io::WeightFormat::Q4_0;
+  int64_t blocks = cols / 32;
+  std::vector<int64_t> scale_shape(t.shape.begin(), t.shape.end() - 1);
+  scale_shape.push_back(blocks);
+  std::vector<int64_t> value_shape(t.shape.begin(), t.shape.end() - 1);
+  if (q8) {
+    value_shape.push_back(cols);
+  } else {
+    value_shape.push_back(blocks);
+    value_shape.push_back(16);
+  }
+  w.data = Array(q8 ? DType::I8 : DType::U8, value_shape);
+  w.scales = Array(DType::F16, scale_shape);
+  size_t block_bytes = q8 ? 34 : 18, value_bytes = q8 ? 32 : 16;
+  auto* values = static_cast<unsigned char*>(w.data.data());
+  auto* scales = static_cast<unsigned char*>(w.scales.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t to = unpermute ? hf_row(r, head_dim) : r;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const unsigned char* block = src + static_cast<size_t>(r * blocks + b) * block_bytes;
+      std::memcpy(scales + static_cast<size_t>(to * blocks + b) * 2, block, 2);
+      std::memcpy(values + static_cast<size_t>(to * blocks + b) * value_bytes, block + 2, value_bytes);
+    }
+  }
+  return w;
+}
+
+std::string arch_of(const io::GgufFile& f) {
+  return f.has("general.architecture") ? f.at("general.architecture").as_string("general.architecture") : "";
+}
+
+}  // namespace
+
+LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
+  std::string arch = arch_of(f);
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
+    fail("gguf '", f.path(), "': general.architecture '", arch, "' is not a Llama-family decoder (llama, mistral, qwen2)");
+  }
+  auto integer = [&](const std::string& key) { return f.at(arch + "." + key).as_int(arch + "." + key); };
+  LlamaConfig c;
+  c.model_type = arch;
+  c.dim = integer("embedding_length");
+  c.layers = integer("block_count");
+  c.hidden = integer("feed_forward_length");
+  c.heads = integer("attention.head_count");
+  c.kv_heads = f.has(arch + ".attention.head_count_kv") ? integer("attention.head_count_kv") : c.heads;
+  c.max_position = f.has(arch + ".context_length") ? integer("context_length") : 2048;
+  c.head_dim = f.has(arch + ".attention.key_length") ? integer("attention.key_length") : (c.heads > 0 ? c.dim / c.heads : 0);
+  c.norm_eps = f.at(arch + ".attention.layer_norm_rms_epsilon").as_double(arch + ".attention.layer_norm_rms_epsilon");
+  c.rope_theta = f.has(arch + ".rope.freq_base") ? f.at(arch + ".rope.freq_base").as_double(arch + ".rope.freq_base") : 10000.0;
+  if (f.has(arch + ".rope.scaling.type")) {
+    const std::string& t = f.at(arch + ".rope.scaling.type").as_string(arch + ".rope.scaling.type");
+    if (t != "none") fail("gguf '", f.path(), "': rope scaling '", t, "' is not supported");
+  }
+  const io::GgufTensor& embed = f.tensor("token_embd.weight");
+  c.vocab = embed.shape[0];
+  c.tie_embeddings = true;
+  for (const io::GgufTensor& t : f.tensors()) c.tie_embeddings = c.tie_embeddings && t.name != "output.weight";
+  c.qkv_bias = arch == "qwen2";
+  if (f.has("tokenizer.ggml.bos_token_id")) c.bos_token = f.at("tokenizer.ggml.bos_token_id").as_int("bos");
+  if (f.has("tokenizer.ggml.eos_token_id")) c.eos_token = f.at("tokenizer.ggml.eos_token_id").as_int("eos");
+  c.validate();
+  return c;
+}
+
+std::shared_ptr<io::WeightStore> llama_weights_from_gguf(const io::GgufFile& f, const LlamaConfig& c) {
+  auto store = std::make_shared<io::WeightStore>();
+  store->origin = f.path();
+  bool interleaved = arch_of(f) == "llama" || arch_of(f) == "mistral";
+  for (const io::GgufTensor& t : f.tensors()) {
+    std::string name = hf_name(t.name);
+    if (name.empty()) continue;
+    bool q = name.find("self_attn.q_proj") != std::string::npos, k = name.find("self_attn.k_proj") != std::string::npos;
+    store->add(name, load_tensor(f, t, interleaved && (q || k), c.head_dim));
+  }
+  return store;
+}
+
+}  // namespace lumen::models

@@ -1,0 +1,125 @@
+"""Export a Hugging Face Llama-family checkpoint (a directory with config.json
+and safetensors) as a GGUF file in llama.cpp's conventions, with the `gguf`
+package: f32, f16, or Q8_0 / Q4_0 weights. Used by the tests (the same weights
+in both formats) and by `make bench` (the same file for lumen and llama.cpp).
+
+    python -m lumen.gguf_export MODEL_DIR OUT.gguf --type q8_0
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+TYPES = ("f32", "f16", "q8_0", "q4_0")
+
+_LAYER_PARTS = {
+    "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+
+
+def gguf_name(hf: str) -> str | None:
+    top = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+           "lm_head.weight": "output.weight"}
+    if hf in top:
+        return top[hf]
+    parts = hf.split(".")
+    if len(parts) >= 5 and parts[0] == "model" and parts[1] == "layers":
+        module = ".".join(parts[3:-1])
+        if module in _LAYER_PARTS:
+            return f"blk.{parts[2]}.{_LAYER_PARTS[module]}.{parts[-1]}"
+    return None
+
+
+def interleave_heads(w: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's row order for q/k of the llama architecture (rotary pairs adjacent)."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", vocab: list[str] | None = None) -> Path:
+    import gguf
+    from safetensors.numpy import load_file
+
+    if type not in TYPES:
+        raise ValueError(f"type must be one of {TYPES}, got {type!r}")
+    model_dir, out = Path(model_dir), Path(out)
+    config = json.loads((model_dir / "config.json").read_text())
+    arch = config.get("model_type", "llama")
+    if arch not in ("llama", "mistral", "qwen2"):
+        raise ValueError(f"model_type {arch!r} is not a Llama-family decoder")
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads", heads)
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    rope = config.get("rope_parameters") or {}
+    theta = rope.get("rope_theta", config.get("rope_theta", 10000.0))
+
+    w = gguf.GGUFWriter(str(out), arch)
+    w.add_name(model_dir.name)
+    w.add_context_length(config.get("max_position_embeddings", 2048))
+    w.add_embedding_length(config["hidden_size"])
+    w.add_block_count(config["num_hidden_layers"])
+    w.add_feed_forward_length(config["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(float(theta))
+    w.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-6)))
+    w.add_vocab_size(config["vocab_size"])
+    w.add_file_type({"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2}[type])
+    # A vocabulary: the given tokens, or placeholders (callers then pass token ids).
+    tokens = vocab if vocab is not None else [f"<t{i}>" for i in range(config["vocab_size"])]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * len(tokens))
+    w.add_token_types([1] * len(tokens))
+    if config.get("bos_token_id") is not None:
+        w.add_bos_token_id(config["bos_token_id"])
+    if config.get("eos_token_id") is not None:
+        w.add_eos_token_id(config["eos_token_id"])
+
+    files = sorted(model_dir.glob("*.safetensors"))
+    tensors = {}
+    for f in files:
+        tensors.update(load_file(str(f)))
+    for name, value in tensors.items():
+        g = gguf_name(name)
+        if g is None:
+            continue
+        value = value.astype(np.float32)
+        if arch in ("llama", "mistral"):
+            if ".self_attn.q_proj." in name:
+                value = interleave_heads(value, heads)
+            elif ".self_attn.k_proj." in name:
+                value = interleave_heads(value, kv_heads)
+        if value.ndim == 1 or type == "f32":
+            w.add_tensor(g, value)
+        elif type == "f16":
+            w.add_tensor(g, value.astype(np.float16))
+        else:
+            qtype = gguf.GGMLQuantizationType.Q8_0 if type == "q8_0" else gguf.GGMLQuantizationType.Q4_0
+            w.add_tensor(g, gguf.quants.quantize(value, qtype), raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("model_dir")
+    p.add_argument("out")
+    p.add_argument("--type", choices=TYPES, default="f32")
+    args = p.parse_args()
+    print(export_llama(args.model_dir, args.out, args.type))
+
+
+if __name__ == "__main__":
+    main()
