@@ -42,6 +42,7 @@ void bind_ops(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_nn(nb::module_& m);
 void bind_models(nb::module_& m);
+void bind_io(nb::module_& m);
 
 }  // namespace lumen::python
 

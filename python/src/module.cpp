@@ -8,4 +8,5 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_runtime(m);
   lumen::python::bind_nn(m);
   lumen::python::bind_models(m);
+  lumen::python::bind_io(m);
 }

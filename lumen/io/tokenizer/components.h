@@ -1,0 +1,22 @@
+// Builders for the pipeline stages named in tokenizer.json, one per
+// component type ("BertNormalizer", "ByteLevel", "Metaspace", ...). Each
+// takes the component's JSON object; unknown types are errors that name them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "lumen/io/tokenizer/pipeline.h"
+
+namespace lumen::io::tokenizer {
+
+using Json = nlohmann::json;
+
+Normalizer make_normalizer(const Json& j);
+PreTokenizer make_pre_tokenizer(const Json& j);
+Decoder make_decoder(const Json& j);
+PostProcessor make_post_processor(const Json& j, const Model& model);
+
+// The GPT-2 pre-tokenization pattern (contractions, letters, numbers, other, spaces).
+extern const char* const kGpt2Pattern;
+
+}  // namespace lumen::io::tokenizer

@@ -1,0 +1,146 @@
+// tokenizer.json -> a PipelineTokenizer.
+#include <fstream>
+#include <sstream>
+
+#include "lumen/core/error.h"
+#include "lumen/io/tokenizer/components.h"
+
+namespace lumen::io {
+
+using tokenizer::Json;
+
+namespace {
+
+std::unordered_map<std::string, int32_t> read_vocab(const Json& v, const std::string& origin) {
+  if (!v.is_object()) fail("tokenizer '", origin, "': model.vocab must be an object of token -> id");
+  std::unordered_map<std::string, int32_t> vocab;
+  for (const auto& [token, id] : v.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      fail("tokenizer '", origin, "': token '", token, "' has a bad id ", id.dump());
+    }
+    vocab[token] = id.get<int32_t>();
+  }
+  return vocab;
+}
+
+// A vocabulary-only model: the word is a token, or unk.
+class WordLevel : public tokenizer::Model {
+ public:
+  WordLevel(std::unordered_map<std::string, int32_t> vocab, std::string unk) : vocab_(std::move(vocab)) {
+    for (const auto& [t, id] : vocab_) {
+      if (static_cast<size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<size_t>(id) + 1, nullptr);
+      by_id_[static_cast<size_t>(id)] = &t;
+    }
+    auto it = vocab_.find(unk);
+    if (it != vocab_.end()) unk_ = it->second;
+  }
+  void tokenize(const std::string& word, std::vector<int32_t>& out) const override {
+    auto it = vocab_.find(word);
+    if (it != vocab_.end()) {
+      out.push_back(it->second);
+    } else if (unk_) {
+      out.push_back(*unk_);
+    } else {
+      fail("tokenizer: '", word, "' is not in the vocabulary and there is no unk token");
+    }
+  }
+  std::optional<int32_t> token_to_id(const std::string& token) const override {
+    auto it = vocab_.find(token);
+    return it == vocab_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+  }
+  const std::string* id_to_token(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < by_id_.size() ? by_id_[static_cast<size_t>(id)] : nullptr;
+  }
+  int64_t size() const override { return static_cast<int64_t>(vocab_.size()); }
+
+ private:
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::vector<const std::string*> by_id_;
+  std::optional<int32_t> unk_;
+};
+
+std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& origin) {
+  std::string type = m.value("type", std::string("BPE"));
+  if (type == "WordPiece") {
+    return tokenizer::make_wordpiece(read_vocab(m.at("vocab"), origin), m.value("unk_token", std::string("[UNK]")),
+                                     m.value("continuing_subword_prefix", std::string("##")),
+                                     m.value("max_input_chars_per_word", int64_t{100}));
+  }
+  if (type == "BPE") {
+    if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() > 0) {
+      fail("tokenizer '", origin, "': BPE dropout is random; set it to null for inference");
+    }
+    std::vector<std::pair<std::string, std::string>> merges;
+    for (const Json& merge : m.at("merges")) {
+      if (merge.is_string()) {  // "a b"
+        std::string s = merge.get<std::string>();
+        size_t space = s.find(' ', 1);
+        if (space == std::string::npos) fail("tokenizer '", origin, "': merge '", s, "' is not two tokens");
+        merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+      } else if (merge.is_array() && merge.size() == 2) {
+        merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+      } else {
+        fail("tokenizer '", origin, "': a merge must be \"a b\" or [a, b], got ", merge.dump());
+      }
+    }
+    tokenizer::BpeOptions o;
+    if (m.contains("unk_token") && m["unk_token"].is_string()) o.unk = m["unk_token"].get<std::string>();
+    auto text = [&](const char* key) { return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string(); };
+    o.continuing_subword_prefix = text("continuing_subword_prefix");
+    o.end_of_word_suffix = text("end_of_word_suffix");
+    o.byte_fallback = m.value("byte_fallback", false);
+    o.fuse_unk = m.value("fuse_unk", false);
+    o.ignore_merges = m.value("ignore_merges", false);
+    return tokenizer::make_bpe(read_vocab(m.at("vocab"), origin), merges, o);
+  }
+  if (type == "WordLevel") return std::make_unique<WordLevel>(read_vocab(m.at("vocab"), origin), m.value("unk_token", std::string()));
+  fail("tokenizer '", origin, "': model type '", type, "' is not supported (WordPiece, BPE, WordLevel)");
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, const std::string& origin) {
+  Json j;
+  try {
+    j = Json::parse(json_text);
+  } catch (const Json::exception& e) {
+    fail("tokenizer '", origin, "': not valid JSON (", e.what(), ")");
+  }
+  try {
+    if (!j.is_object() || !j.contains("model")) fail("tokenizer '", origin, "': expected an object with a 'model'");
+    auto t = std::make_unique<tokenizer::PipelineTokenizer>();
+    t->model = make_model(j.at("model"), origin);
+    t->normalizer = tokenizer::make_normalizer(j.value("normalizer", Json()));
+    t->pre_tokenizer = tokenizer::make_pre_tokenizer(j.value("pre_tokenizer", Json()));
+    t->decoder = tokenizer::make_decoder(j.value("decoder", Json()));
+    t->post = tokenizer::make_post_processor(j.value("post_processor", Json()), *t->model);
+    for (const Json& a : j.value("added_tokens", Json::array())) {
+      tokenizer::AddedToken at;
+      at.content = a.at("content").get<std::string>();
+      at.id = a.at("id").get<int32_t>();
+      at.special = a.value("special", false);
+      at.normalized = a.value("normalized", !at.special);
+      at.lstrip = a.value("lstrip", false);
+      at.rstrip = a.value("rstrip", false);
+      at.single_word = a.value("single_word", false);
+      t->added.push_back(std::move(at));
+    }
+    const Json& trunc = j.value("truncation", Json());
+    if (trunc.is_object() && trunc.contains("max_length")) t->max_length_ = trunc["max_length"].get<int64_t>();
+    const Json& pad = j.value("padding", Json());
+    if (pad.is_object() && pad.contains("pad_id")) t->pad_ = pad["pad_id"].get<int32_t>();
+    return t;
+  } catch (const Json::exception& e) {
+    fail("tokenizer '", origin, "': a field has the wrong type or is missing (", e.what(), ")");
+  }
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("tokenizer: cannot open '", path, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_tokenizer_json(text.str(), path);
+}
+
+}  // namespace lumen::io

