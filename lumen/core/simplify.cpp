@@ -18,21 +18,28 @@ constexpr int kMaxDepth = 48;
 constexpr int kMaxRounds = 8;
 
 // The largest value of a linear form, kept symbolic where a variable's bound
-// is a dynamic dim: a loop index over [0, seq) contributes at most seq - 1.
-// Nothing when a term is unbounded above.
+// is a dynamic dim: a loop index over [0, seq) contributes at most seq - 1,
+// and a product of non-negative factors such as i·seq (i over [0, batch))
+// at most (batch - 1)·seq. Nothing when a term is unbounded above.
 std::optional<LinearForm> symbolic_max(const LinearForm& form) {
+  auto has_extent = [](const Expr& f) { return f.kind() == ExprKind::Var && f.a().defined() && f.lo() >= 0; };
   LinearForm out;
   out.constant = form.constant;
   try {
     for (const auto& [term, c] : form.terms) {
-      bool symbolic_extent = term.kind() == ExprKind::Var && term.a().defined() && term.lo() >= 0;
-      if (!symbolic_extent) {
+      std::vector<Expr> factors = product_factors(term);
+      bool non_negative = std::all_of(factors.begin(), factors.end(), [](const Expr& f) { return f.lo() >= 0; });
+      bool bounded = std::any_of(factors.begin(), factors.end(), has_extent);
+      if (!non_negative || !bounded) {
         out.add(term, c);  // stays symbolic, so it can cancel against an extent
-      } else if (c > 0) {
-        out.add(term.a(), c);  // index < extent: at most extent - 1
-        out.constant = checked_add(out.constant, -c);
-      } else {
-        out.constant = checked_add(out.constant, checked_mul(term.lo(), c));
+      } else if (c > 0) {   // each index at its largest value: extent - 1
+        Expr top = Expr(1);
+        for (const Expr& f : factors) top = make_mul(top, has_extent(f) ? make_add(f.a(), Expr(-1)) : f);
+        out.add(top, c);
+      } else {  // a non-negative product is at least the product of the lower bounds
+        int64_t low = 1;
+        for (const Expr& f : factors) low = checked_mul(low, f.lo());
+        out.constant = checked_add(out.constant, checked_mul(low, c));
       }
     }
   } catch (const Error&) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "lumen/backend/cpu/codegen.h"
 #include "lumen/backend/cpu/isa.h"
@@ -186,7 +187,12 @@ void CpuExecutor::build(const CpuOptions& options) {
   report_.lower_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
-  source_ = cpu::render_source(kernels_);
+  // Kernels are named by what they compute: repeated layers share one function.
+  for (kernel::Kernel& k : kernels_) k.name = cpu::content_name(k);
+  int parts = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> sources = cpu::render_sources(kernels_, parts);
+  source_.clear();
+  for (const std::string& s : sources) source_ += s;
   report_.codegen_seconds = seconds_since(start);
   if (debug_kernels()) {
     for (const kernel::Kernel& k : kernels_) std::cerr << kernel::to_string(k) << "\n";
@@ -194,7 +200,7 @@ void CpuExecutor::build(const CpuOptions& options) {
   }
   if (kernels_.empty()) return;
   cpu::CompileInfo info;
-  library_ = cpu::compile_and_load(source_, &info);
+  library_ = cpu::compile_and_load(sources, &info);
   report_.compile_seconds = info.seconds;
   report_.cache_hit = info.cache_hit;
   report_.object_path = info.object_path;

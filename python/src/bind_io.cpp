@@ -25,7 +25,8 @@ void bind_io(nb::module_& m) {
       .def("id_to_token", &io::Tokenizer::id_to_token, nb::arg("id"))
       .def_prop_ro("vocab_size", &io::Tokenizer::vocab_size)
       .def_prop_ro("pad_id", &io::Tokenizer::pad_id)
-      .def_prop_ro("max_length", &io::Tokenizer::max_length);
+      .def_prop_rw("max_length", &io::Tokenizer::max_length, &io::Tokenizer::set_max_length,
+                   "Truncation length when special tokens are added (None: no truncation).");
 
   io.def("load_safetensors", [](const std::string& path) {
     io::SafetensorsFile f = io::SafetensorsFile::open(path);

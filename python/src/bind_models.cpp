@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "lumen/models/llama_gguf.h"
 #include "lumen/models/llama_runner.h"
+#include "lumen/models/sentence_encoder.h"
 
 namespace lumen::python {
 
@@ -108,6 +109,59 @@ void bind_models(nb::module_& m) {
         d["prefill"] = r.prefill_program().stats();
         return d;
       }, "Compilation and memory numbers of the decode and prefill programs.");
+
+  nb::class_<models::SentenceEncoder>(models, "SentenceEncoder",
+                                      "A BERT-style sentence-transformers model compiled to embed text.")
+      .def("__init__",
+           [](models::SentenceEncoder* self, const std::string& path, const std::string& backend, double budget_s,
+              bool tuning_cache, int64_t max_length) {
+             models::SentenceEncoderOptions o;
+             o.compile.backend = backend_named(backend);
+             o.compile.search_budget_s = budget_s;
+             o.compile.tuning_cache = tuning_cache;
+             o.max_length = max_length;
+             new (self) models::SentenceEncoder(path, o);
+           },
+           nb::arg("path"), nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0, nb::arg("tuning_cache") = true,
+           nb::arg("max_length") = 0)
+      .def("embed",
+           [](models::SentenceEncoder& e, const std::vector<std::string>& texts, int64_t batch_size) {
+             Array a;
+             {
+               nb::gil_scoped_release release;
+               a = e.embed(texts, batch_size);
+             }
+             return array_to_python(a);
+           },
+           nb::arg("texts"), nb::arg("batch_size") = 32, "Embeddings [len(texts), dim].")
+      .def("pooled",
+           [](models::SentenceEncoder& e, nb::handle ids, nb::handle mask) {
+             Array i = array_from_python(ids, DType::I32, "ids"), m = array_from_python(mask, DType::F32, "mask");
+             Array out;
+             {
+               nb::gil_scoped_release release;
+               out = e.pooled(i, m);
+             }
+             return array_to_python(out.clone());
+           },
+           nb::arg("ids"), nb::arg("mask"), "Pooled embeddings of a padded batch [batch, seq].")
+      .def("hidden",
+           [](models::SentenceEncoder& e, nb::handle ids, nb::handle mask) {
+             Array i = array_from_python(ids, DType::I32, "ids"), m = array_from_python(mask, DType::F32, "mask");
+             Array out;
+             {
+               nb::gil_scoped_release release;
+               out = e.hidden(i, m);
+             }
+             return array_to_python(out.clone());
+           },
+           nb::arg("ids"), nb::arg("mask"), "Last hidden states [batch, seq, dim] of a padded batch.")
+      .def("tokenize", &models::SentenceEncoder::tokenize, nb::arg("text"))
+      .def_prop_ro("normalizes", &models::SentenceEncoder::normalizes)
+      .def_prop_ro("max_length", &models::SentenceEncoder::max_length)
+      .def_prop_ro("compile_seconds", &models::SentenceEncoder::compile_seconds)
+      .def_prop_ro("summary", [](const models::SentenceEncoder& e) { return e.config().summary(); })
+      .def_prop_ro("stats", [](models::SentenceEncoder& e) { return e.program().stats(); });
 }
 
 }  // namespace lumen::python

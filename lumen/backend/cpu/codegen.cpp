@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <set>
 
+#include "lumen/backend/cpu/compiler.h"
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cpu/prelude.h"
 #include "lumen/backend/cpu/writer.h"
@@ -435,17 +437,51 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
 
 std::string render_kernel(const Kernel& k) { return KernelWriter(k, host_isa().f32_lanes()).render(); }
 
-std::string render_source(const std::vector<Kernel>& kernels) {
-  std::string body;
-  bool vectors = false;
+std::string render_source(const std::vector<Kernel>& kernels) { return render_sources(kernels, 1).at(0); }
+
+std::vector<std::string> render_sources(const std::vector<Kernel>& kernels, int parts) {
+  struct Rendered {
+    std::string text;
+    bool vectors;
+  };
+  std::vector<Rendered> unique;
+  std::set<std::string> seen;
   for (const Kernel& k : kernels) {
+    if (!seen.insert(k.name).second) continue;
     KernelWriter w(k, host_isa().f32_lanes());
-    body += "\n" + w.render();
-    vectors = vectors || w.uses_vectors();
+    std::string text = w.render();
+    unique.push_back({std::move(text), w.uses_vectors()});
   }
-  std::string src = prelude();
-  if (vectors) src += vector_prelude(host_isa().f32_lanes());
-  return src + body;
+  parts = std::max(1, std::min<int>(parts, static_cast<int>(unique.size())));
+  // Largest first into the lightest part.
+  std::vector<size_t> order(unique.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return unique[a].text.size() > unique[b].text.size(); });
+  std::vector<std::string> bodies(static_cast<size_t>(parts));
+  std::vector<bool> vectors(static_cast<size_t>(parts), false);
+  for (size_t i : order) {
+    size_t lightest = 0;
+    for (size_t p = 1; p < bodies.size(); ++p) {
+      if (bodies[p].size() < bodies[lightest].size()) lightest = p;
+    }
+    bodies[lightest] += "\n" + unique[i].text;
+    vectors[lightest] = vectors[lightest] || unique[i].vectors;
+  }
+  std::vector<std::string> out;
+  for (size_t p = 0; p < bodies.size(); ++p) {
+    std::string src = prelude();
+    if (vectors[p]) src += vector_prelude(host_isa().f32_lanes());
+    out.push_back(src + bodies[p]);
+  }
+  return out;
+}
+
+std::string content_name(const Kernel& k) {
+  Kernel canonical = k;
+  canonical.name = "x";
+  canonical.fused.clear();
+  for (BufferArg& b : canonical.buffers) b.name.clear();
+  return "k" + hash_hex(render_kernel(canonical)).substr(0, 12);
 }
 
 }  // namespace lumen::cpu

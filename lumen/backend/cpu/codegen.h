@@ -16,6 +16,13 @@ namespace lumen::cpu {
 
 // One translation unit for a list of kernels (with the prelude).
 std::string render_source(const std::vector<kernel::Kernel>& kernels);
+// The kernels split into up to `parts` translation units of similar size
+// (each with the prelude), to compile in parallel. Kernels that share a name
+// are rendered once.
+std::vector<std::string> render_sources(const std::vector<kernel::Kernel>& kernels, int parts);
+// A name determined by what the kernel computes (not by graph labels), so
+// identical kernels — e.g. the same layer repeated — compile once.
+std::string content_name(const kernel::Kernel& k);
 // Just one kernel's functions (no prelude), e.g. for LUMEN_DEBUG dumps.
 std::string render_kernel(const kernel::Kernel& k);
 

@@ -19,7 +19,7 @@ namespace lumen::cpu {
 
 namespace {
 
-constexpr const char* kFormat = "lumen-object-v1";
+constexpr const char* kFormat = "lumen-object-v2";
 
 std::string compiler() {
   const char* c = std::getenv("LUMEN_CXX");
@@ -38,8 +38,8 @@ void make_dirs(const std::string& path) {
   }
 }
 
-// Runs argv with stdout+stderr into `log`; returns the exit status.
-int run(const std::vector<std::string>& argv, const std::string& log) {
+// Starts argv with stdout+stderr into `log`; returns the process id.
+pid_t start(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid = fork();
   if (pid < 0) fail("cannot start ", argv[0]);
   if (pid == 0) {
@@ -55,12 +55,19 @@ int run(const std::vector<std::string>& argv, const std::string& log) {
     execvp(args[0], args.data());
     _exit(127);
   }
+  return pid;
+}
+
+// Waits for a process from start(); returns its exit status.
+int finish(pid_t pid, const std::string& what) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("waiting for ", argv[0], " failed");
+    if (errno != EINTR) fail("waiting for ", what, " failed");
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int run(const std::vector<std::string>& argv, const std::string& log) { return finish(start(argv, log), argv[0]); }
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
@@ -125,9 +132,15 @@ const std::string& compiler_version() {
 }
 
 std::shared_ptr<Library> compile_and_load(const std::string& source, CompileInfo* info) {
+  return compile_and_load(std::vector<std::string>{source}, info);
+}
+
+std::shared_ptr<Library> compile_and_load(const std::vector<std::string>& parts, CompileInfo* info) {
   const Isa& isa = host_isa();
-  std::string flags = "-std=c++17 -O2 -fPIC -shared -fwrapv -fno-math-errno -ffp-contract=fast " + isa.compiler_flags();
-  std::string key = hash_hex(std::string(kFormat) + "\n" + compiler_version() + "\n" + flags + "\n" + source);
+  std::string flags = "-std=c++17 -O2 -fPIC -fwrapv -fno-math-errno -ffp-contract=fast " + isa.compiler_flags();
+  std::string all;
+  for (const std::string& p : parts) all += p + "\n// ----\n";
+  std::string key = hash_hex(std::string(kFormat) + "\n" + compiler_version() + "\n" + flags + "\n" + all);
   std::string dir = cache_dir() + "/objects";
   make_dirs(dir);
   std::string object = dir + "/" + key + ".so";
@@ -136,37 +149,63 @@ std::shared_ptr<Library> compile_and_load(const std::string& source, CompileInfo
   if (exists(object)) {
     local.cache_hit = true;
   } else {
-    auto start = std::chrono::steady_clock::now();
-    std::string tag = std::to_string(getpid()) + "-" + std::to_string(reinterpret_cast<uintptr_t>(&local));
-    std::string src = dir + "/" + key + "." + tag + ".cpp";
-    std::string tmp = dir + "/" + key + "." + tag + ".so.tmp";
-    std::string log = dir + "/" + key + "." + tag + ".log";
-    {
-      std::ofstream f(src);
-      f << source;
-      if (!f.good()) fail("cannot write generated source to ", src);
+    auto begin = std::chrono::steady_clock::now();
+    std::string tag = dir + "/" + key + "." + std::to_string(getpid()) + "-" + std::to_string(reinterpret_cast<uintptr_t>(&local));
+    std::string tmp = tag + ".so.tmp", log = tag + ".log";
+    std::vector<std::string> sources, objects;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      sources.push_back(tag + "." + std::to_string(i) + ".cpp");
+      objects.push_back(tag + "." + std::to_string(i) + ".o");
+      std::ofstream f(sources.back());
+      f << parts[i];
+      if (!f.good()) fail("cannot write generated source to ", sources.back());
     }
-    std::vector<std::string> argv{compiler()};
-    for (const std::string& f : split_flags(flags)) argv.push_back(f);
-    argv.insert(argv.end(), {"-o", tmp, src});
-    int status = run(argv, log);
-    if (status != 0) {
-      std::string text = read_file(log);
+    auto cleanup = [&](bool keep_sources) {
+      for (const std::string& o : objects) std::remove(o.c_str());
+      for (size_t i = 0; i < parts.size(); ++i) std::remove((tag + "." + std::to_string(i) + ".log").c_str());
+      if (!keep_sources) {
+        for (const std::string& src : sources) std::remove(src.c_str());
+      }
       std::remove(tmp.c_str());
-      fail("compiling generated kernels failed (exit ", status, "); source kept at ", src, ":\n",
-           text.substr(0, 4000));
+      std::remove(log.c_str());
+    };
+    // Translation units compile in parallel; one link makes the shared object
+    // (a single unit compiles straight to it).
+    bool single = parts.size() == 1;
+    std::vector<pid_t> pids;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::vector<std::string> argv{compiler()};
+      for (const std::string& f : split_flags(flags)) argv.push_back(f);
+      if (single) {
+        argv.insert(argv.end(), {"-shared", "-o", tmp, sources[i]});
+      } else {
+        argv.insert(argv.end(), {"-c", "-o", objects[i], sources[i]});
+      }
+      pids.push_back(start(argv, tag + "." + std::to_string(i) + ".log"));
+    }
+    std::string errors;
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (finish(pids[i], compiler()) != 0) errors += read_file(tag + "." + std::to_string(i) + ".log");
+    }
+    if (errors.empty() && !single) {
+      std::vector<std::string> argv{compiler(), "-shared", "-o", tmp};
+      argv.insert(argv.end(), objects.begin(), objects.end());
+      if (run(argv, log) != 0) errors = read_file(log);
+    }
+    if (!errors.empty()) {
+      cleanup(true);
+      fail("compiling generated kernels failed; sources kept at ", tag, ".*.cpp:\n", errors.substr(0, 4000));
     }
     if (std::rename(tmp.c_str(), object.c_str()) != 0) fail("cannot move ", tmp, " to ", object);
-    std::remove(log.c_str());
-    std::remove(src.c_str());
-    local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cleanup(false);
+    local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   }
   void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     // A damaged cache entry: rebuild it once.
     std::string why = dlerror();
     std::remove(object.c_str());
-    if (local.cache_hit) return compile_and_load(source, info);
+    if (local.cache_hit) return compile_and_load(parts, info);
     fail("cannot load generated object ", object, ": ", why);
   }
   if (info) *info = local;

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace lumen::cpu {
 
@@ -38,6 +39,8 @@ std::string cache_dir();
 const std::string& compiler_version();
 
 std::shared_ptr<Library> compile_and_load(const std::string& source, CompileInfo* info = nullptr);
+// Several translation units, compiled in parallel and linked into one object.
+std::shared_ptr<Library> compile_and_load(const std::vector<std::string>& parts, CompileInfo* info = nullptr);
 
 // FNV-1a, as 16 hex digits.
 std::string hash_hex(const std::string& text);

@@ -50,6 +50,7 @@ class PipelineTokenizer : public Tokenizer {
   std::string id_to_token(int32_t id) const override;
   std::optional<int32_t> pad_id() const override { return pad_; }
   std::optional<int64_t> max_length() const override { return max_length_; }
+  void set_max_length(std::optional<int64_t> max_length) override { max_length_ = max_length; }
 
   Normalizer normalizer;        // may be empty
   PreTokenizer pre_tokenizer;   // may be empty: the text is one word

@@ -29,6 +29,8 @@ class Tokenizer {
   virtual std::string id_to_token(int32_t id) const = 0;  // throws for ids outside the vocabulary
   virtual std::optional<int32_t> pad_id() const { return std::nullopt; }
   virtual std::optional<int64_t> max_length() const { return std::nullopt; }
+  // Truncation when special tokens are added (nothing: none).
+  virtual void set_max_length(std::optional<int64_t> max_length) = 0;
 };
 
 // tokenizer.json (Hugging Face tokenizers). Throws lumen::Error naming the

@@ -1,0 +1,139 @@
+#include "lumen/models/sentence_encoder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "lumen/core/error.h"
+
+namespace lumen::models {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) fail("sentence encoder: cannot open '", p.string(), "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("sentence encoder: '", p.string(), "' is not valid JSON (", e.what(), ")");
+  }
+}
+
+}  // namespace
+
+SentenceEncoder::SentenceEncoder(const std::string& dir, const SentenceEncoderOptions& options) : options_(options) {
+  fs::path d(dir);
+  if (!fs::is_directory(d)) fail("sentence encoder: '", dir, "' is not a model directory");
+  config_ = BertConfig::from_file((d / "config.json").string());
+  weights_ = io::WeightStore::from_safetensors(dir);
+  tokenizer_ = io::load_tokenizer_json((d / "tokenizer.json").string());
+  pad_id_ = tokenizer_->pad_id().value_or(0);
+  // sentence-transformers: mean pooling unless the pooling config says otherwise; Normalize if listed.
+  if (fs::exists(d / "modules.json")) {
+    for (const auto& m : read_json(d / "modules.json")) {
+      std::string type = m.value("type", std::string());
+      if (type.find("Normalize") != std::string::npos) normalize_ = true;
+      if (type.find("Pooling") != std::string::npos) {
+        fs::path pooling = d / m.value("path", std::string("1_Pooling")) / "config.json";
+        if (fs::exists(pooling)) {
+          nlohmann::json p = read_json(pooling);
+          if (!p.value("pooling_mode_mean_tokens", true) || p.value("pooling_mode_cls_token", false) ||
+              p.value("pooling_mode_max_tokens", false)) {
+            fail("sentence encoder: '", pooling.string(), "' asks for a pooling other than the mean of tokens");
+          }
+        }
+      } else if (type.find("Transformer") == std::string::npos && type.find("Normalize") == std::string::npos) {
+        fail("sentence encoder: module '", type, "' in modules.json is not supported (Transformer, Pooling, Normalize)");
+      }
+    }
+  }
+  max_length_ = options.max_length;
+  if (max_length_ <= 0 && fs::exists(d / "sentence_bert_config.json")) {
+    max_length_ = read_json(d / "sentence_bert_config.json").value("max_seq_length", int64_t{0});
+  }
+  if (max_length_ <= 0) max_length_ = tokenizer_->max_length().value_or(512);
+  max_length_ = std::min(max_length_, config_.max_position);
+  tokenizer_->set_max_length(max_length_);
+  pooled_ = build(true, options.compile.search_budget_s);
+}
+
+std::unique_ptr<Program> SentenceEncoder::build(bool pooled, double budget_s) {
+  auto start = std::chrono::steady_clock::now();
+  Graph g;
+  Tensor out;
+  {
+    nn::ScopedParameterSource source(*weights_);
+    Bert model(g, config_);
+    Expr batch = g.dim("batch"), seq = g.dim("seq");
+    Tensor ids = g.input("ids", {batch, seq}, DType::I32);
+    Tensor mask = g.input("mask", {batch, seq});
+    Tensor hidden = model(ids, mask);
+    out = pooled ? Bert::mean_pool(hidden, mask, normalize_) : hidden;
+  }
+  CompileOptions o = options_.compile;
+  o.search_budget_s = budget_s;
+  auto p = std::make_unique<Program>(compile(g, {out}, o));
+  for (NodeId id : p->graph().input_ids()) {
+    const Node& n = p->graph().node(id);
+    auto it = weights_->inputs().find(n.name);
+    if (it != weights_->inputs().end()) p->set(n.name, it->second);
+  }
+  compile_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
+std::vector<int32_t> SentenceEncoder::tokenize(const std::string& text) const {
+  return tokenizer_->encode(text, true);  // truncated to max_length_, special tokens kept
+}
+
+Array SentenceEncoder::pooled(const Array& ids, const Array& mask) {
+  pooled_->set("ids", ids);
+  pooled_->set("mask", mask);
+  pooled_->run();
+  return pooled_->get("out0");
+}
+
+Array SentenceEncoder::hidden(const Array& ids, const Array& mask) {
+  if (!hidden_) hidden_ = build(false, 0);
+  hidden_->set("ids", ids);
+  hidden_->set("mask", mask);
+  hidden_->run();
+  return hidden_->get("out0");
+}
+
+Array SentenceEncoder::embed(const std::vector<std::string>& texts, int64_t batch_size) {
+  if (batch_size <= 0) fail("embed: batch_size must be positive, got ", batch_size);
+  Array out(DType::F32, {static_cast<int64_t>(texts.size()), config_.dim});
+  for (size_t first = 0; first < texts.size(); first += static_cast<size_t>(batch_size)) {
+    size_t n = std::min(texts.size() - first, static_cast<size_t>(batch_size));
+    std::vector<std::vector<int32_t>> rows;
+    size_t longest = 1;
+    for (size_t i = 0; i < n; ++i) {
+      rows.push_back(tokenize(texts[first + i]));
+      longest = std::max(longest, rows.back().size());
+    }
+    Array ids(DType::I32, {static_cast<int64_t>(n), static_cast<int64_t>(longest)});
+    Array mask(DType::F32, {static_cast<int64_t>(n), static_cast<int64_t>(longest)});
+    auto* id_data = static_cast<int32_t*>(ids.data());
+    auto* mask_data = static_cast<float*>(mask.data());
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t t = 0; t < longest; ++t) {
+        bool real = t < rows[i].size();
+        id_data[i * longest + t] = real ? rows[i][t] : pad_id_;
+        mask_data[i * longest + t] = real ? 1.0f : 0.0f;
+      }
+    }
+    Array e = pooled(ids, mask);
+    std::memcpy(static_cast<float*>(out.data()) + first * static_cast<size_t>(config_.dim), e.data(), e.nbytes());
+  }
+  return out;
+}
+
+}  // namespace lumen::models
