@@ -60,6 +60,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       cpu.search.cache_path = options.cache_path;
       cpu.search.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
+      cpu.search.dims = options.tune_dims;
       return Program(copy, named, std::make_unique<CpuExecutor>(copy, edges, cpu));
     }
   }

@@ -1,6 +1,7 @@
 // compile(graph, options) -> Program: the one entry that wires the layers.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct CompileOptions {
   bool tuning_cache = true;
   std::string cache_path;   // default: LUMEN_CACHE_DIR/tuning.db
   bool progress = false;    // print search progress to stderr (on a terminal)
-  int64_t tune_dim = 64;    // dynamic dims take this value while tuning
+  int64_t tune_dim = 64;    // dynamic dims take this value while tuning ...
+  std::map<std::string, int64_t> tune_dims;  // ... unless given here by name (representative sizes)
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,

@@ -121,6 +121,12 @@ class Graph {
   std::vector<StateUpdate> updates_;
 };
 
+// Writes Graphviz text to `path` and, by its extension (.svg, .png, .pdf),
+// renders it with `dot` when installed; returns the file written.
+std::string write_dot(const std::string& dot, const std::string& path);
+// Escapes a string for a quoted DOT label.
+std::string dot_escape(const std::string& s);
+
 template <typename ArrayMap>
 void Graph::bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const {
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;

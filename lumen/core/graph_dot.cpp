@@ -80,7 +80,11 @@ std::string Graph::to_dot() const {
   return out.str();
 }
 
-std::string Graph::display(const std::string& path) const {
+std::string Graph::display(const std::string& path) const { return write_dot(to_dot(), path); }
+
+std::string dot_escape(const std::string& s) { return escape(s); }
+
+std::string write_dot(const std::string& dot, const std::string& path) {
   auto dot_at = path.rfind('.');
   std::string ext = dot_at == std::string::npos ? "" : path.substr(dot_at + 1);
   std::string dot_path = ext == "dot" ? path : path + ".dot";
@@ -88,7 +92,7 @@ std::string Graph::display(const std::string& path) const {
   {
     std::ofstream f(tmp);
     if (!f) fail("display: cannot write ", tmp);
-    f << to_dot();
+    f << dot;
     if (!f.good()) fail("display: writing ", tmp, " failed");
   }
   if (std::rename(tmp.c_str(), dot_path.c_str()) != 0) fail("display: cannot create ", dot_path);

@@ -23,18 +23,24 @@ constexpr int kMaxRounds = 8;
 // at most (batch - 1)·seq. Nothing when a term is unbounded above.
 std::optional<LinearForm> symbolic_max(const LinearForm& form) {
   auto has_extent = [](const Expr& f) { return f.kind() == ExprKind::Var && f.a().defined() && f.lo() >= 0; };
+  // A factor with a modest numeric bound (a loop index over a static extent,
+  // not a dynamic dim) is at most that bound.
+  auto small = [](const Expr& f) { return f.kind() == ExprKind::Var && !f.a().defined() && f.lo() >= 0 && f.hi() < (int64_t{1} << 31); };
   LinearForm out;
   out.constant = form.constant;
   try {
     for (const auto& [term, c] : form.terms) {
       std::vector<Expr> factors = product_factors(term);
       bool non_negative = std::all_of(factors.begin(), factors.end(), [](const Expr& f) { return f.lo() >= 0; });
-      bool bounded = std::any_of(factors.begin(), factors.end(), has_extent);
+      bool bounded = std::any_of(factors.begin(), factors.end(), has_extent) ||
+                     (factors.size() > 1 && std::any_of(factors.begin(), factors.end(), small));
       if (!non_negative || !bounded) {
         out.add(term, c);  // stays symbolic, so it can cancel against an extent
       } else if (c > 0) {   // each index at its largest value: extent - 1
         Expr top = Expr(1);
-        for (const Expr& f : factors) top = make_mul(top, has_extent(f) ? make_add(f.a(), Expr(-1)) : f);
+        for (const Expr& f : factors) {
+          top = make_mul(top, has_extent(f) ? make_add(f.a(), Expr(-1)) : small(f) ? Expr(f.hi()) : f);
+        }
         out.add(top, c);
       } else {  // a non-negative product is at least the product of the lower bounds
         int64_t low = 1;
@@ -319,6 +325,13 @@ class Simplifier {
 Expr simplify(const Expr& e) {
   Simplifier s;
   return s.run(e);
+}
+
+int64_t known_factor(const Expr& e) {
+  auto form = LinearForm::of(simplify(e));
+  if (!form) return 1;
+  int64_t g = form->gcd();
+  return g < 0 ? -g : g;
 }
 
 bool prove(const Expr& condition) {

@@ -14,4 +14,10 @@ Expr simplify(const Expr& e);
 // within their bounds. False means "not proven", not "false".
 bool prove(const Expr& condition);
 
+// The largest positive constant known to divide `e` for every binding (1 if
+// none): 16 for 16*blocks, 8 for 8*a + 16*b, the value itself for a constant
+// (0 counts as divisible by anything: returns 0). Lets schedules split
+// dynamic extents that are multiples of a lane count.
+int64_t known_factor(const Expr& e);
+
 }  // namespace lumen

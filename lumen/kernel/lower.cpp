@@ -164,7 +164,8 @@ class Lowerer {
     pk.n_dim = m.shape.size() - 1 == pk.k_dim ? m.shape.size() - 2 : m.shape.size() - 1;
     if (m.shape.size() < 2) fail("schedule: pack needs a product of rank >= 2");
     const Expr& n = m.shape[pk.n_dim];
-    if (!n.is_const() || n.value() % nr != 0) fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n);
+    int64_t n_factor = known_factor(n);
+    if (n_factor == 0 || n_factor % nr != 0) fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n);
     // Dims the operand varies along (besides n and k) are kept; broadcast dims are not stored.
     std::vector<Expr> probe = loop_indices(m.shape);
     std::vector<Expr> vars_used = expr_vars(e.view.index(probe).index);
@@ -175,7 +176,7 @@ class Lowerer {
         pk.shape.push_back(m.shape[d]);
       }
     }
-    pk.shape.push_back(Expr(n.value() / nr));
+    pk.shape.push_back(simplify(n / nr));
     pk.shape.push_back(m.shape[pk.k_dim]);
     pk.shape.push_back(Expr(nr));
     pk.scratch = static_cast<int>(scratch_.size());
@@ -402,10 +403,13 @@ class Lowerer {
     std::string base = "r" + std::to_string(next_reduce_++);
     Expr r;
     size_t keep = inner.size();
-    if (lanes > 1 && !inside_lanes && extent.is_const() && extent.value() % lanes == 0 && extent.value() > lanes) {
-      Expr outer = Expr::index(base + "_o", Expr(extent.value() / lanes));
+    int64_t factor = known_factor(extent);  // a dynamic extent such as 16*blocks splits too
+    bool splits = factor > 0 && factor % lanes == 0 && (!extent.is_const() || extent.value() > lanes);
+    if (lanes > 1 && !inside_lanes && splits) {
+      Expr outer_extent = simplify(extent / lanes);
+      Expr outer = Expr::index(base + "_o", outer_extent);
       Expr lane = Expr::index(base + "_v", Expr(lanes));
-      inner.push_back(open(outer, Expr(extent.value() / lanes), LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
       r = outer * lanes + lane;
     } else {

@@ -112,11 +112,12 @@ void Schedule::apply(const Action& a) {
       check_loop(a.loop, "split");
       LoopDef& l = loops_[static_cast<size_t>(a.loop)];
       if (a.value < 2) fail("schedule: split factor must be >= 2, got ", a.value);
-      if (!l.extent.is_const() || l.extent.value() % a.value != 0) {
+      int64_t factor = known_factor(l.extent);  // dynamic extents split when a multiple (e.g. 16*blocks)
+      if (factor == 0 || factor % a.value != 0) {
         fail("schedule: split(", a.loop, ", ", a.value, ") does not divide the loop's extent ", l.extent);
       }
       LoopDef inner{l.dim, Expr(a.value), l.step, LoopKind::Serial};
-      l.extent = Expr(l.extent.value() / a.value);
+      l.extent = simplify(l.extent / a.value);
       l.step *= a.value;
       loops_.insert(loops_.begin() + a.loop + 1, inner);
       break;

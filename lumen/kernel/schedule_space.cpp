@@ -8,6 +8,7 @@
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
+#include "lumen/core/simplify.h"
 #include "lumen/kernel/lower.h"
 
 namespace lumen::kernel {
@@ -119,7 +120,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   int rank = static_cast<int>(n.shape.size());
   std::string last_var = "i" + std::to_string(rank - 1);
   const Expr& last = n.shape.back();
-  bool last_ok = f.f32 && last.is_const() && last.value() % f.lanes == 0;
+  int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
+  bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
   f.vector_last = last_ok && (unit_stride(strides, last_var) || !strides.count(last_var));
   for (const auto& [var, coefs] : strides) {
     if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
@@ -159,9 +161,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   int64_t lanes = f.lanes;
   if (f.tileable) {
     const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
-    auto mrs = m.is_const() ? divisors_in(m.value(), {6, 4, 3, 2}) : std::vector<int64_t>{};
+    auto mrs = divisors_in(known_factor(m), {6, 4, 3, 2});
     k.mr = mrs.empty() ? 1 : mrs.front();
-    k.nr = divisors_in(f.shape.back().value(), {4 * lanes, 2 * lanes, lanes}).front();
+    k.nr = divisors_in(known_factor(f.shape.back()), {4 * lanes, 2 * lanes, lanes}).front();
     k.pack = f.pack_operand >= 0;
   } else {
     if (f.vector_last) k.vector = lanes;
@@ -199,9 +201,10 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
       if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
       apply(Action::pack(f.pack_operand, k.nr));
     }
-    if (k.nr < last.value()) apply(Action::split(loop_of(rank - 1, false), k.nr));
+    bool split_n = !last.is_const() || k.nr < last.value();
+    if (split_n) apply(Action::split(loop_of(rank - 1, false), k.nr));
     if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rank - 2, false), k.mr));
-    if (k.n_outer && k.nr < last.value() && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
+    if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
       apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
     }
     int m_inner = loop_of(rank - 2, true), n_inner = loop_of(rank - 1, true);
@@ -209,8 +212,9 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));  // innermost first: lanes nest inward
     if (k.mr > 1) apply(Action::set_kind(loop_of(rank - 2, true), LoopKind::Unroll));
   } else if (k.vector > 0) {
-    if (!last.is_const() || last.value() % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide ", last);
-    if (last.value() > k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
+    int64_t factor = known_factor(last);
+    if (factor == 0 || factor % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide ", last);
+    if (!last.is_const() || last.value() > k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));
   }
   if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
@@ -241,12 +245,12 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
   const Expr& last = f.shape.back();
   if (k.nr > 0) {
     const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
-    for (int64_t mr : m.is_const() ? divisors_in(m.value(), {1, 2, 3, 4, 5, 6, 7, 8}) : std::vector<int64_t>{1}) {
+    for (int64_t mr : divisors_in(known_factor(m), {1, 2, 3, 4, 5, 6, 7, 8})) {
       Knobs n = k;
       n.mr = mr;
       push(n);
     }
-    for (int64_t nr : divisors_in(last.value(), {l, 2 * l, 3 * l, 4 * l})) {
+    for (int64_t nr : divisors_in(known_factor(last), {l, 2 * l, 3 * l, 4 * l})) {
       Knobs n = k;
       n.nr = nr;
       push(n);
@@ -266,7 +270,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     rows.vector = f.vector_last ? l : 0;
     push(rows);
   } else {
-    for (int64_t v : last.is_const() ? divisors_in(last.value(), {l, 2 * l, 4 * l}) : std::vector<int64_t>{}) {
+    for (int64_t v : divisors_in(known_factor(last), {l, 2 * l, 4 * l})) {
       Knobs n = k;
       n.vector = v;
       push(n);

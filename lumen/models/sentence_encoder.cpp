@@ -71,7 +71,9 @@ std::unique_ptr<Program> SentenceEncoder::build(bool pooled, double budget_s) {
   {
     nn::ScopedParameterSource source(*weights_);
     Bert model(g, config_);
-    Expr batch = g.dim("batch"), seq = g.dim("seq");
+    // Sequences are padded to a multiple of kSeqBlock tokens, so kernels can
+    // vectorize and tile along them although their length is dynamic.
+    Expr batch = g.dim("batch"), seq = Expr(kSeqBlock) * g.dim("seq_blocks");
     Tensor ids = g.input("ids", {batch, seq}, DType::I32);
     Tensor mask = g.input("mask", {batch, seq});
     Tensor hidden = model(ids, mask);
@@ -79,6 +81,8 @@ std::unique_ptr<Program> SentenceEncoder::build(bool pooled, double budget_s) {
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;
+  if (!o.tune_dims.count("batch")) o.tune_dims["batch"] = 8;  // tune for 8 sentences of 128 tokens
+  if (!o.tune_dims.count("seq_blocks")) o.tune_dims["seq_blocks"] = 128 / kSeqBlock;
   auto p = std::make_unique<Program>(compile(g, {out}, o));
   for (NodeId id : p->graph().input_ids()) {
     const Node& n = p->graph().node(id);
@@ -93,19 +97,51 @@ std::vector<int32_t> SentenceEncoder::tokenize(const std::string& text) const {
   return tokenizer_->encode(text, true);  // truncated to max_length_, special tokens kept
 }
 
-Array SentenceEncoder::pooled(const Array& ids, const Array& mask) {
-  pooled_->set("ids", ids);
-  pooled_->set("mask", mask);
-  pooled_->run();
-  return pooled_->get("out0");
+namespace {
+
+// ids and mask padded with `pad` / 0 to a multiple of `block` tokens.
+std::pair<Array, Array> padded(const Array& ids, const Array& mask, int64_t block, int32_t pad) {
+  if (ids.shape().size() != 2 || mask.shape() != ids.shape() || ids.dtype() != DType::I32 || mask.dtype() != DType::F32) {
+    fail("sentence encoder: ids (i32) and mask (f32) must both be [batch, seq]; got ", shape_string(ids.shape()), " and ",
+         shape_string(mask.shape()));
+  }
+  int64_t n = ids.shape()[0], seq = ids.shape()[1], to = std::max<int64_t>(block, (seq + block - 1) / block * block);
+  if (to == seq) return {ids, mask};
+  Array i(DType::I32, {n, to}), m(DType::F32, {n, to});
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t t = 0; t < to; ++t) {
+      i.set(r * to + t, t < seq ? ids.get(r * seq + t) : pad);
+      m.set(r * to + t, t < seq ? mask.get(r * seq + t) : 0.0);
+    }
+  }
+  return {i, m};
 }
+
+}  // namespace
+
+Array SentenceEncoder::run(Program& p, const Array& ids, const Array& mask) {
+  auto [i, m] = padded(ids, mask, kSeqBlock, pad_id_);
+  p.set("ids", i);
+  p.set("mask", m);
+  p.bind("seq_blocks", i.shape()[1] / kSeqBlock);
+  p.run();
+  return p.get("out0");
+}
+
+Array SentenceEncoder::pooled(const Array& ids, const Array& mask) { return run(*pooled_, ids, mask); }
 
 Array SentenceEncoder::hidden(const Array& ids, const Array& mask) {
   if (!hidden_) hidden_ = build(false, 0);
-  hidden_->set("ids", ids);
-  hidden_->set("mask", mask);
-  hidden_->run();
-  return hidden_->get("out0");
+  Array h = run(*hidden_, ids, mask);
+  int64_t seq = ids.shape()[1];
+  if (h.shape()[1] == seq) return h;
+  Array out(DType::F32, {h.shape()[0], seq, h.shape()[2]});  // drop the padding rows
+  for (int64_t b = 0; b < h.shape()[0]; ++b) {
+    std::memcpy(static_cast<float*>(out.data()) + b * seq * h.shape()[2],
+                static_cast<const float*>(h.data()) + b * h.shape()[1] * h.shape()[2],
+                static_cast<size_t>(seq * h.shape()[2]) * sizeof(float));
+  }
+  return out;
 }
 
 Array SentenceEncoder::embed(const std::vector<std::string>& texts, int64_t batch_size) {
@@ -119,6 +155,7 @@ Array SentenceEncoder::embed(const std::vector<std::string>& texts, int64_t batc
       rows.push_back(tokenize(texts[first + i]));
       longest = std::max(longest, rows.back().size());
     }
+    longest = (longest + kSeqBlock - 1) / kSeqBlock * kSeqBlock;
     Array ids(DType::I32, {static_cast<int64_t>(n), static_cast<int64_t>(longest)});
     Array mask(DType::F32, {static_cast<int64_t>(n), static_cast<int64_t>(longest)});
     auto* id_data = static_cast<int32_t*>(ids.data());

@@ -45,6 +45,9 @@ class SentenceEncoder {
 
  private:
   std::unique_ptr<Program> build(bool pooled, double budget_s);
+  Array run(Program& p, const Array& ids, const Array& mask);
+
+  static constexpr int64_t kSeqBlock = 16;
 
   BertConfig config_;
   std::shared_ptr<io::WeightStore> weights_;

@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "lumen/backend/cpu/codegen.h"
@@ -57,6 +60,8 @@ int64_t numel_of(const Shape& shape, const Bindings& b) {
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, CpuOptions options)
     : graph_(std::make_shared<Graph>(*graph)), outputs_(std::move(outputs)) {
+  const char* p = std::getenv("LUMEN_PROFILE");
+  profile_ = p && *p && std::string(p) != "0";
   prepare_updates();
   prepare_outputs();
   build(options);
@@ -214,6 +219,90 @@ void CpuExecutor::build(const CpuOptions& options) {
   }
 }
 
+std::string CpuExecutor::profile_report() const {
+  if (!profile_ || runs_ == 0) return "";
+  // Launches of the same kernel (repeated layers) are summed.
+  struct Entry {
+    double seconds = 0;
+    int launches = 0;
+    size_t first = 0;
+  };
+  std::map<std::string, Entry> by_name;
+  double total = 0;
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const std::string& name = kernels_[launches_[k].kernel].name;
+    Entry& e = by_name[name];
+    if (e.launches++ == 0) e.first = k;
+    e.seconds += launch_seconds_[k];
+    total += launch_seconds_[k];
+  }
+  std::vector<std::pair<std::string, Entry>> order(by_name.begin(), by_name.end());
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::ostringstream out;
+  char line[512];
+  double per_run = 1e3 / static_cast<double>(runs_);
+  std::snprintf(line, sizeof line, "profile: %lld run(s), %.3f ms per run in %zu launches of %zu kernels\n",
+                static_cast<long long>(runs_), total * per_run, launches_.size(), order.size());
+  out << line;
+  for (size_t i = 0; i < order.size() && i < 20; ++i) {
+    const auto& [name, e] = order[i];
+    const kernel::Kernel& kern = kernels_[launches_[e.first].kernel];
+    std::string fused;
+    for (size_t f = 0; f < kern.fused.size() && f < 5; ++f) fused += (f ? " " : "") + kern.fused[f];
+    std::snprintf(line, sizeof line, "  %8.3f ms %5.1f%%  x%-3d %s  %s\n", e.seconds * per_run,
+                  total > 0 ? 100 * e.seconds / total : 0.0, e.launches, name.c_str(), fused.c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+std::string CpuExecutor::kernels_dot() const {
+  std::ostringstream out;
+  out << "digraph kernels {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n";
+  // Which launch writes each buffer (graph node or scratch).
+  std::map<NodeId, size_t> writer;
+  std::set<NodeId> inputs_drawn;
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const kernel::Kernel& kern = kernels_[launches_[k].kernel];
+    std::string fused;
+    for (size_t f = 0; f < kern.fused.size() && f < 6; ++f) fused += (f ? " " : "") + kern.fused[f];
+    if (kern.fused.size() > 6) fused += " +" + std::to_string(kern.fused.size() - 6);
+    std::string loops;
+    std::function<void(const kernel::Block&)> walk = [&](const kernel::Block& b) {
+      for (const kernel::Stmt& s : b) {
+        if (s.kind != kernel::StmtKind::Loop) continue;
+        loops += std::string(loops.empty() ? "" : " ") + kernel::loop_kind_name(s.loop);
+        walk(s.body);
+        return;  // the first nest is enough for a picture
+      }
+    };
+    walk(kern.body);
+    const char* fill = kernel_nodes_[k] == kWriteLaunch ? "#ffe8cc" : kernel_nodes_[k] == -1 ? "#eeeeee" : "#dff5df";
+    out << "  k" << k << " [fillcolor=\"" << fill << "\", label=\"" << dot_escape(kern.name) << "\\n" << dot_escape(fused)
+        << "\\nloops: " << dot_escape(loops) << "\"];\n";
+    for (size_t b = 0; b < launches_[k].buffers.size(); ++b) {
+      NodeId buf = launches_[k].buffers[b];
+      if (kern.buffers[b].output) {
+        writer[buf] = k;
+        continue;
+      }
+      auto w = writer.find(buf);
+      if (w != writer.end()) {
+        out << "  k" << w->second << " -> k" << k << ";\n";
+      } else if (buf >= 0 && graph_->node(buf).op == Op::Input) {
+        const Node& n = graph_->node(buf);
+        if (inputs_drawn.insert(buf).second) {
+          out << "  in" << buf << " [shape=note, fillcolor=\"#d8ecff\", label=\"" << dot_escape(n.name) << "\\n"
+              << dot_escape(to_string(n.shape)) << "\"];\n";
+        }
+        out << "  in" << buf << " -> k" << k << " [color=\"#99aabb\"];\n";
+      }
+    }
+  }
+  out << "}\n";
+  return out.str();
+}
+
 std::map<std::string, double> CpuExecutor::stats() const {
   return {{"kernels", report_.kernels},
           {"fusion_rounds", report_.fusion_rounds},
@@ -274,6 +363,10 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
 }
 
 std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inputs, const Bindings& given) {
+  if (profile_) {
+    launch_seconds_.resize(launches_.size(), 0.0);
+    ++runs_;
+  }
   Bindings bindings = given;
   graph_->bind_inputs(inputs, needed_, bindings);
   std::vector<int64_t> dims;
@@ -312,7 +405,13 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
     for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
     Status status;
     LaunchContext ctx{l.run, args.data(), dims.data(), &status};
-    pool.run(l.tasks(dims.data()), trampoline, &ctx);
+    if (profile_) {
+      auto t0 = std::chrono::steady_clock::now();
+      pool.run(l.tasks(dims.data()), trampoline, &ctx);
+      launch_seconds_[k] += seconds_since(t0);
+    } else {
+      pool.run(l.tasks(dims.data()), trampoline, &ctx);
+    }
     if (status.failed) {
       std::string fused;
       for (const std::string& f : kernels_[k].fused) {

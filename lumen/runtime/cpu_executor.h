@@ -45,7 +45,10 @@ class CpuExecutor : public Executor {
   std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
   const char* backend_name() const override { return "cpu"; }
   std::map<std::string, double> stats() const override;
-  std::string report() const override { return search_report_.to_string(); }
+  // The search report and, with LUMEN_PROFILE=1, where run time went, kernel by kernel.
+  std::string report() const override { return search_report_.to_string() + profile_report(); }
+  std::string profile_report() const;
+  std::string kernels_dot() const override;
   const search::SearchReport& search_report() const { return search_report_; }
 
   const CpuCompileReport& compile_report() const { return report_; }
@@ -102,6 +105,11 @@ class CpuExecutor : public Executor {
   std::shared_ptr<unsigned char> arena_;
   int64_t arena_capacity_ = 0;
   std::vector<Array> results_;
+
+  // LUMEN_PROFILE=1: time per launch, summed over runs.
+  bool profile_ = false;
+  int64_t runs_ = 0;
+  std::vector<double> launch_seconds_;
 };
 
 }  // namespace lumen

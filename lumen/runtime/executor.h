@@ -22,6 +22,9 @@ class Executor {
   virtual std::map<std::string, double> stats() const { return {}; }
   // A human-readable account of compilation (e.g. the schedule search).
   virtual std::string report() const { return ""; }
+  // Graphviz of the compiled program (kernels and the buffers between them);
+  // empty when the backend runs the graph as it is.
+  virtual std::string kernels_dot() const { return ""; }
 };
 
 }  // namespace lumen

@@ -47,6 +47,12 @@ class Program {
   const char* backend_name() const { return executor_->backend_name(); }
   std::map<std::string, double> stats() const { return executor_->stats(); }
   std::string report() const { return executor_->report(); }
+  // Graphviz of what compilation made (kernels and buffers); the graph's own
+  // DOT for backends that run the graph as it is.
+  std::string kernels_dot() const {
+    std::string d = executor_->kernels_dot();
+    return d.empty() ? graph_->to_dot() : d;
+  }
   double compile_seconds = 0;  // wall time compile() took
 
  private:

@@ -72,7 +72,10 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
   std::vector<kernel::Action> seed_actions = kernel::knob_actions(facts, seed);
   const Node& n = graph_.node(node);
   Bindings dims;
-  for (const std::string& d : graph_.dim_names()) dims[d] = options_.assumed_dim;
+  for (const std::string& d : graph_.dim_names()) {
+    auto it = options_.dims.find(d);
+    dims[d] = it != options_.dims.end() ? it->second : options_.assumed_dim;
+  }
   kernel::LoweredKernel canonical = kernel::lower(graph_, node, materialized_, kernel::Schedule(n.shape), "k");
   rep.fuses = join(canonical.kernel.fused);
   auto finish = [&](std::vector<kernel::Action> actions, const std::string& source) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,8 @@ struct SearchOptions {
   std::string cache_path;    // default: LUMEN_CACHE_DIR/tuning.db
   int beam = 3;
   bool progress = false;     // a progress line on stderr
-  int64_t assumed_dim = 64;  // binding for dynamic dims while tuning
+  int64_t assumed_dim = 64;  // binding for dynamic dims while tuning ...
+  std::map<std::string, int64_t> dims;  // ... unless named here (e.g. {"seq_blocks": 8})
   // Test hook: may alter a candidate before it is compiled (e.g. inject a bug
   // that verification must catch). Returns true if it altered it.
   std::function<bool(kernel::LoweredKernel&)> tamper;

@@ -161,7 +161,9 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("max_length", &models::SentenceEncoder::max_length)
       .def_prop_ro("compile_seconds", &models::SentenceEncoder::compile_seconds)
       .def_prop_ro("summary", [](const models::SentenceEncoder& e) { return e.config().summary(); })
-      .def_prop_ro("stats", [](models::SentenceEncoder& e) { return e.program().stats(); });
+      .def_prop_ro("stats", [](models::SentenceEncoder& e) { return e.program().stats(); })
+      .def("report", [](models::SentenceEncoder& e) { return e.program().report(); },
+           "The search report and, with LUMEN_PROFILE=1, time per kernel.");
 }
 
 }  // namespace lumen::python

@@ -75,7 +75,7 @@ void bind_runtime(nb::module_& m) {
   m.def(
       "compile",
       [](PyGraph& g, nb::handle outputs, const std::string& backend, double budget_s, bool tuning_cache,
-         const std::string& cache_path, bool progress, int64_t tune_dim) {
+         const std::string& cache_path, bool progress, int64_t tune_dim, const std::map<std::string, int64_t>& tune_dims) {
         std::vector<Tensor> outs;
         if (!outputs.is_none()) {
           if (nb::isinstance<PyTensor>(outputs)) {
@@ -91,12 +91,13 @@ void bind_runtime(nb::module_& m) {
         options.cache_path = cache_path;
         options.progress = progress;
         options.tune_dim = tune_dim;
+        options.tune_dims = tune_dims;
         nb::gil_scoped_release release;
         return compile(*g.graph, outs, options);
       },
       nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
       nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("progress") = false,
-      nb::arg("tune_dim") = 64,
+      nb::arg("tune_dim") = 64, nb::arg("tune_dims") = std::map<std::string, int64_t>{},
       "Compiles a graph. budget_s > 0 searches schedules for that many seconds (results go to the tuning cache).");
 }
 

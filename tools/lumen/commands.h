@@ -1,4 +1,4 @@
-// Registration of the `lumen` subcommands.
+// Registration of the `lumen` subcommands (one file each: cmd_<name>.cpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -6,5 +6,10 @@
 namespace lumen::tools {
 
 void add_cache_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_embed_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
+void add_show_command(CLI::App& app);
 
 }  // namespace lumen::tools

@@ -11,6 +11,11 @@ int main(int argc, char** argv) {
   CLI::App app{"lumen: a deep learning compiler whose optimizer is search"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
+  lumen::tools::add_generate_command(app);
+  lumen::tools::add_embed_command(app);
+  lumen::tools::add_bench_command(app);
+  lumen::tools::add_tune_command(app);
+  lumen::tools::add_show_command(app);
   lumen::tools::add_cache_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,110 @@
+#include "tools/lumen/model_files.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "lumen/backend/cpu/thread_pool.h"
+#include "lumen/core/error.h"
+#include "lumen/io/gguf.h"
+#include "lumen/models/llama_gguf.h"
+
+namespace lumen::tools {
+
+namespace fs = std::filesystem;
+
+void CommonOptions::add_to(CLI::App* cmd, bool needs_model) {
+  auto* m = cmd->add_option("--model,-m", model, "A GGUF file or a Hugging Face model directory");
+  if (needs_model) m->required();
+  cmd->add_option("--budget", budget_s, "Seconds of schedule search (0: heuristic schedules and the tuning cache)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--backend", backend, "cpu or interp")->check(CLI::IsMember({"cpu", "interp"}));
+  cmd->add_flag("--no-tuning-cache", no_tuning_cache, "Neither read nor write the tuning cache");
+  cmd->add_option("--capacity", capacity, "KV-cache positions for decoders (default: min(context, 2048))");
+}
+
+CompileOptions CommonOptions::compile() const {
+  if (threads > 0) cpu::ThreadPool::set_global_threads(threads);
+  CompileOptions c;
+  c.backend = backend == "interp" ? Backend::Interp : Backend::Cpu;
+  c.search_budget_s = budget_s;
+  c.tuning_cache = !no_tuning_cache;
+  c.progress = progress;
+  return c;
+}
+
+ModelKind model_kind(const std::string& path) {
+  if (fs::is_regular_file(path)) {
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {};
+    in.read(magic, 4);
+    if (std::memcmp(magic, "GGUF", 4) == 0) return ModelKind::Decoder;
+    fail("'", path, "' is not a GGUF file or a model directory");
+  }
+  if (!fs::is_directory(path)) fail("no model at '", path, "' (a GGUF file or a directory with config.json)");
+  std::ifstream in(fs::path(path) / "config.json");
+  if (!in) fail("'", path, "' has no config.json");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("'", path, "/config.json' is not valid JSON (", e.what(), ")");
+  }
+  std::string type = j.value("model_type", std::string());
+  if (type == "bert") return ModelKind::Encoder;
+  if (type == "llama" || type == "mistral" || type == "qwen2") return ModelKind::Decoder;
+  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, bert)");
+}
+
+Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
+  if (model_kind(o.model) != ModelKind::Decoder) fail("'", o.model, "' is an encoder, not a decoder (use `lumen embed`)");
+  models::LlamaRunnerOptions ro;
+  ro.capacity = o.capacity;
+  ro.compile = o.compile();
+  Decoder d;
+  models::LlamaConfig config;
+  std::shared_ptr<io::WeightStore> weights;
+  if (fs::is_regular_file(o.model)) {
+    io::GgufFile f = io::GgufFile::open(o.model);
+    config = models::llama_config_from_gguf(f);
+    weights = models::llama_weights_from_gguf(f, config);
+    if (f.has("tokenizer.ggml.tokens")) d.tokenizer = io::tokenizer_from_gguf(f);
+  } else {
+    config = models::LlamaConfig::from_file((fs::path(o.model) / "config.json").string());
+    weights = io::WeightStore::from_safetensors(o.model);
+    if (fs::exists(fs::path(o.model) / "tokenizer.json")) d.tokenizer = io::load_tokenizer_json((fs::path(o.model) / "tokenizer.json").string());
+  }
+  if (layers_override > 0) config.layers = std::min(config.layers, layers_override);
+  d.runner = std::make_unique<models::LlamaRunner>(config, weights, ro);
+  return d;
+}
+
+std::unique_ptr<models::SentenceEncoder> open_encoder(const CommonOptions& o) {
+  if (model_kind(o.model) != ModelKind::Encoder) fail("'", o.model, "' is a decoder, not an encoder (use `lumen generate`)");
+  models::SentenceEncoderOptions eo;
+  eo.compile = o.compile();
+  return std::make_unique<models::SentenceEncoder>(o.model, eo);
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      fail("--tokens: '", item, "' is not a token id (expected comma-separated non-negative integers)");
+    }
+  }
+  if (ids.empty()) fail("--tokens: no token ids given");
+  return ids;
+}
+
+}  // namespace lumen::tools

@@ -1,0 +1,45 @@
+// Opening models for the command line: a GGUF file or a Hugging Face
+// directory (config.json + safetensors + tokenizer.json), for Llama-family
+// decoders and BERT-style sentence encoders.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "lumen/io/tokenizer/tokenizer.h"
+#include "lumen/models/llama_runner.h"
+#include "lumen/models/sentence_encoder.h"
+
+namespace lumen::tools {
+
+enum class ModelKind { Decoder, Encoder };
+
+// Options every model command takes.
+struct CommonOptions {
+  std::string model;
+  double budget_s = 0;
+  int threads = 0;
+  std::string backend = "cpu";
+  bool no_tuning_cache = false;
+  int64_t capacity = 0;
+  bool progress = false;
+
+  void add_to(CLI::App* cmd, bool needs_model = true);
+  CompileOptions compile() const;  // also applies --threads
+};
+
+ModelKind model_kind(const std::string& path);
+
+struct Decoder {
+  std::unique_ptr<models::LlamaRunner> runner;
+  std::unique_ptr<io::Tokenizer> tokenizer;  // may be null (a GGUF file without a vocabulary)
+};
+Decoder open_decoder(const CommonOptions& o, int64_t layers_override = 0);
+std::unique_ptr<models::SentenceEncoder> open_encoder(const CommonOptions& o);
+
+// "1,2,3" -> ids; throws lumen::Error naming the bad entry.
+std::vector<int32_t> parse_ids(const std::string& text);
+
+}  // namespace lumen::tools
