@@ -51,29 +51,40 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   }
   for (const Edge& e : outputs) p.materialized[static_cast<size_t>(e.node)] = true;
 
-  // A value that holds a reduction and is read through two or more different
-  // views is recomputed per view; the rounds below would materialise it, but
-  // lowering it inline first costs time exponential in how often such reads
-  // nest (rotary embeddings, concatenated caches). Give it a buffer up front.
+  // Buffers given up front, before any lowering. The rounds below would
+  // materialise these anyway, but lowering them inline first costs time
+  // exponential in how deeply such values nest (a residual stream read by a
+  // norm and by the next residual, layer after layer):
+  //  - a value holding a reduction, read through two or more different views
+  //    (rotary embeddings, concatenated caches);
+  //  - a value holding a contraction (a sum of a product: a matmul), read by
+  //    two or more consumers.
   {
-    std::vector<bool> holds_reduce(n, false);
+    std::vector<bool> holds_reduce(n, false), holds_contraction(n, false);
     std::vector<std::vector<View>> views(n);
+    std::vector<int> uses(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       bool r = is_reduce(node.op) && !is_small_reduce(node);
+      bool c = node.op == Op::SumReduce && r && graph.node(node.inputs[0].node).op == Op::Mul &&
+               !p.materialized[static_cast<size_t>(node.inputs[0].node)];
       for (const Edge& e : node.inputs) {
         auto in = static_cast<size_t>(e.node);
         r = r || (!p.materialized[in] && holds_reduce[in]);
+        c = c || (!p.materialized[in] && holds_contraction[in]);
         if (std::find(views[in].begin(), views[in].end(), e.view) == views[in].end()) views[in].push_back(e.view);
+        ++uses[in];
       }
       holds_reduce[i] = r;
+      holds_contraction[i] = c;
     }
     for (const Edge& e : outputs) {
       auto o = static_cast<size_t>(e.node);
       if (std::find(views[o].begin(), views[o].end(), e.view) == views[o].end()) views[o].push_back(e.view);
+      ++uses[o];
     }
     for (size_t i = 0; i < n; ++i) {
-      if (holds_reduce[i] && views[i].size() >= 2) p.materialized[i] = true;
+      if ((holds_reduce[i] && views[i].size() >= 2) || (holds_contraction[i] && uses[i] >= 2)) p.materialized[i] = true;
     }
   }
 

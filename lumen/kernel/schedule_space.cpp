@@ -24,7 +24,7 @@ double assumed(const Expr& e) {
 bool mentions(const std::vector<Expr>& vars, const Expr& v) { return std::find(vars.begin(), vars.end(), v) != vars.end(); }
 
 // For each loop variable, the coefficients it has in load indices.
-std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k) {
+std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
   std::map<std::string, std::vector<int64_t>> by_var;
   std::function<void(const Value&)> value = [&](const Value& v) {
     if (v->kind == ValueKind::Load) {
@@ -32,6 +32,11 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k) {
         for (const auto& [term, c] : form->terms) {
           if (term.kind() == ExprKind::Var) {
             by_var[term.name()].push_back(c);
+          } else if (term.kind() == ExprKind::Div && term.a().kind() == ExprKind::Var && term.b().is_const() &&
+                     term.b().value() % lanes == 0) {
+            // r / (k·lanes): constant across each aligned vector of lanes (a
+            // per-block scale of quantized weights), so it does not stop vectors.
+            by_var[term.a().name()].push_back(0);
           } else {
             for (const Expr& var : expr_vars(term)) by_var[var.name()].push_back(-1);  // non-linear
           }
@@ -116,7 +121,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   if (n.shape.empty()) return f;
   LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
   for (double e : plain.evaluations) f.work += e;
-  auto strides = load_strides(plain.kernel);
+  auto strides = load_strides(plain.kernel, f.lanes);
   int rank = static_cast<int>(n.shape.size());
   std::string last_var = "i" + std::to_string(rank - 1);
   const Expr& last = n.shape.back();

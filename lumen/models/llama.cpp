@@ -140,7 +140,7 @@ std::string Llama::cache_name(int64_t layer, bool keys) {
   return "model.layers." + std::to_string(layer) + (keys ? ".self_attn.k_cache" : ".self_attn.v_cache");
 }
 
-Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, bool last_only) {
+Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at) {
   if (tokens.rank() != 2) fail("llama: tokens must be [batch, seq], got ", to_string(tokens.shape()));
   const Expr& batch = tokens.shape()[0];
   const Expr& seq = tokens.shape()[1];
@@ -159,7 +159,7 @@ Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, boo
     g.assign(v_cache.slice(2, past, simplify(past + seq)), o.new_values);
     x = o.out;
   }
-  if (last_only) x = x.slice(1, simplify(seq - 1), seq);
+  if (logits_at) x = x.slice(1, *logits_at, simplify(*logits_at + 1));
   x = norm(x);
   return lm_head ? (*lm_head)(x) : ops::linear(x, embed_tokens.weight);
 }

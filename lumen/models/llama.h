@@ -43,9 +43,10 @@ class Llama : public nn::Module {
   Llama(Graph& g, const LlamaConfig& config);
 
   // tokens [batch, seq] (i32). Returns logits [batch, seq, vocab], or
-  // [batch, 1, vocab] for the last position only when `last_only`.
-  // Declares the cache states (capacity rows) and their updates.
-  Tensor step(const Tensor& tokens, const Expr& past, int64_t capacity, bool last_only);
+  // [batch, 1, vocab] for position `logits_at` only (e.g. the last real
+  // token when the step is padded). Declares the cache states (capacity
+  // rows) and their updates.
+  Tensor step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at = std::nullopt);
 
   // The name of layer i's key or value cache state.
   static std::string cache_name(int64_t layer, bool keys);

@@ -1,8 +1,11 @@
 #include "lumen/models/llama_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
 
 namespace lumen::models {
 
@@ -33,12 +36,18 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
   {
     nn::ScopedParameterSource source(*weights_);
     Llama model(g, config_);
-    Expr s = seq ? Expr(*seq) : g.dim("seq");
+    Expr s = seq ? Expr(*seq) : Expr(kSeqBlock) * g.dim("seq_blocks");
     Tensor tokens = g.input("tokens", {Expr(1), s}, DType::I32);
-    logits = model.step(tokens, g.dim("past"), capacity_, last_only);
+    std::optional<Expr> at;
+    if (last_only) at = seq ? Expr(*seq - 1) : simplify(g.dim("real") - 1);
+    // The cache has room for one block of padding beyond the capacity.
+    logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at);
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;
+  if (!o.tune_dims.count("past")) o.tune_dims["past"] = seq ? 128 : 0;  // decode deep in a sequence; prefill from the start
+  if (!o.tune_dims.count("seq_blocks")) o.tune_dims["seq_blocks"] = 128 / kSeqBlock;
+  if (!o.tune_dims.count("real")) o.tune_dims["real"] = 128;
   auto p = std::make_unique<Program>(compile(g, {logits}, o));
   for (NodeId id : p->graph().input_ids()) {
     const Node& n = p->graph().node(id);
@@ -49,7 +58,7 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
   return p;
 }
 
-Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens) {
+Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens, bool padded) {
   if (tokens.empty()) fail("llama: no tokens to run");
   int64_t n = static_cast<int64_t>(tokens.size());
   if (past_ + n > capacity_) {
@@ -59,15 +68,26 @@ Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens) {
   for (int32_t t : tokens) {
     if (t < 0 || t >= config_.vocab) fail("llama: token ", t, " is outside the vocabulary [0, ", config_.vocab, ")");
   }
-  p.set("tokens", Array::from_ints(tokens, {1, n}));
   p.bind("past", past_);
+  if (padded) {
+    int64_t blocks = (n + kSeqBlock - 1) / kSeqBlock;
+    std::vector<int32_t> filled = tokens;
+    filled.resize(static_cast<size_t>(blocks * kSeqBlock), 0);
+    p.set("tokens", Array::from_ints(filled, {1, blocks * kSeqBlock}));
+    p.bind("seq_blocks", blocks);
+    std::vector<std::string> dims = p.graph().dim_names();
+    if (std::find(dims.begin(), dims.end(), "real") != dims.end()) p.bind("real", n);
+  } else {
+    p.set("tokens", Array::from_ints(tokens, {1, n}));
+  }
   p.run();
   past_ += n;
   return p.get("out0");
 }
 
 std::vector<float> LlamaRunner::forward(const std::vector<int32_t>& tokens) {
-  return run(tokens.size() == 1 ? *decode_ : *prefill_, tokens).to_floats();
+  bool one = tokens.size() == 1;
+  return run(one ? *decode_ : *prefill_, tokens, !one).to_floats();
 }
 
 Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
@@ -75,8 +95,11 @@ Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
     all_ = build(std::nullopt, false, 0);
     all_->share_state(*decode_);
   }
-  Array logits = run(*all_, tokens);
-  return logits;
+  Array logits = run(*all_, tokens, true);
+  int64_t n = static_cast<int64_t>(tokens.size()), vocab = config_.vocab;
+  Array out(DType::F32, {1, n, vocab});  // without the padding positions
+  std::memcpy(out.data(), logits.data(), static_cast<size_t>(n * vocab) * sizeof(float));
+  return out;
 }
 
 std::vector<int32_t> LlamaRunner::generate(const std::vector<int32_t>& prompt, int64_t max_new, Sampler& sampler,

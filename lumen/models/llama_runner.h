@@ -61,8 +61,15 @@ class LlamaRunner {
   Program& prefill_program() { return *prefill_; }
 
  private:
+  // seq: a static step length (decode: 1), or nothing: a padded multiple of
+  // kSeqBlock tokens with a dynamic count of blocks.
   std::unique_ptr<Program> build(std::optional<int64_t> seq, bool last_only, double budget_s);
-  Array run(Program& p, const std::vector<int32_t>& tokens);
+  Array run(Program& p, const std::vector<int32_t>& tokens, bool padded);
+
+  // Prefill steps are padded to a multiple of this many tokens, so their
+  // kernels vectorize and tile along the sequence; the padding rows written
+  // to the cache lie past the real tokens and are overwritten later.
+  static constexpr int64_t kSeqBlock = 16;
 
   LlamaConfig config_;
   std::shared_ptr<io::WeightStore> weights_;

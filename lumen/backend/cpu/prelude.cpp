@@ -11,6 +11,9 @@ const char* prelude() {
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -65,6 +68,11 @@ inline int32_t lumen_sat_u8f(float x) { return x != x ? 0 : x <= 0.0f ? 0 : x >=
 inline uint32_t lumen_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 inline float lumen_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
+#ifdef __F16C__
+// Hardware conversions (F16C): round to nearest even, NaN stays NaN.
+inline uint16_t lumen_f32_to_f16(float value) { return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT); }
+inline float lumen_f16_to_f32(uint16_t bits) { return _cvtsh_ss(bits); }
+#else
 inline uint16_t lumen_f32_to_f16(float value) {
   uint32_t x = lumen_bits(value);
   uint32_t sign = (x >> 16) & 0x8000u, exponent = (x >> 23) & 0xffu, mantissa = x & 0x7fffffu;
@@ -95,6 +103,7 @@ inline float lumen_f16_to_f32(uint16_t bits) {
   }
   return lumen_float(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
+#endif
 
 inline uint16_t lumen_f32_to_bf16(float value) {
   uint32_t x = lumen_bits(value);
@@ -126,10 +135,35 @@ inline lumen_i32v lumen_splat_mask(bool b) { return lumen_i32v{} + (b ? -1 : 0);
 inline lumen_f32v lumen_load_f32(const float* p) { lumen_f32v v; memcpy(&v, p, sizeof v); return v; }
 inline lumen_i32v lumen_load_i32(const int32_t* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
 // 8-bit storage types load widened to i32 lanes.
+// (Sign/zero extension by instruction: GCC does not vectorize convertvector from 8-bit lanes.)
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_i32v lumen_load_i8(const int8_t* p) { return (lumen_i32v)_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p)); }
+inline lumen_i32v lumen_load_u8(const uint8_t* p) { return (lumen_i32v)_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p)); }
+#elif LANES == 8 && defined(__AVX2__)
+inline lumen_i32v lumen_load_i8(const int8_t* p) { return (lumen_i32v)_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)); }
+inline lumen_i32v lumen_load_u8(const uint8_t* p) { return (lumen_i32v)_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p)); }
+#else
 typedef int8_t lumen_i8v __attribute__((vector_size(LANES)));
 typedef uint8_t lumen_u8v __attribute__((vector_size(LANES)));
 inline lumen_i32v lumen_load_i8(const int8_t* p) { lumen_i8v v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, lumen_i32v); }
 inline lumen_i32v lumen_load_u8(const uint8_t* p) { lumen_u8v v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, lumen_i32v); }
+#endif
+
+// Half-precision vectors widened to f32 lanes (exact).
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_f32v lumen_load_f16(const uint16_t* p) { return (lumen_f32v)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
+inline lumen_f32v lumen_load_bf16(const uint16_t* p) {
+  return (lumen_f32v)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)p)), 16);
+}
+#elif LANES == 8 && defined(__F16C__) && defined(__AVX2__)
+inline lumen_f32v lumen_load_f16(const uint16_t* p) { return (lumen_f32v)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+inline lumen_f32v lumen_load_bf16(const uint16_t* p) {
+  return (lumen_f32v)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p)), 16);
+}
+#else
+inline lumen_f32v lumen_load_f16(const uint16_t* p) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = lumen_f16_to_f32(p[i]); return r; }
+inline lumen_f32v lumen_load_bf16(const uint16_t* p) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = lumen_bf16_to_f32(p[i]); return r; }
+#endif
 inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
 inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
 

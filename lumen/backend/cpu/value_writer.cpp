@@ -198,7 +198,26 @@ Reg KernelWriter::lanewise(const Value& v, const Combo& combo, const std::string
 
 Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::string& pad) {
   uses_vectors_ = true;
-  bool wide = v->dtype == DType::F16 || v->dtype == DType::BF16;  // rounded per op: per lane
+  bool half = v->dtype == DType::F16 || v->dtype == DType::BF16;
+  // Half-precision loads widen exactly, and a widening cast is free: both stay vectors.
+  if (half && v->kind == ValueKind::Load) {
+    Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
+    auto stride = lane_stride(index, combo.vl);
+    if (stride && *stride == 1 && !mentions(valid, combo.vl)) {
+      std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+      std::string base = printer_.print(simplify(substitute(index, zero)));
+      std::string loaded = std::string(v->dtype == DType::F16 ? "lumen_load_f16(" : "lumen_load_bf16(") + "b" +
+                           std::to_string(v->buffer) + " + " + base + ")";
+      if (!valid.is_const(1)) loaded = "(" + printer_.print(valid) + " ? " + loaded + " : lumen_splat_f32(0.0f))";
+      return emit("lumen_f32v", loaded, true, v->dtype, pad);
+    }
+  }
+  if (v->kind == ValueKind::Cast && v->dtype == DType::F32 &&
+      (v->args[0]->dtype == DType::F16 || v->args[0]->dtype == DType::BF16)) {
+    Reg a = splat(value(v->args[0], combo, pad), pad);
+    return Reg{a.name, true, DType::F32};
+  }
+  bool wide = half;  // other half-precision values are rounded per op: per lane
   for (const Value& a : v->args) wide = wide || a->dtype == DType::F16 || a->dtype == DType::BF16;
   if (wide) return lanewise(v, combo, pad);
   auto vec = [&](size_t i) { return splat(value(v->args[i], combo, pad), pad).name; };
