@@ -240,6 +240,12 @@ def _native(w, arrays, threads, impl):
 
 
 def _make(impl, w, arrays, threads):
+    if hasattr(w, "make"):  # a model workload (bench/models.py) builds its own runners
+        import models
+        try:
+            return w.make(impl, threads)
+        except models.Missing as e:
+            raise Missing(str(e))
     if impl in ("lumen", "lumen_nosearch"):
         return _lumen(w, arrays, threads, impl == "lumen")
     if impl == "torch":
@@ -270,7 +276,7 @@ def worker(threads, only, runs, impls):
     results = []
     for w in selected:
         rng = np.random.default_rng(0)
-        arrays = w.inputs(rng)
+        arrays = w.inputs(rng) if hasattr(w, "inputs") else []
         calls, outputs, extra, reference = {}, {}, {}, None
         for impl in impls or IMPLS:
             try:
@@ -308,6 +314,8 @@ def worker(threads, only, runs, impls):
             if reference is not None and outputs[impl] is not None:
                 got = outputs[impl]()
                 row["max_abs_error_vs_torch"] = float(np.max(np.abs(np.asarray(got, np.float64) - reference)))
+            if hasattr(w, "tokens"):
+                row["tokens_per_s"] = w.tokens / (row["median_ms"] / 1e3)
             results.append(row)
             if impl == "lumen":
                 print(f"  [{threads} thread(s)] {w.name}: lumen {row['median_ms']:.3f} ms", file=sys.stderr)
@@ -373,6 +381,25 @@ def render(data):
                 else:
                     cells.append(f"{r['median_ms']:.2f} ({r['median_ms'] / lm:.2f}×)")
             lines.append(f"| {w['name']} | {lm:.2f} | {limit} | " + " | ".join(cells) + " |")
+        lines.append("")
+    model_rows = [r for r in data["results"] if "tokens_per_s" in r]
+    if model_rows:
+        lines += ["## Models: tokens per second", "",
+                  f"Prefill: {__import__('models').PROMPT} prompt tokens; decode: {__import__('models').DECODE_STEPS} "
+                  f"single-token steps from position {__import__('models').DECODE_FROM}. Speed-up = lumen tokens/s / peer "
+                  f"tokens/s.", "", "| workload | threads | lumen | lumen_nosearch | llamacpp | torch |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for t in sorted({r["threads"] for r in model_rows}):
+            for name in dict.fromkeys(r["workload"] for r in model_rows):
+                rows = {r["impl"]: r for r in model_rows if r["workload"] == name and r["threads"] == t}
+                if "lumen" not in rows:
+                    continue
+                lt = rows["lumen"]["tokens_per_s"]
+                cells = [f"{lt:.1f}"]
+                for impl in ("lumen_nosearch", "llamacpp", "torch"):
+                    r = rows.get(impl)
+                    cells.append("—" if r is None else f"{r['tokens_per_s']:.1f} ({lt / r['tokens_per_s']:.2f}×)")
+                lines.append(f"| {name} | {t} | " + " | ".join(cells) + " |")
         lines.append("")
     missing = sorted({(r["impl"], r["missing"]) for r in data["results"] if "missing" in r and
                       not r["missing"].startswith("not expressed") and not r["missing"].startswith("not a BLAS")})

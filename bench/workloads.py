@@ -139,4 +139,5 @@ def all_workloads():
                      lambda x: __import__("torch").nn.functional.rms_norm(x, (4096,), eps=1e-6),
                      bytes=2 * 4.0 * 4096 * 4096),
             _attention(False), _attention(True), _mlp(), _conv(), _gpt2_block()]
-    return {w.name: w for w in rows}
+    from models import model_workloads
+    return {**{w.name: w for w in rows}, **model_workloads()}

@@ -144,25 +144,46 @@ void CpuExecutor::build(const CpuOptions& options) {
   // Schedules: a test's chooser, or the search (cache hits, then measured
   // candidates within the budget, shared by kernels in proportion to their work).
   std::vector<NodeId> todo;
-  std::vector<double> work;
   auto is_write = [&](NodeId n) {
     return std::any_of(writes_.begin(), writes_.end(), [&](const Write& w) { return w.copy == n; });
   };
   for (NodeId n : p.kernels) {
     if (!needed_[static_cast<size_t>(n)] || is_write(n)) continue;
     todo.push_back(n);
-    work.push_back(options.search.budget_s > 0 ? std::max(kernel::kernel_facts(*graph_, n, materialized_, target).work, 1.0) : 1.0);
   }
   search::ScheduleSearch search(*graph_, materialized_, options.search, target);
-  double budget = options.search.budget_s, remaining_work = 0;
-  for (double w : work) remaining_work += w;
-  auto search_start = std::chrono::steady_clock::now();
+  // The budget goes to distinct kernels not yet tuned (a repeated layer is
+  // searched once), in proportion to their work; kernels whose share would
+  // be too small to search are left to the heuristic and their share goes
+  // to the rest.
+  double budget = options.search.budget_s;
+  std::map<NodeId, double> share;
+  if (budget > 0 && !options.choose) {
+    std::map<std::string, std::pair<NodeId, double>> distinct;  // key -> (first node, work of all its instances)
+    for (NodeId n : todo) {
+      if (search.known(n)) continue;
+      double w = std::max(kernel::kernel_facts(*graph_, n, materialized_, target).work, 1.0);
+      auto [it, fresh] = distinct.emplace(search.key(n), std::make_pair(n, 0.0));
+      it->second.second += w;
+    }
+    std::vector<std::pair<double, NodeId>> by_work;
+    for (const auto& [key, entry] : distinct) by_work.emplace_back(entry.second, entry.first);
+    std::sort(by_work.rbegin(), by_work.rend());
+    while (!by_work.empty()) {  // drop the lightest until every share is worth searching
+      double total = 0;
+      for (const auto& [w, n] : by_work) total += w;
+      if (budget * by_work.back().first / total >= search::ScheduleSearch::kMinSeconds || by_work.size() == 1) {
+        for (const auto& [w, n] : by_work) share[n] = budget * w / total;
+        break;
+      }
+      by_work.pop_back();
+    }
+  }
   for (size_t i = 0; i < todo.size(); ++i) {
     NodeId n = todo[i];
-    double left = budget - seconds_since(search_start);
+    auto s = share.find(n);
     std::vector<kernel::Action> actions = options.choose ? options.choose(*graph_, n, materialized_)
-                                                         : search.choose(n, budget > 0 ? std::max(left, 0.0) * work[i] / remaining_work : 0);
-    remaining_work -= work[i];
+                                                         : search.choose(n, s == share.end() ? 0.0 : s->second);
     kernel::Schedule schedule = kernel::Schedule::from_actions(graph_->node(n).shape, actions);
     kernel::LoweredKernel lk =
         kernel::lower(*graph_, n, materialized_, schedule, "k" + std::to_string(kernels_.size()));

