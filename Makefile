@@ -34,8 +34,10 @@ docs: build
 	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --coverage $(BUILD)/ops_coverage.json
 
+# lumen's main job on a built-in default: a small Llama-shaped model with
+# seeded weights, compiled with schedule search, generating, against PyTorch.
 demo: build
-	./$(BUILD)/tools/lumen-demo
+	PYTHONPATH=python $(PYTHON) tools/demo.py
 
 # ASan + UBSan build of everything, then the C++ tests.
 sanitize: setup

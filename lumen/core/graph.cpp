@@ -95,6 +95,12 @@ Tensor Graph::state(const std::string& name, const Shape& shape, DType dtype) {
   return t;
 }
 
+Tensor Graph::parameter(const std::string& name, const Shape& shape, DType dtype) {
+  Tensor t = input(name, shape, dtype);
+  nodes_[static_cast<size_t>(t.node_id())].parameter = true;
+  return t;
+}
+
 void Graph::assign(const Tensor& target, const Tensor& value) {
   if (target.graph() != this || value.graph() != this) fail("assign: the tensors belong to a different graph");
   const Node& s = node(target.node_id());

@@ -36,6 +36,7 @@ struct Node {
   std::vector<Edge> inputs;  // operands, already in their logical shapes
   std::string name;          // Input: the name users set it by
   bool persistent = false;   // Input: a state buffer the Program keeps between runs
+  bool parameter = false;    // Input: weights, unchanged between runs unless set() again
   double number = 0;         // Constant: the value, when `pattern` is undefined
   Expr pattern;              // Constant: an integer Expr of i0, i1, ... (per-dim element index)
   int axis = -1;             // SumReduce / MaxReduce / Gather
@@ -73,6 +74,11 @@ class Graph {
   // compiled, kept between runs and changed only by assign(). Its shape is
   // concrete (a capacity); read a dynamic prefix of it with slice().
   Tensor state(const std::string& name, const Shape& shape, DType dtype = DType::F32);
+  // A parameter (weights): an input whose values change only when it is set
+  // again, so compiled programs may keep data derived from it (packed panels)
+  // between runs. Modifying a parameter's memory in place without set() is
+  // not seen.
+  Tensor parameter(const std::string& name, const Shape& shape, DType dtype = DType::F32);
   // Records that, at the end of each run, the region `target` (a view of a
   // state tensor: slices, permutes, reshapes; no broadcast or padding) takes
   // `value` (same shape and dtype).

@@ -306,6 +306,42 @@ class Simplifier {
     }
     Expr r = rest.to_expr();
     bool in_range = r.lo() >= 0 && prove(make_lt(r, d));
+    if (!in_range) {
+      // d = m·k: x = k·A + B with 0 <= B < k gives x / d = A / m and
+      // x % d = (A % m)·k + B (heads merged across a dynamic length: k = 64·T).
+      int64_t g = d_form->gcd();
+      for (int64_t m = 2; m <= 64 && m <= g; ++m) {
+        if (g % m != 0) continue;
+        LinearForm k = d_form->divided_by(m);
+        Expr k_expr = k.to_expr();
+        auto k_lead = monomial(k.terms[0].first, k.terms[0].second);
+        LinearForm high, low = x;
+        for (int guard = 0; guard < 64; ++guard) {  // polynomial division of x by k
+          bool progress = false;
+          for (const auto& [term, coefficient] : low.terms) {
+            auto q = divide_monomial(term, coefficient, k_lead);
+            if (!q) continue;
+            LinearForm multiple;
+            for (const auto& [kt, kc] : k.terms) multiple.add(make_mul(q->first, kt), checked_mul(q->second, kc));
+            if (k.constant != 0) multiple.add(q->first, checked_mul(q->second, k.constant));
+            bool present = std::all_of(multiple.terms.begin(), multiple.terms.end(), [&](const auto& mt) {
+              return std::any_of(low.terms.begin(), low.terms.end(), [&](const auto& lt) { return lt.first == mt.first; });
+            });
+            if (!present) continue;
+            low.add(multiple, -1);
+            high.add(q->first, q->second);
+            progress = true;
+            break;
+          }
+          if (!progress) break;
+        }
+        Expr b = low.to_expr();
+        if (high.terms.empty() || b.lo() < 0 || !prove(make_lt(b, k_expr))) continue;
+        Expr a = high.to_expr();
+        if (is_div) return make_div(a, Expr(m));
+        return make_add(make_mul(make_mod(a, Expr(m)), k_expr), b);
+      }
+    }
     if (is_div) {
       if (in_range) return quotient.to_expr();
       if (quotient.terms.empty() && quotient.constant == 0) return std::nullopt;

@@ -108,7 +108,7 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
     return dequantize(g, name, w, dtype);
   }
   inputs_[name] = w.data;
-  Tensor t = g.input(name, shape, w.data.dtype());
+  Tensor t = g.parameter(name, shape, w.data.dtype());
   return w.data.dtype() == dtype ? t : t.cast(dtype);
 }
 
@@ -124,15 +124,15 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
   block_shape.push_back(Expr(32));
   flat_shape.push_back(Expr(w.shape.back()));
   scale_shape.push_back(Expr(blocks));
-  Tensor scales = g.input(name + ".scales", scale_shape, DType::F16).cast(DType::F32);
+  Tensor scales = g.parameter(name + ".scales", scale_shape, DType::F16).cast(DType::F32);
   Tensor values;  // [.., blocks, 32] f32
   if (w.format == WeightFormat::Q8_0) {
-    values = g.input(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
+    values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
   } else {
     Shape packed = lead;
     packed.push_back(Expr(blocks));
     packed.push_back(Expr(16));
-    Tensor bytes = g.input(name + ".q", packed, DType::U8).cast(DType::F32);
+    Tensor bytes = g.parameter(name + ".q", packed, DType::U8).cast(DType::F32);
     Tensor low = bytes.mod(bytes.scalar(16));
     Tensor high = (bytes + (-low)) * bytes.scalar(1.0 / 16);
     values = ops::concat({low, high}, -1) + bytes.scalar(-8);

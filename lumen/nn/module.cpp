@@ -9,7 +9,7 @@ std::string Module::child(const std::string& name) const { return prefix_.empty(
 Tensor Module::parameter(const std::string& name, const Shape& shape, DType dtype) {
   std::string full = child(name);
   ParameterSource* source = current_parameter_source();
-  Tensor t = source ? source->declare(*graph_, full, shape, dtype) : graph_->input(full, shape, dtype);
+  Tensor t = source ? source->declare(*graph_, full, shape, dtype) : graph_->parameter(full, shape, dtype);
   parameters_.emplace_back(full, t);
   return t;
 }

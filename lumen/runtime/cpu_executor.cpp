@@ -152,16 +152,16 @@ void CpuExecutor::build(const CpuOptions& options) {
     todo.push_back(n);
   }
   search::ScheduleSearch search(*graph_, materialized_, options.search, target);
-  // The budget goes to distinct kernels not yet tuned (a repeated layer is
-  // searched once), in proportion to their work; kernels whose share would
-  // be too small to search are left to the heuristic and their share goes
-  // to the rest.
+  // The budget goes to distinct kernels (a repeated layer is searched once),
+  // in proportion to their work; kernels whose share would be too small to
+  // search are left to the heuristic and their share goes to the rest. The
+  // shares do not depend on what the tuning cache holds, so a second compile
+  // of the same program finds every searched kernel there and searches nothing.
   double budget = options.search.budget_s;
   std::map<NodeId, double> share;
   if (budget > 0 && !options.choose) {
     std::map<std::string, std::pair<NodeId, double>> distinct;  // key -> (first node, work of all its instances)
     for (NodeId n : todo) {
-      if (search.known(n)) continue;
       double w = std::max(kernel::kernel_facts(*graph_, n, materialized_, target).work, 1.0);
       auto [it, fresh] = distinct.emplace(search.key(n), std::make_pair(n, 0.0));
       it->second.second += w;
@@ -238,6 +238,7 @@ void CpuExecutor::build(const CpuOptions& options) {
     l.kernel = i;
     launches_.push_back(std::move(l));
   }
+  find_kept_packs();
 }
 
 std::string CpuExecutor::profile_report() const {
@@ -324,6 +325,49 @@ std::string CpuExecutor::kernels_dot() const {
   return out.str();
 }
 
+// A pack that reads only parameters and makes no more bytes than it reads
+// (a relayout, not a dequantization) is done once and kept between runs,
+// outside the arena, until one of its parameters is set again.
+void CpuExecutor::find_kept_packs() {
+  kept_.assign(scratch_.size(), Array());
+  kept_valid_.assign(scratch_.size(), false);
+  kept_inputs_.assign(scratch_.size(), {});
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    if (kernel_nodes_[k] != -1) continue;
+    const Launch& l = launches_[k];
+    auto s = static_cast<size_t>(-1 - l.buffers[0]);
+    const kernel::ScratchBuffer& sb = scratch_[s];
+    if (!sb.elements.is_const()) continue;
+    bool parameters = true;
+    int64_t read = 0;
+    std::vector<std::string> names;
+    for (size_t b = 1; b < l.buffers.size(); ++b) {
+      NodeId id = l.buffers[b];
+      const Node* node = id >= 0 ? &graph_->node(id) : nullptr;
+      if (!node || node->op != Op::Input || !node->parameter) {
+        parameters = false;
+        break;
+      }
+      int64_t numel = 1;
+      for (const Expr& d : node->shape) numel *= d.is_const() ? d.value() : 0;
+      read += numel * static_cast<int64_t>(dtype_size(node->dtype));
+      names.push_back(node->name);
+    }
+    int64_t made = sb.elements.value() * static_cast<int64_t>(dtype_size(sb.dtype));
+    if (!parameters || names.empty() || made > read) continue;
+    kept_[s] = Array(sb.dtype, {sb.elements.value()});
+    kept_inputs_[s] = names;
+  }
+}
+
+void CpuExecutor::invalidate(const std::string& input) {
+  for (size_t s = 0; s < kept_inputs_.size(); ++s) {
+    for (const std::string& name : kept_inputs_[s]) {
+      if (name == input) kept_valid_[s] = false;
+    }
+  }
+}
+
 std::map<std::string, double> CpuExecutor::stats() const {
   return {{"kernels", report_.kernels},
           {"fusion_rounds", report_.fusion_rounds},
@@ -333,6 +377,11 @@ std::map<std::string, double> CpuExecutor::stats() const {
           {"compile_seconds", report_.compile_seconds},
           {"object_cache_hit", report_.cache_hit ? 1.0 : 0.0},
           {"arena_bytes", static_cast<double>(plan_.arena_bytes)},
+          {"kept_pack_bytes", [&] {
+             double b = 0;
+             for (const Array& a : kept_) b += a.defined() ? static_cast<double>(a.nbytes()) : 0.0;
+             return b;
+           }()},
           {"peak_live_bytes", static_cast<double>(plan_.peak_live_bytes)},
           {"search_seconds", search_report_.seconds},
           {"search_timing_runs", static_cast<double>(search_report_.timing_runs)},
@@ -367,6 +416,7 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
     if (n == -1) {  // a pre-kernel: its output (buffer 0) is a scratch buffer
       NodeId key = launches_[k].buffers[0];
       auto s = static_cast<size_t>(-1 - key);
+      if (kept_[s].defined()) continue;  // packed parameters live outside the arena
       int64_t bytes = evaluate(scratch_[s].elements, bindings) * static_cast<int64_t>(dtype_size(scratch_[s].dtype));
       scratch_index_[s] = static_cast<int64_t>(lives.size());
       lives.push_back({bytes, static_cast<int>(k), last_use(key, k)});
@@ -416,12 +466,20 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
   std::vector<void*> scratch(scratch_.size(), nullptr);
   for (size_t i = 0; i < scratch_.size(); ++i) {
     if (scratch_index_[i] >= 0) scratch[i] = arena_.get() + plan_.offsets[static_cast<size_t>(scratch_index_[i])];
+    if (kept_[i].defined()) scratch[i] = kept_[i].data();
   }
 
   cpu::ThreadPool& pool = cpu::ThreadPool::global();
   std::vector<void*> args;
   for (size_t k = 0; k < launches_.size(); ++k) {
     const Launch& l = launches_[k];
+    if (kernel_nodes_[k] == -1) {  // a pack of parameters already done: skip
+      auto s = static_cast<size_t>(-1 - l.buffers[0]);
+      if (kept_[s].defined()) {
+        if (kept_valid_[s]) continue;
+        kept_valid_[s] = true;
+      }
+    }
     args.clear();
     for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
     Status status;

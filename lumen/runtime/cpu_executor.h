@@ -49,6 +49,7 @@ class CpuExecutor : public Executor {
   std::string report() const override { return search_report_.to_string() + profile_report(); }
   std::string profile_report() const;
   std::string kernels_dot() const override;
+  void invalidate(const std::string& input) override;
   const search::SearchReport& search_report() const { return search_report_; }
 
   const CpuCompileReport& compile_report() const { return report_; }
@@ -72,6 +73,7 @@ class CpuExecutor : public Executor {
   void prepare_updates();
   void build(const CpuOptions& options);
   void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
+  void find_kept_packs();
 
   std::shared_ptr<Graph> graph_;
   std::vector<Edge> outputs_;
@@ -105,6 +107,11 @@ class CpuExecutor : public Executor {
   std::shared_ptr<unsigned char> arena_;
   int64_t arena_capacity_ = 0;
   std::vector<Array> results_;
+
+  // Packed parameters kept between runs (by scratch number; undefined: not kept).
+  std::vector<Array> kept_;
+  std::vector<bool> kept_valid_;
+  std::vector<std::vector<std::string>> kept_inputs_;
 
   // LUMEN_PROFILE=1: time per launch, summed over runs.
   bool profile_ = false;

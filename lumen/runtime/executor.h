@@ -25,6 +25,8 @@ class Executor {
   // Graphviz of the compiled program (kernels and the buffers between them);
   // empty when the backend runs the graph as it is.
   virtual std::string kernels_dot() const { return ""; }
+  // The program set `input` anew: anything kept from its old value is stale.
+  virtual void invalidate(const std::string& input) { (void)input; }
 };
 
 }  // namespace lumen

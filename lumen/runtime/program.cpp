@@ -79,6 +79,7 @@ void Program::set(const std::string& input, Array data) {
     std::memcpy(s.data(), data.data(), s.nbytes());
     return;
   }
+  executor_->invalidate(input);
   inputs_[input] = std::move(data);
 }
 

@@ -45,6 +45,10 @@ class KernelRig {
 
  private:
   Array& buffer(NodeId n);
+  // The data a run reads for buffer `n`: graph inputs (weights) rotate
+  // through identical copies so each run reads them from memory, not cache,
+  // as a layer's weights are read in a real program; intermediates stay hot.
+  void* run_data(NodeId n);
 
   const Graph& graph_;
   NodeId node_;
@@ -52,6 +56,9 @@ class KernelRig {
   Bindings dims_;
   std::vector<int64_t> dim_values_;
   std::map<NodeId, Array> inputs_;
+  std::map<NodeId, std::vector<Array>> copies_;  // cold copies of graph inputs
+  int copy_count_ = 0;
+  int64_t runs_ = 0;
   Array output_;
   std::map<std::pair<std::string, int>, Array> scratch_;  // (candidate, scratch) -> buffer
   std::vector<std::pair<std::vector<int64_t>, double>> reference_;  // sampled element -> value

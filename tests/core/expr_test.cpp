@@ -90,6 +90,10 @@ TEST(Simplify, SumDivisorUndoesFlattening) {
   EXPECT_EQ(simplify((flat / 16) / rows), h);
   EXPECT_EQ(simplify((flat / 16) % rows), t);
   EXPECT_EQ(simplify(flat / (rows * 16)), h);
+  // Heads merged in pairs across a dynamic length: (h·64·T + t·64 + d) / (128·T) = h / 2.
+  Expr merged = (h * rows + t) * 64 + Expr::index("e", Expr(64));
+  EXPECT_EQ(simplify(merged / (rows * 128)), simplify(h / 2));
+  EXPECT_EQ(simplify((merged / (rows * 128)) % 4), simplify(h / 2));
   // Not a multiple: stays a division (and stays correct).
   Expr odd = h * rows + t + past;
   Bindings b{{"past", 3}, {"seq", 2}};
