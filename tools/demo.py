@@ -35,36 +35,51 @@ def build_model(path):
     return model
 
 
+def median_seconds(fn, runs=7):
+    fn()  # warm-up
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
 def time_lumen(runner, tokens):
+    def prefill():
+        runner.reset()
+        runner.forward(PROMPT)
+    pre = median_seconds(prefill)
     runner.reset()
-    start = time.perf_counter()
-    runner.forward(PROMPT)
-    prefill = time.perf_counter() - start
-    runner.reset()
-    out, stats = runner.generate(PROMPT, max_new_tokens=tokens)
-    return out, len(PROMPT) / prefill, stats["decode_tokens_per_second"]
+    out, _ = runner.generate(PROMPT, max_new_tokens=tokens)
+
+    def decode():
+        runner.reset()
+        runner.generate(PROMPT, max_new_tokens=tokens)
+    total = median_seconds(decode, 3)
+    return out, len(PROMPT) / pre, (tokens - 1) / max(total - pre, 1e-9)
 
 
 def time_torch(model, tokens):
     import torch
     from transformers.cache_utils import DynamicCache
     ids = torch.tensor([PROMPT])
-    with torch.no_grad():
-        model(ids)  # warm-up
-        start = time.perf_counter()
-        model(ids)
-        prefill = time.perf_counter() - start
+
+    def generate():
         cache = DynamicCache()
         logits = model(ids, past_key_values=cache, use_cache=True).logits[0, -1]
         out = []
-        start = time.perf_counter()
         for i in range(tokens):
             nxt = int(torch.argmax(logits))
             out.append(nxt)
             if i + 1 < tokens:
                 logits = model(torch.tensor([[nxt]]), past_key_values=cache, use_cache=True).logits[0, -1]
-        decode = time.perf_counter() - start
-    return out, len(PROMPT) / prefill, (tokens - 1) / decode
+        return out
+    with torch.no_grad():
+        pre = median_seconds(lambda: model(ids))
+        out = generate()
+        total = median_seconds(generate, 3)
+    return out, len(PROMPT) / pre, (tokens - 1) / max(total - pre, 1e-9)
 
 
 def main():

@@ -114,6 +114,22 @@ void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
   for (Candidate* c : candidates) {
     if (c->error.empty()) valid.push_back(c);
   }
+  auto keeps = [&](const Candidate& c, size_t pre) {  // as CpuExecutor::find_kept_packs decides
+    const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - c.lowered.pre_buffer_nodes[pre][0]));
+    if (!sb.elements.is_const()) return false;
+    int64_t read = 0;
+    for (size_t b = 1; b < c.lowered.pre_buffer_nodes[pre].size(); ++b) {
+      NodeId id = c.lowered.pre_buffer_nodes[pre][b];
+      if (id < 0 || graph_.node(id).op != Op::Input || !graph_.node(id).parameter) return false;
+      read += static_cast<int64_t>(buffer(id).nbytes());
+    }
+    return read > 0 && sb.elements.value() * static_cast<int64_t>(dtype_size(sb.dtype)) <= read;
+  };
+  for (Candidate* c : valid) {
+    for (size_t i = 0; i < c->lowered.pre_kernels.size(); ++i) c->once.push_back(keeps(*c, i));
+    c->once.push_back(false);
+    c->done.assign(c->once.size(), false);
+  }
   auto build = [](std::vector<Candidate*> group) {
     std::vector<kernel::Kernel> kernels;
     for (Candidate* c : group) {
@@ -180,6 +196,10 @@ double KernelRig::run(Candidate& c) {
   auto start = std::chrono::steady_clock::now();
   std::vector<void*> args;
   for (size_t l = 0; l < c.run.size(); ++l) {
+    if (l < c.once.size() && c.once[l]) {
+      if (c.done[l]) continue;
+      c.done[l] = true;
+    }
     args.clear();
     for (NodeId b : c.buffers[l]) {
       if (b == node_) {

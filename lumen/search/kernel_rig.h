@@ -27,6 +27,10 @@ struct Candidate {
   std::shared_ptr<cpu::Library> library;
   std::vector<void*> run, tasks;
   std::vector<std::vector<NodeId>> buffers;
+  // Launches done once and not timed: packs of parameters, which a program
+  // keeps between runs (see CpuExecutor).
+  std::vector<bool> once;
+  std::vector<bool> done;
 };
 
 class KernelRig {
