@@ -26,6 +26,7 @@ test: build
 
 # lumen and its peers side by side: `make bench`, or `make bench ONLY=sgemm_1024,softmax_4096`.
 bench: build
+	@bash scripts/setup --bench
 	$(PYTHON) bench/run.py $(if $(ONLY),--only $(ONLY),) $(if $(THREADS),--threads $(THREADS),)
 
 # Regenerates docs/ops.md from the registry and a fresh test run.
