@@ -70,10 +70,14 @@ def _mlp():
     def torch_mlp(x, w1, b1, w2, b2):
         tf = __import__("torch").nn.functional
         return tf.linear(tf.gelu(tf.linear(x, w1, b1), approximate="tanh"), w2, b2)
+    def lumen_mlp(g, x):  # weights are parameters, as in any model
+        w1, b1, w2, b2 = (g.parameter(n, s) for n, s in [("w1", (4096, 1024)), ("b1", (4096,)), ("w2", (1024, 4096)),
+                                                           ("b2", (1024,))])
+        return F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2)
     return Workload(
         "mlp_b64", [(64, 1024), (4096, 1024), (4096,), (1024, 4096), (1024,)],
-        lambda g, x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2), torch_mlp,
-        flops=2.0 * 64 * 1024 * 4096 * 2, numpy=lambda x, w1, b1, w2, b2: _gelu_np(x @ w1.T + b1) @ w2.T + b2)
+        lumen_mlp, torch_mlp, flops=2.0 * 64 * 1024 * 4096 * 2,
+        numpy=lambda x, w1, b1, w2, b2: _gelu_np(x @ w1.T + b1) @ w2.T + b2, module_params=("w1", "b1", "w2", "b2"))
 
 
 def _conv():

@@ -66,6 +66,13 @@ void bind_core(nb::module_& m) {
           },
           nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = DType::F32)
       .def(
+          "parameter",
+          [](PyGraph& g, const std::string& name, nb::handle shape, DType dtype) {
+            return g.graph->parameter(name, shape_from_python(*g.graph, shape), dtype);
+          },
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = DType::F32,
+          "A weight: set like an input, but work that depends only on parameters (packing) is kept between runs.")
+      .def(
           "constant", [](PyGraph& g, double value, DType dtype) { return g.graph->constant(value, dtype); },
           nb::arg("value"), nb::arg("dtype") = DType::F32)
       .def("dim", [](PyGraph& g, const std::string& name) { return g.graph->dim(name); }, nb::arg("name"))

@@ -147,3 +147,21 @@ def test_state_is_appended_across_runs_with_symbolic_slices(backend):
     p.bind("past", 5)
     with pytest.raises(lumen.Error, match="slice"):
         p.run()  # 5 + 3 rows exceed the capacity of 6
+
+
+def test_parameters_are_reread_after_set(backend):
+    # A matmul against a parameter: the compiled program may keep packed
+    # panels of it between runs, and must redo them when it is set again.
+    rng = np.random.default_rng(3)
+    g = lumen.Graph()
+    x = g.input("x", [8, 32])
+    w = g.parameter("w", [64, 32])
+    p = lumen.compile(g, [lumen.nn.functional.linear(x, w)], backend=backend)
+    x_np = rng.standard_normal((8, 32)).astype(np.float32)
+    for _ in range(2):
+        w_np = rng.standard_normal((64, 32)).astype(np.float32)
+        p.set("x", x_np)
+        p.set("w", w_np)
+        for _ in range(2):
+            p.run()
+            np.testing.assert_allclose(p.get("out0"), x_np @ w_np.T, rtol=1e-5, atol=1e-5)

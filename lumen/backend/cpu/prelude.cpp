@@ -167,11 +167,20 @@ inline lumen_f32v lumen_load_bf16(const uint16_t* p) { lumen_f32v r; for (int i 
 inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
 inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
 
+#if LANES == 16 && defined(__AVX512F__)
+// NaN-propagating; reductions pass the accumulator as `a`: the chain through
+// it is one vmaxps (which returns `a` when either is NaN) and a masked move.
+inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {
+  __m512 r = _mm512_max_ps((__m512)b, (__m512)a);
+  return (lumen_f32v)_mm512_mask_mov_ps(r, _mm512_cmp_ps_mask((__m512)b, (__m512)b, _CMP_UNORD_Q), (__m512)b);
+}
+#else
 inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {  // NaN-propagating
   lumen_f32v r = a > b ? a : b;
   r = b != b ? b : r;
   return a != a ? a : r;
 }
+#endif
 inline lumen_i32v lumen_maxv_i32(lumen_i32v a, lumen_i32v b) { return a > b ? a : b; }
 
 inline float lumen_hsum_f32(lumen_f32v v) { float s = 0.0f; for (int i = 0; i < LANES; ++i) s += v[i]; return s; }
@@ -200,20 +209,35 @@ inline lumen_i32v lumen_floor_iv(lumen_f32v x) {  // floor for |x| < 2^31
   return t + (lumen_i32v)(__builtin_convertvector(t, lumen_f32v) > x);  // subtract 1 where truncation rounded up
 }
 
-// 2^x: n = round(x), 2^(x-n) by a degree-7 series, then two exact scalings.
+// 2^x: n = round(x), 2^(x-n) by a degree-7 series, then an exact scaling by 2^n.
+inline lumen_f32v lumen_exp2_series(lumen_f32v f) {  // e^f for |f| <= ln(2)/2
+  return 1.0f + f * (1.0f + f * (0.5f + f * (0.166666667f + f * (0.0416666667f + f * (0.00833333333f +
+         f * (0.00138888889f + f * 0.000198412698f))))));
+}
+#if LANES == 16 && defined(__AVX512F__)
+// AVX-512: max/min keep NaN (they return their second operand when one is
+// NaN), -inf clamps to -150 (2^-150 rounds to 0), scalef handles overflow.
+inline lumen_f32v lumen_exp2v(lumen_f32v x) {
+  __m512 c = _mm512_min_ps(_mm512_set1_ps(128.0f), _mm512_max_ps(_mm512_set1_ps(-150.0f), (__m512)x));
+  __m512 n = _mm512_roundscale_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  lumen_f32v f = (lumen_f32v)_mm512_sub_ps(c, n) * 0.693147180559945f;
+  lumen_f32v p = lumen_exp2_series(f);
+  return (lumen_f32v)_mm512_scalef_ps((__m512)p, n);
+}
+#else
 inline lumen_f32v lumen_exp2v(lumen_f32v x) {
   lumen_f32v c = x > 128.0f ? lumen_splat_f32(128.0f) : x;
   c = c < -150.0f ? lumen_splat_f32(-150.0f) : c;
   c = c != c ? lumen_splat_f32(0.0f) : c;
   lumen_i32v n = lumen_floor_iv(c + 0.5f);
   lumen_f32v f = (c - __builtin_convertvector(n, lumen_f32v)) * 0.693147180559945f;
-  lumen_f32v p = 1.0f + f * (1.0f + f * (0.5f + f * (0.166666667f + f * (0.0416666667f + f * (0.00833333333f +
-                 f * (0.00138888889f + f * 0.000198412698f))))));
+  lumen_f32v p = lumen_exp2_series(f);
   lumen_i32v n1 = n >> 1, n2 = n - n1;
   lumen_f32v s1 = (lumen_f32v)((n1 + 127) << 23), s2 = (lumen_f32v)((n2 + 127) << 23);
   lumen_f32v r = p * s1 * s2;
   return x != x ? x : r;
 }
+#endif
 
 // log2(x) = e + log2(m), m in [sqrt(1/2), sqrt(2)), by the atanh series of (m-1)/(m+1).
 inline lumen_f32v lumen_log2v(lumen_f32v x) {
