@@ -389,9 +389,8 @@ class Lowerer {
     Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
     evaluations_[static_cast<size_t>(n)] += multiplicity(inner);
     if (kernel_.fused.size() < 64) kernel_.fused.push_back(label(n));
-    bool inside_lanes = std::any_of(inner.begin(), inner.end(), [](const Level* l) {
-      return l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector;
-    });
+    // Reduce lanes are SIMD: not inside an output's SIMD loop (unrolled rows are fine).
+    bool inside_lanes = std::any_of(inner.begin(), inner.end(), [](const Level* l) { return l->kind == LoopKind::Vector; });
     DType acc_dtype = accumulator_dtype(node.dtype);
     Combine combine = node.op == Op::SumReduce ? Combine::Sum : Combine::Max;
     int acc = next_acc_++;

@@ -94,7 +94,7 @@ std::vector<int64_t> divisors_in(int64_t n, std::initializer_list<int64_t> choic
 
 bool Knobs::operator==(const Knobs& o) const {
   return mr == o.mr && nr == o.nr && pack == o.pack && n_outer == o.n_outer && vector == o.vector &&
-         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel;
+         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel && rows == o.rows;
 }
 
 std::string Knobs::to_string() const {
@@ -103,6 +103,7 @@ std::string Knobs::to_string() const {
     out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (n_outer ? " n-outer" : " m-outer");
   } else {
     out << "vector " << vector;
+    if (rows > 1) out << " rows " << rows;
   }
   out << " reduce-lanes " << reduce_lanes << " reduce-unroll " << reduce_unroll << " parallel " << parallel;
   return out.str();
@@ -173,6 +174,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   } else {
     if (f.vector_last) k.vector = lanes;
     if (f.unit_reduce) k.reduce_lanes = lanes;
+    // Matrix-vector products: four rows at a time share each load of the vector.
+    int64_t last_factor = known_factor(f.shape.back());
+    if (!f.vector_last && f.unit_reduce && f.contraction >= 0 && last_factor > 0 && last_factor % 4 == 0) k.rows = 4;
   }
   k.parallel = f.threads > 1 && (f.numel >= 4096 || f.work >= 65536) ? 0 : -1;
   return k;
@@ -221,6 +225,13 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     if (factor == 0 || factor % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide ", last);
     if (!last.is_const() || last.value() > k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));
+  }
+  if (k.rows > 1) {
+    if (k.nr > 0 || k.vector > 0) fail("schedule space: rows unroll only kernels without SIMD outputs");
+    int64_t factor = known_factor(last);
+    if (factor == 0 || factor % k.rows != 0) fail("schedule space: rows ", k.rows, " does not divide ", last);
+    if (!last.is_const() || last.value() > k.rows) apply(Action::split(loop_of(rank - 1, true), k.rows));
+    apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Unroll));
   }
   if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
   if (k.reduce_unroll > 1) apply(Action::reduce_unroll(k.reduce_unroll));
@@ -278,6 +289,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     for (int64_t v : divisors_in(known_factor(last), {l, 2 * l, 4 * l})) {
       Knobs n = k;
       n.vector = v;
+      n.rows = 1;
       push(n);
     }
     Knobs scalar = k;
@@ -291,6 +303,13 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     Knobs lanes = k;
     lanes.reduce_lanes = k.reduce_lanes > 1 ? 1 : l;
     push(lanes);
+    if (k.vector == 0) {
+      for (int64_t r : divisors_in(known_factor(last), {1, 2, 4, 8})) {
+        Knobs n = k;
+        n.rows = r;
+        push(n);
+      }
+    }
   }
   for (int64_t u : {1, 2, 4, 8}) {
     Knobs n = k;

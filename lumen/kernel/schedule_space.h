@@ -14,6 +14,10 @@
 
 namespace lumen::kernel {
 
+// Part of every tuning-cache key: bump it when the space gains knobs or code
+// generation changes enough that winners found before should be searched again.
+constexpr int kScheduleSpaceVersion = 2;
+
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
   NodeId node = -1;
@@ -37,6 +41,7 @@ struct Knobs {
   bool pack = false;       // pack the contraction operand into panels of width nr
   bool n_outer = true;     // the n tile loop outside the m tile loop
   int64_t vector = 0;      // SIMD width along the last dim for non-tiled kernels; 0: none
+  int64_t rows = 1;        // non-tiled reductions: last-dim outputs unrolled (several dot products share loads)
   int64_t reduce_lanes = 1;
   int64_t reduce_unroll = 1;
   int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none

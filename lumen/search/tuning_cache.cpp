@@ -9,6 +9,7 @@
 #include "lumen/backend/cpu/compiler.h"
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/kernel/printer.h"
+#include "lumen/kernel/schedule_space.h"
 
 namespace lumen::search {
 
@@ -46,7 +47,8 @@ std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int t
   for (size_t i = 0; i < canonical.buffers.size(); ++i) canonical.buffers[i].name = "b" + std::to_string(i);
   std::vector<std::pair<std::string, int64_t>> sorted(dims.begin(), dims.end());
   std::sort(sorted.begin(), sorted.end());
-  std::string text = std::string(kFormat) + "\n" + kernel::to_string(canonical) + "\n";
+  std::string text = std::string(kFormat) + " space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
+                     kernel::to_string(canonical) + "\n";
   for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
   const cpu::Isa& isa = cpu::host_isa();
   text += isa.model + "\n" + isa.features() + "\n" + cpu::compiler_version() + "\nthreads=" + std::to_string(threads) + "\n";

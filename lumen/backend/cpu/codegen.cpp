@@ -245,8 +245,9 @@ bool KernelWriter::lane_region_supported(const Stmt& loop) const {
   return ok && combos <= kMaxCombos;
 }
 
-// An accumulator declared outside lanes and updated inside a plain SIMD loop
-// (reduce lanes) keeps one partial result per SIMD lane.
+// An accumulator declared outside SIMD lanes (perhaps inside unrolled ones)
+// and updated inside a plain SIMD loop (reduce lanes) keeps one partial result
+// per SIMD lane.
 void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt& init) {
   for (size_t i = from; i < block.size(); ++i) {
     walk({block[i]}, [&](const Stmt& s) {
@@ -282,15 +283,23 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
                         : st.dtype == DType::Bool  ? "lumen_hany"
                         : is_float(st.dtype)       ? "lumen_hmax_f32"
                                                    : "lumen_hmax_i32";
-        st.combined = "acc" + std::to_string(id) + "_all";
-        out_ << pad << "const " << value_type(st.dtype) << " " << st.combined << " = " << f << "(acc" << id << ");\n";
+        if (st.lane_vars.empty()) {
+          st.combined = "acc" + std::to_string(id) + "_all";
+          out_ << pad << "const " << value_type(st.dtype) << " " << st.combined << " = " << f << "(acc" << id << ");\n";
+        } else {  // one per unrolled lane (rows of a matrix-vector product)
+          st.combined = "per lane";
+          for (const Combo& c : combos(lanes)) {
+            std::string a = acc_name(id, c);
+            out_ << pad << "const " << value_type(st.dtype) << " " << a << "_all = " << f << "(" << a << ");\n";
+          }
+        }
       }
       continue;
     }
     if (s.kind == StmtKind::AccInit) {
       AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false, "", depth};
       accs_[s.acc] = st;
-      if (!lanes.active()) mark_partial_accs(block, i + 1, s);
+      if (!lanes.vl.defined()) mark_partial_accs(block, i + 1, s);
     }
     if (!lanes.active()) {
       write_leaf(s, pad, Combo{});

@@ -119,7 +119,7 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
       std::string name = acc_name(v->acc, combo);
       if (st.partial) {  // combined right after its reduction loop
         if (st.combined.empty()) fail("cpu codegen: accumulator ", v->acc, " read before its loop ended (internal error)");
-        return Reg{st.combined, false, v->dtype};
+        return Reg{st.lane_vars.empty() ? st.combined : name + "_all", false, v->dtype};
       }
       if (st.vector) {  // one lane of a per-lane accumulator (the lane is fixed in this combo)
         int64_t lane = combo.subst.count(combo.vl) ? combo.subst.at(combo.vl).value() : 0;

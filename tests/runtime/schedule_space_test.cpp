@@ -1,0 +1,151 @@
+// The schedule space (lumen/kernel/schedule_space.h): the heuristic point and
+// every legal neighbour of it compile and agree with the interpreter, for the
+// kernels whose schedules matter most (matrix-vector products in f32 and
+// dequantised 8-bit, a matmul, a row softmax).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "lumen/backend/cpu/isa.h"
+#include "lumen/compile.h"
+#include "lumen/core/tensor.h"
+#include "lumen/kernel/schedule_space.h"
+#include "lumen/ops/reduce.h"
+#include "lumen/runtime/cpu_executor.h"
+
+namespace lumen {
+namespace {
+
+struct Case {
+  Graph g;
+  std::map<std::string, Array> inputs;
+};
+
+Array filled(DType dtype, std::vector<int64_t> dims, double scale) {
+  Array a(dtype, dims);
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double v = std::sin(static_cast<double>(i) * 0.37 + 0.1);
+    a.set(i, dtype == DType::I8 ? std::round(v * 127) : v * scale);
+  }
+  return a;
+}
+
+// y[n] = sum_k x[k] * w[n, k]: a decode step's projection.
+Case matvec(bool quantized) {
+  Case c;
+  const int64_t n = 64, k = 256;
+  Tensor x = c.g.input("x", {Expr(1), Expr(k)});
+  Tensor w;
+  if (quantized) {  // Q8_0-like: 8-bit values, one f16 scale per 32
+    Tensor q = c.g.input("q", {Expr(n), Expr(k)}, DType::I8);
+    Tensor s = c.g.input("s", {Expr(n), Expr(k / 32)}, DType::F16);
+    Tensor scale = s.cast(DType::F32).reshape({Expr(n), Expr(k / 32), Expr(1)}).expand({Expr(n), Expr(k / 32), Expr(32)})
+                       .reshape({Expr(n), Expr(k)});
+    w = q.cast(DType::F32) * scale;
+    c.inputs["q"] = filled(DType::I8, {n, k}, 1);
+    c.inputs["s"] = filled(DType::F16, {n, k / 32}, 0.01);
+  } else {
+    w = c.g.input("w", {Expr(n), Expr(k)});
+    c.inputs["w"] = filled(DType::F32, {n, k}, 1);
+  }
+  c.g.mark_output(x.matmul(w.transpose(0, 1)), "y");
+  c.inputs["x"] = filled(DType::F32, {1, k}, 1);
+  return c;
+}
+
+Case matmul() {
+  Case c;
+  Tensor a = c.g.input("a", {Expr(24), Expr(48)}), b = c.g.input("b", {Expr(48), Expr(64)});
+  c.g.mark_output(a.matmul(b), "y");
+  c.inputs["a"] = filled(DType::F32, {24, 48}, 1);
+  c.inputs["b"] = filled(DType::F32, {48, 64}, 1);
+  return c;
+}
+
+Case softmax_rows() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(8), Expr(64)});
+  c.g.mark_output(ops::softmax(x * 3.0, -1), "y");
+  c.inputs["x"] = filled(DType::F32, {8, 64}, 1);
+  return c;
+}
+
+// Runs the case with every kernel scheduled as `pick` says; checks against the interpreter.
+void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel::KernelFacts&)>& pick,
+           const std::string& what) {
+  auto shared = std::make_shared<const Graph>(c.g);
+  kernel::Target target{cpu::host_isa().f32_lanes(), 2};
+  auto chooser = [&](const Graph& g, NodeId n, const std::vector<bool>& materialized) {
+    return pick(kernel::kernel_facts(g, n, materialized, target));
+  };
+  std::vector<NamedOutput> named;
+  std::vector<Edge> edges;
+  for (const NamedOutput& o : c.g.outputs()) {
+    named.push_back(o);
+    edges.push_back(o.edge);
+  }
+  Program cpu(shared, named, std::make_unique<CpuExecutor>(shared, edges, chooser));
+  CompileOptions o;
+  o.backend = Backend::Interp;
+  Program ref = compile(c.g, {}, o);
+  for (const auto& [name, a] : c.inputs) {
+    cpu.set(name, a);
+    ref.set(name, a);
+  }
+  cpu.run();
+  ref.run();
+  const Array &got = cpu.get("y"), &want = ref.get("y");
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    ASSERT_NEAR(got.get(i), want.get(i), 1e-3 + 1e-4 * std::fabs(want.get(i))) << what << ", element " << i;
+  }
+}
+
+void check_heuristic_and_neighbours(Case c) {
+  check(c, [](const kernel::KernelFacts& f) { return kernel::knob_actions(f, kernel::heuristic_knobs(f)); },
+        "heuristic");
+  // Neighbour i of each kernel's heuristic point, for every i some kernel has.
+  for (size_t i = 0; i < 40; ++i) {
+    bool any = false;
+    std::string tried;
+    auto pick = [&](const kernel::KernelFacts& f) {
+      kernel::Knobs base = kernel::heuristic_knobs(f);
+      std::vector<kernel::Knobs> near = kernel::neighbours(f, base);
+      if (i >= near.size()) return kernel::knob_actions(f, base);
+      try {
+        std::vector<kernel::Action> actions = kernel::knob_actions(f, near[i]);
+        any = true;
+        tried += near[i].to_string() + "; ";
+        return actions;
+      } catch (const Error&) {  // an illegal point: the search prunes it
+        return kernel::knob_actions(f, base);
+      }
+    };
+    check(c, pick, "neighbour " + std::to_string(i));
+    if (testing::Test::HasFatalFailure()) {
+      ADD_FAILURE() << "schedules: " << tried;
+      return;
+    }
+    if (!any && i > 12) break;
+  }
+}
+
+TEST(ScheduleSpace, MatvecRowsAreUnrolledByTheHeuristic) {
+  Case c = matvec(false);
+  kernel::Target target{16, 2};
+  NodeId out = c.g.outputs().at(0).edge.node;
+  std::vector<bool> materialized(c.g.size(), false);
+  for (size_t i = 0; i < c.g.size(); ++i) materialized[i] = c.g.nodes()[i].op == Op::Input;
+  materialized[static_cast<size_t>(out)] = true;
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, out, materialized, target);
+  EXPECT_EQ(kernel::heuristic_knobs(f).rows, 4) << kernel::heuristic_knobs(f).to_string();
+}
+
+TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
+TEST(ScheduleSpace, MatvecQuantized) { check_heuristic_and_neighbours(matvec(true)); }
+TEST(ScheduleSpace, Matmul) { check_heuristic_and_neighbours(matmul()); }
+TEST(ScheduleSpace, SoftmaxRows) { check_heuristic_and_neighbours(softmax_rows()); }
+
+}  // namespace
+}  // namespace lumen
