@@ -129,8 +129,10 @@ namespace {
 typedef float lumen_f32v __attribute__((vector_size(BYTES)));
 typedef int32_t lumen_i32v __attribute__((vector_size(BYTES)));  // also bool masks: -1 / 0
 
-inline lumen_f32v lumen_splat_f32(float x) { return lumen_f32v{} + x; }
-inline lumen_i32v lumen_splat_i32(int32_t x) { return lumen_i32v{} + x; }
+// Broadcasts. (Not `lumen_f32v{} + x`: 0 + x is an add the compiler must
+// keep for x = -0, and it stops FMAs from broadcasting straight from memory.)
+inline lumen_f32v lumen_splat_f32(float x) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
+inline lumen_i32v lumen_splat_i32(int32_t x) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 inline lumen_i32v lumen_splat_mask(bool b) { return lumen_i32v{} + (b ? -1 : 0); }
 inline lumen_f32v lumen_load_f32(const float* p) { lumen_f32v v; memcpy(&v, p, sizeof v); return v; }
 inline lumen_i32v lumen_load_i32(const int32_t* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
