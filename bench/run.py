@@ -76,6 +76,7 @@ def _lumen(w, arrays, threads, search):
     call()
     stats = program.stats
     return call, lambda: program.get("out0"), {"peak_bytes": int(stats.get("arena_bytes", 0)),
+                                                "live_bytes": int(stats.get("peak_live_bytes", 0)),
                                                 "compile_s": stats.get("compile_total_seconds", 0),
                                                 "search_s": stats.get("search_seconds", 0),
                                                 "search_timing_runs": int(stats.get("search_timing_runs", 0))}
@@ -308,7 +309,7 @@ def worker(threads, only, runs, impls):
                    "min_ms": min(ts), "runs": len(ts)}
             if "peak_bytes" in extra[impl]:
                 row["peak_bytes"] = extra[impl]["peak_bytes"]
-            for key in ("compile_s", "search_s", "search_timing_runs"):
+            for key in ("live_bytes", "compile_s", "search_s", "search_timing_runs"):
                 if key in extra[impl]:
                     row[key] = extra[impl][key]
             if reference is not None and outputs[impl] is not None:
@@ -414,6 +415,16 @@ def render(data):
         for r in search:
             lines.append(f"| {r['workload']} | {r['threads']} | {r['compile_s']:.2f} | {r.get('search_s', 0):.2f} | "
                          f"{r.get('search_timing_runs', 0)} |")
+        lines.append("")
+    memory = [r for r in search if r.get("live_bytes")]
+    if memory:
+        lines += ["## Memory (lumen)", "",
+                  "The arena is what the program allocates for intermediate values; the largest live set is the "
+                  "most bytes simultaneously alive (a lower bound for any plan).", "",
+                  "| workload | threads | arena MiB | largest live set MiB | arena / live |", "| --- | --- | --- | --- | --- |"]
+        for r in memory:
+            lines.append(f"| {r['workload']} | {r['threads']} | {r['peak_bytes'] / 2**20:.1f} | "
+                         f"{r['live_bytes'] / 2**20:.1f} | {r['peak_bytes'] / r['live_bytes']:.2f} |")
         lines.append("")
     lines += ["Cells: peer median ms (speed-up of lumen over that peer). `—`: the peer does not express the "
               "workload or is missing (see above). `lumen` uses schedules found by search (budget "

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
@@ -321,19 +322,33 @@ class Lowerer {
     return select(index_value(vi.valid, DType::Bool), v, number(0, producer.dtype));
   }
 
-  Value compute(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
-    const Node& node = graph_.node(n);
-    if (is_reduce(node.op) && !is_small_reduce(node)) return reduce(n, coords, guard, ctx);
-    // A value is computed once per point of the loops its coordinates use,
-    // and reused by every later use at the same point.
+  // Where node n at `coords` is computed (the innermost level its coordinates
+  // use), its memo key, and its value if an enclosing level has it already.
+  struct Memoized {
+    size_t at;
+    Key key;
+    std::optional<Value> found;
+  };
+  Memoized memoized(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx,
+                    std::map<Key, Value> Level::*memo) {
     std::vector<Expr> deps = coords;
     deps.push_back(guard);
     size_t at = level_of(ctx, vars_of(deps), {});
     Key key{n, key_of(coords), guard.get()};
     for (size_t i = 0; i <= at; ++i) {
-      auto it = ctx[i]->value_memo.find(key);
-      if (it != ctx[i]->value_memo.end()) return it->second;
+      auto it = (ctx[i]->*memo).find(key);
+      if (it != (ctx[i]->*memo).end()) return {at, key, it->second};
     }
+    return {at, key, std::nullopt};
+  }
+
+  Value compute(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    if (is_reduce(node.op) && !is_small_reduce(node)) return reduce(n, coords, guard, ctx);
+    // A value is computed once per point of the loops its coordinates use,
+    // and reused by every later use at the same point.
+    auto [at, key, found] = memoized(n, coords, guard, ctx, &Level::value_memo);
+    if (found) return *found;
     Context used(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
     evaluations_[static_cast<size_t>(n)] += multiplicity(used);
     Value v = compute_value(n, coords, guard, ctx);
@@ -378,14 +393,8 @@ class Lowerer {
 
   Value reduce(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
     const Node& node = graph_.node(n);
-    std::vector<Expr> deps = coords;
-    deps.push_back(guard);
-    size_t at = level_of(ctx, vars_of(deps), {});
-    Key key{n, key_of(coords), guard.get()};
-    for (size_t i = 0; i <= at; ++i) {
-      auto it = ctx[i]->reduce_memo.find(key);
-      if (it != ctx[i]->reduce_memo.end()) return it->second;
-    }
+    auto [at, key, found] = memoized(n, coords, guard, ctx, &Level::reduce_memo);
+    if (found) return *found;
     Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
     evaluations_[static_cast<size_t>(n)] += multiplicity(inner);
     if (kernel_.fused.size() < 64) kernel_.fused.push_back(label(n));

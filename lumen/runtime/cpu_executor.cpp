@@ -13,6 +13,7 @@
 
 #include "lumen/backend/cpu/codegen.h"
 #include "lumen/backend/cpu/isa.h"
+#include "lumen/backend/cpu/launch.h"
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/core/error.h"
 #include "lumen/kernel/fusion.h"
@@ -25,24 +26,19 @@ namespace lumen {
 
 namespace {
 
-struct Status {
-  int64_t failed = 0, value = 0, bound = 0;
-};
-
-struct LaunchContext {
-  void (*run)(void* const*, const int64_t*, int64_t, int64_t, void*);
-  void* const* buffers;
-  const int64_t* dims;
-  Status* status;
-};
-
-void trampoline(void* context, int64_t begin, int64_t end) {
-  auto* c = static_cast<LaunchContext*>(context);
-  c->run(c->buffers, c->dims, begin, end, c->status);
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A Contiguous node copying what `e` sees into a fresh buffer; the edge reading it.
+Edge copy_of(Graph& graph, const Edge& e) {
+  Node copy;
+  copy.op = Op::Contiguous;
+  copy.dtype = graph.node(e.node).dtype;
+  copy.shape = e.view.shape();
+  copy.inputs = {e};
+  NodeId id = graph.add(std::move(copy));
+  return Edge{id, View::contiguous(graph.node(id).shape)};
 }
 
 bool debug_kernels() {
@@ -81,13 +77,7 @@ void CpuExecutor::prepare_outputs() {
     // A contiguous view can still be a prefix slice: the output must be the whole buffer.
     bool whole = shape_numel(e.view.shape()) == shape_numel(n.shape);
     if (e.view.is_contiguous() && whole && n.op != Op::Input && !repeated) continue;
-    Node copy;
-    copy.op = Op::Contiguous;
-    copy.dtype = n.dtype;
-    copy.shape = e.view.shape();
-    copy.inputs = {e};
-    NodeId id = graph_->add(std::move(copy));
-    e = Edge{id, View::contiguous(graph_->node(id).shape)};
+    e = copy_of(*graph_, e);
   }
   needed_.assign(graph_->size(), false);
   for (const Edge& e : outputs_) needed_[static_cast<size_t>(e.node)] = true;
@@ -105,21 +95,9 @@ void CpuExecutor::prepare_updates() {
     Edge value = u.value;
     const Node& v = graph_->node(value.node);
     if (v.op == Op::Input && v.persistent) {  // a state copied into state: read it into a buffer first
-      Node snapshot;
-      snapshot.op = Op::Contiguous;
-      snapshot.dtype = v.dtype;
-      snapshot.shape = value.view.shape();
-      snapshot.inputs = {value};
-      NodeId id = graph_->add(std::move(snapshot));
-      value = Edge{id, View::contiguous(graph_->node(id).shape)};
+      value = copy_of(*graph_, value);
     }
-    Node copy;
-    copy.op = Op::Contiguous;
-    copy.dtype = graph_->node(value.node).dtype;
-    copy.shape = value.view.shape();
-    copy.inputs = {value};
-    NodeId id = graph_->add(std::move(copy));
-    writes_.push_back({id, u.state, u.view});
+    writes_.push_back({copy_of(*graph_, value).node, u.state, u.view});
   }
 }
 
@@ -232,8 +210,8 @@ void CpuExecutor::build(const CpuOptions& options) {
   report_.object_path = info.object_path;
   for (size_t i = 0; i < kernels_.size(); ++i) {
     Launch l;
-    l.run = reinterpret_cast<KernelFn>(library_->symbol("lumen_" + kernels_[i].name));
-    l.tasks = reinterpret_cast<TasksFn>(library_->symbol("lumen_" + kernels_[i].name + "_tasks"));
+    l.run = reinterpret_cast<cpu::KernelEntry>(library_->symbol("lumen_" + kernels_[i].name));
+    l.tasks = reinterpret_cast<cpu::KernelTasks>(library_->symbol("lumen_" + kernels_[i].name + "_tasks"));
     l.buffers = buffer_nodes[i];
     l.kernel = i;
     launches_.push_back(std::move(l));
@@ -482,15 +460,9 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
     }
     args.clear();
     for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
-    Status status;
-    LaunchContext ctx{l.run, args.data(), dims.data(), &status};
-    if (profile_) {
-      auto t0 = std::chrono::steady_clock::now();
-      pool.run(l.tasks(dims.data()), trampoline, &ctx);
-      launch_seconds_[k] += seconds_since(t0);
-    } else {
-      pool.run(l.tasks(dims.data()), trampoline, &ctx);
-    }
+    auto t0 = std::chrono::steady_clock::now();
+    cpu::KernelStatus status = cpu::launch(pool, l.run, l.tasks, args.data(), dims.data());
+    if (profile_) launch_seconds_[k] += seconds_since(t0);
     if (status.failed) {
       std::string fused;
       for (const std::string& f : kernels_[k].fused) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lumen/backend/cpu/compiler.h"
+#include "lumen/backend/cpu/launch.h"
 #include "lumen/core/graph.h"
 #include "lumen/kernel/ir.h"
 #include "lumen/kernel/lower.h"
@@ -59,12 +60,10 @@ class CpuExecutor : public Executor {
   const MemoryPlan& last_plan() const { return plan_; }
 
  private:
-  using KernelFn = void (*)(void* const*, const int64_t*, int64_t, int64_t, void*);
-  using TasksFn = int64_t (*)(const int64_t*);
   // A buffer key: a graph node id (>= 0) or a scratch buffer (-1 - index).
   struct Launch {
-    KernelFn run;
-    TasksFn tasks;
+    cpu::KernelEntry run;
+    cpu::KernelTasks tasks;
     std::vector<NodeId> buffers;
     size_t kernel;  // index into kernels_
   };

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lumen/backend/cpu/codegen.h"
+#include "lumen/backend/cpu/launch.h"
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/backend/interp/point_evaluator.h"
 #include "lumen/core/error.h"
@@ -15,22 +16,6 @@
 namespace lumen::search {
 
 namespace {
-
-struct Status {
-  int64_t failed = 0, value = 0, bound = 0;
-};
-
-struct LaunchContext {
-  void (*run)(void* const*, const int64_t*, int64_t, int64_t, void*);
-  void* const* buffers;
-  const int64_t* dims;
-  Status* status;
-};
-
-void trampoline(void* context, int64_t begin, int64_t end) {
-  auto* c = static_cast<LaunchContext*>(context);
-  c->run(c->buffers, c->dims, begin, end, c->status);
-}
 
 std::vector<int64_t> concrete(const Shape& shape, const Bindings& b) {
   std::vector<int64_t> dims;
@@ -216,11 +201,8 @@ double KernelRig::run(Candidate& c) {
         args.push_back(it->second.data());
       }
     }
-    Status status;
-    auto run = reinterpret_cast<void (*)(void* const*, const int64_t*, int64_t, int64_t, void*)>(c.run[l]);
-    auto tasks = reinterpret_cast<int64_t (*)(const int64_t*)>(c.tasks[l]);
-    LaunchContext ctx{run, args.data(), dim_values_.data(), &status};
-    pool.run(tasks(dim_values_.data()), trampoline, &ctx);
+    cpu::KernelStatus status = cpu::launch(pool, reinterpret_cast<cpu::KernelEntry>(c.run[l]),
+                                           reinterpret_cast<cpu::KernelTasks>(c.tasks[l]), args.data(), dim_values_.data());
     if (status.failed) fail("kernel reported index ", status.value, " out of range [0, ", status.bound, ")");
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -162,6 +162,10 @@ def test_bad_tokenizer_files_raise(tmp_path):
         lumen.Tokenizer.from_str(json.dumps({"model": {"type": "BPE", "vocab": {"a": 0}}}))
     with pytest.raises(lumen.Error, match="cannot open"):
         lumen.Tokenizer.from_file(str(tmp_path / "missing.json"))
+    for model in ("WordLevel", "WordPiece", "BPE"):  # a negative id is an error, not a huge allocation
+        with pytest.raises(lumen.Error, match="bad id -5"):
+            lumen.Tokenizer.from_str(json.dumps({"model": {"type": model, "vocab": {"a": -5, "[UNK]": 0},
+                                                           "unk_token": "[UNK]", "merges": []}}))
     wl = lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0, "[UNK]": 1},
                                                         "unk_token": "[UNK]"},
                                               "pre_tokenizer": {"type": "WhitespaceSplit"}}))

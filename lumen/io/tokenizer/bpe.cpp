@@ -65,24 +65,10 @@ std::string byte_token(unsigned char b) {
   return buf;
 }
 
-class VocabModel : public Model {
+// The merging models (BPE by ranks, SentencePiece BPE by scores) start from the same symbols.
+class SymbolModel : public VocabModel {
  public:
-  explicit VocabModel(std::unordered_map<std::string, int32_t> vocab) : vocab_(std::move(vocab)) {
-    for (const auto& [t, id] : vocab_) {
-      if (id < 0) fail("tokenizer: token '", t, "' has negative id ", id);
-      if (static_cast<size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<size_t>(id) + 1, nullptr);
-      by_id_[static_cast<size_t>(id)] = &t;
-    }
-  }
-  std::optional<int32_t> token_to_id(const std::string& token) const override {
-    auto it = vocab_.find(token);
-    if (it == vocab_.end()) return std::nullopt;
-    return it->second;
-  }
-  const std::string* id_to_token(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < by_id_.size() ? by_id_[static_cast<size_t>(id)] : nullptr;
-  }
-  int64_t size() const override { return static_cast<int64_t>(vocab_.size()); }
+  using VocabModel::VocabModel;
 
  protected:
   // The word's initial symbols: characters in the vocabulary, else their
@@ -116,16 +102,13 @@ class VocabModel : public Model {
     }
     return out;
   }
-
-  std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<const std::string*> by_id_;
 };
 
-class Bpe : public VocabModel {
+class Bpe : public SymbolModel {
  public:
   Bpe(std::unordered_map<std::string, int32_t> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
       BpeOptions options)
-      : VocabModel(std::move(vocab)), options_(std::move(options)) {
+      : SymbolModel(std::move(vocab)), options_(std::move(options)) {
     for (size_t r = 0; r < merges.size(); ++r) {
       const auto& [a, b] = merges[r];
       if (!vocab_.count(a + b)) fail("tokenizer: BPE merge '", a, " ", b, "' makes '", a + b, "', which is not in the vocabulary");
@@ -175,10 +158,10 @@ class Bpe : public VocabModel {
 
 // llama.cpp "llama" vocabularies: token types 1 normal, 2 unknown, 3 control,
 // 4 user defined, 5 unused, 6 byte.
-class ScoreBpe : public VocabModel {
+class ScoreBpe : public SymbolModel {
  public:
   ScoreBpe(std::unordered_map<std::string, int32_t> vocab, std::vector<float> scores, std::vector<int32_t> types)
-      : VocabModel(std::move(vocab)), scores_(std::move(scores)), types_(std::move(types)) {
+      : SymbolModel(std::move(vocab)), scores_(std::move(scores)), types_(std::move(types)) {
     for (size_t i = 0; i < types_.size(); ++i) {
       if (types_[i] == 2) unk_ = static_cast<int32_t>(i);
     }

@@ -30,6 +30,22 @@ class Model {
   virtual int64_t size() const = 0;
 };
 
+// A model over a token -> id table (BPE, WordPiece, WordLevel): the lookups
+// every such model answers the same way. Negative ids are an error.
+class VocabModel : public Model {
+ public:
+  explicit VocabModel(std::unordered_map<std::string, int32_t> vocab);
+  std::optional<int32_t> token_to_id(const std::string& token) const override;
+  const std::string* id_to_token(int32_t id) const override;
+  int64_t size() const override { return static_cast<int64_t>(vocab_.size()); }
+
+ protected:
+  std::unordered_map<std::string, int32_t> vocab_;
+
+ private:
+  std::vector<const std::string*> by_id_;
+};
+
 struct AddedToken {
   std::string content;
   int32_t id = 0;

@@ -24,13 +24,9 @@ std::unordered_map<std::string, int32_t> read_vocab(const Json& v, const std::st
 }
 
 // A vocabulary-only model: the word is a token, or unk.
-class WordLevel : public tokenizer::Model {
+class WordLevel : public tokenizer::VocabModel {
  public:
-  WordLevel(std::unordered_map<std::string, int32_t> vocab, std::string unk) : vocab_(std::move(vocab)) {
-    for (const auto& [t, id] : vocab_) {
-      if (static_cast<size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<size_t>(id) + 1, nullptr);
-      by_id_[static_cast<size_t>(id)] = &t;
-    }
+  WordLevel(std::unordered_map<std::string, int32_t> vocab, std::string unk) : VocabModel(std::move(vocab)) {
     auto it = vocab_.find(unk);
     if (it != vocab_.end()) unk_ = it->second;
   }
@@ -44,18 +40,8 @@ class WordLevel : public tokenizer::Model {
       fail("tokenizer: '", word, "' is not in the vocabulary and there is no unk token");
     }
   }
-  std::optional<int32_t> token_to_id(const std::string& token) const override {
-    auto it = vocab_.find(token);
-    return it == vocab_.end() ? std::nullopt : std::optional<int32_t>(it->second);
-  }
-  const std::string* id_to_token(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < by_id_.size() ? by_id_[static_cast<size_t>(id)] : nullptr;
-  }
-  int64_t size() const override { return static_cast<int64_t>(vocab_.size()); }
 
  private:
-  std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<const std::string*> by_id_;
   std::optional<int32_t> unk_;
 };
 

@@ -8,18 +8,13 @@ namespace lumen::io::tokenizer {
 
 namespace {
 
-class WordPiece : public Model {
+class WordPiece : public VocabModel {
  public:
   WordPiece(std::unordered_map<std::string, int32_t> vocab, std::string unk, std::string prefix, int64_t max_chars)
-      : vocab_(std::move(vocab)), prefix_(std::move(prefix)), max_chars_(max_chars) {
+      : VocabModel(std::move(vocab)), prefix_(std::move(prefix)), max_chars_(max_chars) {
     auto it = vocab_.find(unk);
     if (it == vocab_.end()) fail("tokenizer: WordPiece unk token '", unk, "' is not in the vocabulary");
     unk_ = it->second;
-    for (const auto& [t, id] : vocab_) {
-      if (id < 0) fail("tokenizer: token '", t, "' has negative id ", id);
-      if (static_cast<size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<size_t>(id) + 1, nullptr);
-      by_id_[static_cast<size_t>(id)] = &t;
-    }
   }
 
   void tokenize(const std::string& word, std::vector<int32_t>& out) const override {
@@ -56,19 +51,7 @@ class WordPiece : public Model {
     out.insert(out.end(), pieces.begin(), pieces.end());
   }
 
-  std::optional<int32_t> token_to_id(const std::string& token) const override {
-    auto it = vocab_.find(token);
-    if (it == vocab_.end()) return std::nullopt;
-    return it->second;
-  }
-  const std::string* id_to_token(int32_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < by_id_.size() ? by_id_[static_cast<size_t>(id)] : nullptr;
-  }
-  int64_t size() const override { return static_cast<int64_t>(vocab_.size()); }
-
  private:
-  std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<const std::string*> by_id_;
   std::string prefix_;
   int64_t max_chars_;
   int32_t unk_ = 0;
