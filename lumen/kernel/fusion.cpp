@@ -7,15 +7,22 @@
 #include <cstring>
 
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
 #include "lumen/kernel/lower.h"
 
 namespace lumen::kernel {
 
 namespace {
 
-// Rough ALU cost of evaluating a node once, given its inputs.
+// Rough ALU cost of evaluating a node once, given its inputs. Transcendentals
+// cost ~1 op per element in SIMD code but tens as scalar calls, and rows
+// whose length is not a multiple of the SIMD width are not vectorised.
 double op_cost(const Node& n) {
-  if (is_unary(n.op)) return n.op == Op::Recip || n.op == Op::Sqrt ? 2 : 5;
+  if (n.op == Op::Recip || n.op == Op::Sqrt) return 2;
+  if (is_unary(n.op)) {
+    int64_t row = n.shape.empty() ? 1 : known_factor(n.shape.back());
+    return row > 0 && row % 16 == 0 ? 5 : 40;
+  }
   if (is_binary(n.op)) return 1;
   if (n.op == Op::Gather) return 2;
   return 0;
@@ -59,10 +66,19 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //    (rotary embeddings, concatenated caches);
   //  - a value holding a contraction (a sum of a product: a matmul), read by
   //    two or more consumers.
+  // In graph order, so a buffer given here stops what its consumers hold
+  // (scores read by a softmax's max and sum hold no contraction of their own).
   {
-    std::vector<bool> holds_reduce(n, false), holds_contraction(n, false);
     std::vector<std::vector<View>> views(n);
     std::vector<int> uses(n, 0);
+    auto read = [&](const Edge& e) {
+      auto in = static_cast<size_t>(e.node);
+      if (std::find(views[in].begin(), views[in].end(), e.view) == views[in].end()) views[in].push_back(e.view);
+      ++uses[in];
+    };
+    for (const Node& node : graph.nodes()) std::for_each(node.inputs.begin(), node.inputs.end(), read);
+    std::for_each(outputs.begin(), outputs.end(), read);
+    std::vector<bool> holds_reduce(n, false), holds_contraction(n, false);
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       bool r = is_reduce(node.op) && !is_small_reduce(node);
@@ -72,19 +88,10 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
         auto in = static_cast<size_t>(e.node);
         r = r || (!p.materialized[in] && holds_reduce[in]);
         c = c || (!p.materialized[in] && holds_contraction[in]);
-        if (std::find(views[in].begin(), views[in].end(), e.view) == views[in].end()) views[in].push_back(e.view);
-        ++uses[in];
       }
       holds_reduce[i] = r;
       holds_contraction[i] = c;
-    }
-    for (const Edge& e : outputs) {
-      auto o = static_cast<size_t>(e.node);
-      if (std::find(views[o].begin(), views[o].end(), e.view) == views[o].end()) views[o].push_back(e.view);
-      ++uses[o];
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if ((holds_reduce[i] && views[i].size() >= 2) || (holds_contraction[i] && uses[i] >= 2)) p.materialized[i] = true;
+      if ((r && views[i].size() >= 2) || (c && uses[i] >= 2)) p.materialized[i] = true;
     }
   }
 

@@ -1,7 +1,9 @@
 #include "lumen/kernel/ir.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <optional>
 #include <unordered_set>
 
 #include "lumen/core/error.h"
@@ -32,6 +34,33 @@ Value index_value(const Expr& e, DType dtype) {
 
 namespace {
 bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
+bool is_number(const Value& v) { return v->kind == ValueKind::Number; }
+// select(c, number, number): a value with two possible values (a mask).
+bool is_two_numbers(const Value& v) {
+  return v->kind == ValueKind::Select && is_number(v->args[1]) && is_number(v->args[2]);
+}
+
+// Folding computes as the interpreter does: in double, rounded to the dtype
+// after each op. Only f32 (and bool results) fold.
+std::optional<double> fold_unary(Op op, double x) {
+  switch (op) {
+    case Op::Log2: return static_cast<float>(std::log2(x));
+    case Op::Exp2: return static_cast<float>(std::exp2(x));
+    case Op::Sin: return static_cast<float>(std::sin(x));
+    case Op::Sqrt: return static_cast<float>(std::sqrt(x));
+    case Op::Recip: return static_cast<float>(1.0 / x);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<double> fold_binary(Op op, double a, double b) {
+  switch (op) {
+    case Op::Add: return static_cast<float>(a + b);
+    case Op::Mul: return static_cast<float>(a * b);
+    case Op::LessThan: return a < b ? 1.0 : 0.0;
+    default: return std::nullopt;
+  }
+}
 // A boolean condition known at compile time: 1 true, 0 false, -1 unknown.
 int known(const Value& cond) {
   if (cond->kind == ValueKind::Number) return cond->number != 0 ? 1 : 0;
@@ -51,6 +80,14 @@ Value load(int buffer, DType dtype, const Expr& index, const Expr& valid) {
 
 Value unary(Op op, const Value& a) {
   require(a, op_name(op));
+  // Constants fold, and so do masks: f(select(c, x, y)) = select(c, f(x), f(y))
+  // (a causal mask's log2(1 - float(c)) becomes select(c, -inf, 0)).
+  if (a->dtype == DType::F32 && is_number(a)) {
+    if (auto r = fold_unary(op, a->number)) return number(*r, DType::F32);
+  }
+  if (a->dtype == DType::F32 && is_two_numbers(a)) {
+    return select(a->args[0], unary(op, a->args[1]), unary(op, a->args[2]));
+  }
   ValueNode n{ValueKind::Unary, a->dtype};
   n.op = op;
   n.args = {a};
@@ -66,6 +103,15 @@ Value binary(Op op, const Value& a, const Value& b) {
   if (op == Op::Add && is_number(a, 0)) return b;
   if (op == Op::Mul && is_number(b, 1)) return a;
   if (op == Op::Mul && is_number(a, 1)) return b;
+  if (a->dtype == DType::F32 && is_number(a) && is_number(b)) {
+    if (auto r = fold_binary(op, a->number, b->number)) return number(*r, op == Op::LessThan ? DType::Bool : DType::F32);
+  }
+  if (a->dtype == DType::F32 && is_two_numbers(a) && is_number(b)) {
+    return select(a->args[0], binary(op, a->args[1], b), binary(op, a->args[2], b));
+  }
+  if (a->dtype == DType::F32 && is_number(a) && is_two_numbers(b)) {
+    return select(b->args[0], binary(op, a, b->args[1]), binary(op, a, b->args[2]));
+  }
   ValueNode n{ValueKind::Binary, op == Op::LessThan ? DType::Bool : a->dtype};
   n.op = op;
   n.args = {a, b};
@@ -75,6 +121,10 @@ Value binary(Op op, const Value& a, const Value& b) {
 Value cast(const Value& a, DType dtype) {
   require(a, "Cast");
   if (a->dtype == dtype) return a;
+  // A boolean becomes a mask of two numbers, so arithmetic on it can fold.
+  if (a->dtype == DType::Bool && dtype == DType::F32 && !is_number(a)) {
+    return select(a, number(1, DType::F32), number(0, DType::F32));
+  }
   ValueNode n{ValueKind::Cast, dtype};
   n.args = {a};
   return make(std::move(n));

@@ -11,6 +11,7 @@
 #include "lumen/compile.h"
 #include "lumen/core/tensor.h"
 #include "lumen/kernel/schedule_space.h"
+#include "lumen/ops/attention.h"
 #include "lumen/ops/reduce.h"
 #include "lumen/runtime/cpu_executor.h"
 
@@ -68,6 +69,17 @@ Case softmax_rows() {
   Tensor x = c.g.input("x", {Expr(8), Expr(64)});
   c.g.mark_output(ops::softmax(x * 3.0, -1), "y");
   c.inputs["x"] = filled(DType::F32, {8, 64}, 1);
+  return c;
+}
+
+// Causal attention: the mask is index arithmetic (vectorised along the lane),
+// masked scores are -inf and their exp must be exactly 0.
+Case causal_attention() {
+  Case c;
+  Shape s{Expr(2), Expr(48), Expr(32)};
+  Tensor q = c.g.input("q", s), k = c.g.input("k", s), v = c.g.input("v", s);
+  c.g.mark_output(ops::scaled_dot_product_attention(q, k, v, std::nullopt, true, std::nullopt, false), "y");
+  for (const char* n : {"q", "k", "v"}) c.inputs[n] = filled(DType::F32, {2, 48, 32}, 1);
   return c;
 }
 
@@ -146,6 +158,7 @@ TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); 
 TEST(ScheduleSpace, MatvecQuantized) { check_heuristic_and_neighbours(matvec(true)); }
 TEST(ScheduleSpace, Matmul) { check_heuristic_and_neighbours(matmul()); }
 TEST(ScheduleSpace, SoftmaxRows) { check_heuristic_and_neighbours(softmax_rows()); }
+TEST(ScheduleSpace, CausalAttention) { check_heuristic_and_neighbours(causal_attention()); }
 
 }  // namespace
 }  // namespace lumen

@@ -133,6 +133,7 @@ typedef int32_t lumen_i32v __attribute__((vector_size(BYTES)));  // also bool ma
 // keep for x = -0, and it stops FMAs from broadcasting straight from memory.)
 inline lumen_f32v lumen_splat_f32(float x) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 inline lumen_i32v lumen_splat_i32(int32_t x) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
+inline lumen_i32v lumen_iota_i32() { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = i; return r; }
 inline lumen_i32v lumen_splat_mask(bool b) { return lumen_i32v{} + (b ? -1 : 0); }
 inline lumen_f32v lumen_load_f32(const float* p) { lumen_f32v v; memcpy(&v, p, sizeof v); return v; }
 inline lumen_i32v lumen_load_i32(const int32_t* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
@@ -216,20 +217,24 @@ inline lumen_f32v lumen_exp2_series(lumen_f32v f) {  // e^f for |f| <= ln(2)/2
   return 1.0f + f * (1.0f + f * (0.5f + f * (0.166666667f + f * (0.0416666667f + f * (0.00833333333f +
          f * (0.00138888889f + f * 0.000198412698f))))));
 }
+// Results below 2^-126 are flushed to 0: computing a subnormal result costs a
+// microcode assist (~100 cycles a vector), and exp2(-inf) (masked attention
+// scores) would pay it for every masked element.
 #if LANES == 16 && defined(__AVX512F__)
 // AVX-512: max/min keep NaN (they return their second operand when one is
-// NaN), -inf clamps to -150 (2^-150 rounds to 0), scalef handles overflow.
+// NaN), -inf clamps to -126, scalef scales exactly and handles overflow.
 inline lumen_f32v lumen_exp2v(lumen_f32v x) {
-  __m512 c = _mm512_min_ps(_mm512_set1_ps(128.0f), _mm512_max_ps(_mm512_set1_ps(-150.0f), (__m512)x));
+  __m512 c = _mm512_min_ps(_mm512_set1_ps(128.0f), _mm512_max_ps(_mm512_set1_ps(-126.0f), (__m512)x));
   __m512 n = _mm512_roundscale_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   lumen_f32v f = (lumen_f32v)_mm512_sub_ps(c, n) * 0.693147180559945f;
   lumen_f32v p = lumen_exp2_series(f);
-  return (lumen_f32v)_mm512_scalef_ps((__m512)p, n);
+  __mmask16 keep = _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);  // NaN too
+  return (lumen_f32v)_mm512_maskz_scalef_ps(keep, (__m512)p, n);
 }
 #else
 inline lumen_f32v lumen_exp2v(lumen_f32v x) {
   lumen_f32v c = x > 128.0f ? lumen_splat_f32(128.0f) : x;
-  c = c < -150.0f ? lumen_splat_f32(-150.0f) : c;
+  c = c < -126.0f ? lumen_splat_f32(-126.0f) : c;
   c = c != c ? lumen_splat_f32(0.0f) : c;
   lumen_i32v n = lumen_floor_iv(c + 0.5f);
   lumen_f32v f = (c - __builtin_convertvector(n, lumen_f32v)) * 0.693147180559945f;
@@ -237,6 +242,7 @@ inline lumen_f32v lumen_exp2v(lumen_f32v x) {
   lumen_i32v n1 = n >> 1, n2 = n - n1;
   lumen_f32v s1 = (lumen_f32v)((n1 + 127) << 23), s2 = (lumen_f32v)((n2 + 127) << 23);
   lumen_f32v r = p * s1 * s2;
+  r = x < -126.0f ? lumen_splat_f32(0.0f) : r;
   return x != x ? x : r;
 }
 #endif

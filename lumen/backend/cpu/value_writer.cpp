@@ -196,6 +196,38 @@ Reg KernelWriter::lanewise(const Value& v, const Combo& combo, const std::string
   return emit(vtype(v->dtype), e + "}", true, v->dtype, pad);
 }
 
+// An integer index expression as a lumen_i32v expression over the SIMD lane:
+// sums linear in the lane (base + k·lane), comparisons and logic of such
+// (booleans are -1/0 masks). Nothing for other forms or values beyond int32.
+std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo& combo) const {
+  const Expr& vl = combo.vl;
+  if (e.lo() < INT32_MIN || e.hi() > INT32_MAX) return std::nullopt;
+  if (!mentions(e, vl)) return "lumen_splat_i32((int32_t)(" + printer_.print(e) + "))";
+  auto both = [&](const char* op) -> std::optional<std::string> {
+    auto a = index_vector(e.a(), combo), b = index_vector(e.b(), combo);
+    if (!a || !b) return std::nullopt;
+    return "((lumen_i32v)(" + *a + op + *b + "))";
+  };
+  switch (e.kind()) {
+    case ExprKind::Lt: return both(" < ");
+    case ExprKind::Eq: return both(" == ");
+    case ExprKind::And: return both(" & ");
+    case ExprKind::Or: return both(" | ");
+    case ExprKind::Not: {
+      auto a = index_vector(e.a(), combo);
+      if (!a) return std::nullopt;
+      return "(~" + *a + ")";
+    }
+    default: break;
+  }
+  auto stride = lane_stride(e, vl);
+  if (!stride) return std::nullopt;
+  std::unordered_map<Expr, Expr, ExprHash> zero{{vl, Expr(0)}};
+  Expr base = simplify(substitute(e, zero));
+  if (base.lo() < INT32_MIN || base.hi() > INT32_MAX) return std::nullopt;
+  return "(lumen_splat_i32((int32_t)(" + printer_.print(base) + ")) + " + std::to_string(*stride) + " * lumen_iota_i32())";
+}
+
 Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::string& pad) {
   uses_vectors_ = true;
   bool half = v->dtype == DType::F16 || v->dtype == DType::BF16;
@@ -224,6 +256,13 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
   std::string type = vtype(v->dtype);
   switch (v->kind) {
     case ValueKind::Acc: return Reg{acc_name(v->acc, combo), true, v->dtype};
+    case ValueKind::Index: {  // affine in the lane (causal masks, iota): one vector expression
+      auto e = index_vector(subst(v->index, combo), combo);
+      if (!e) return lanewise(v, combo, pad);
+      if (v->dtype == DType::F32) return emit(type, "__builtin_convertvector(" + *e + ", lumen_f32v)", true, v->dtype, pad);
+      if (v->dtype == DType::I32 || v->dtype == DType::Bool) return emit(type, *e, true, v->dtype, pad);
+      return lanewise(v, combo, pad);
+    }
     case ValueKind::Load: {
       Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
       auto stride = lane_stride(index, combo.vl);

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,7 @@ class KernelWriter {
   Reg scalar_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
   Reg vector_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
   Reg lanewise(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
   Reg splat(const Reg& r, const std::string& pad);
   Reg emit(const std::string& type, const std::string& expr, bool vector, DType d, const std::string& pad);
