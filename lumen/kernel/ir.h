@@ -121,6 +121,7 @@ struct Kernel {
   int accumulators = 0;
   Block body;
   std::vector<std::string> fused;  // graph nodes fused in here, for the generated comment
+  int64_t prefetch_rows = 0;       // reductions prefetch this many parallel iterations ahead
 };
 
 const char* loop_kind_name(LoopKind kind);

@@ -81,6 +81,7 @@ class Lowerer {
   LoweredKernel run(NodeId target, const std::string& name) {
     const Node& t = graph_.node(target);
     kernel_.name = name;
+    kernel_.prefetch_rows = schedule_.prefetch();
     bool into = options_.store_node >= 0;
     buffer_for(into ? options_.store_node : target, true);
     for (const auto& [operand, nr] : schedule_.packs()) prepare_pack(target, operand, nr, name);

@@ -17,6 +17,7 @@ const char* action_name(ActionKind k) {
     case ActionKind::ReduceLanes: return "reduce_lanes";
     case ActionKind::ReduceUnroll: return "reduce_unroll";
     case ActionKind::Pack: return "pack";
+    case ActionKind::Prefetch: return "prefetch";
   }
   return "?";
 }
@@ -83,6 +84,8 @@ std::vector<Action> parse_actions(const std::string& text) {
       out.push_back(Action::reduce_lanes(number(args)));
     } else if (name == "reduce_unroll") {
       out.push_back(Action::reduce_unroll(number(args)));
+    } else if (name == "prefetch") {
+      out.push_back(Action::prefetch(number(args)));
     } else {
       fail("schedule: unknown action '", name, "'");
     }
@@ -157,6 +160,10 @@ void Schedule::apply(const Action& a) {
         if (operand == a.loop) fail("schedule: operand ", a.loop, " is packed twice");
       }
       packs_.emplace_back(a.loop, a.value);
+      break;
+    case ActionKind::Prefetch:
+      if (a.value < 0 || a.value > 8) fail("schedule: prefetch distance must be in [0, 8], got ", a.value);
+      prefetch_ = a.value;
       break;
   }
   validate_kinds();

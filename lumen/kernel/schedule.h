@@ -15,6 +15,8 @@
 //   pack(operand, nr)       for a contraction (a sum of a product), copy that
 //                           operand into panels [.., N/nr, K, nr] first, so the
 //                           reduction streams contiguous memory
+//   prefetch(d)             reductions prefetch their rows d iterations of
+//                           the parallel loop ahead (DRAM reads overlap work)
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,7 @@
 
 namespace lumen::kernel {
 
-enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, Pack };
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, Pack, Prefetch };
 
 struct Action {
   ActionKind kind;
@@ -40,6 +42,7 @@ struct Action {
   static Action reduce_lanes(int64_t n) { return {ActionKind::ReduceLanes, 0, n}; }
   static Action reduce_unroll(int64_t n) { return {ActionKind::ReduceUnroll, 0, n}; }
   static Action pack(int operand, int64_t panel) { return {ActionKind::Pack, operand, panel}; }
+  static Action prefetch(int64_t rows) { return {ActionKind::Prefetch, 0, rows}; }
   bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
 };
 
@@ -69,6 +72,7 @@ class Schedule {
   const Shape& shape() const { return shape_; }
   int64_t reduce_lanes() const { return reduce_lanes_; }
   int64_t reduce_unroll() const { return reduce_unroll_; }
+  int64_t prefetch() const { return prefetch_; }
   // (operand index, panel width) pairs to pack before the kernel runs.
   const std::vector<std::pair<int, int64_t>>& packs() const { return packs_; }
 
@@ -81,6 +85,7 @@ class Schedule {
   std::vector<Action> actions_;
   int64_t reduce_lanes_ = 1;
   int64_t reduce_unroll_ = 1;
+  int64_t prefetch_ = 0;
   std::vector<std::pair<int, int64_t>> packs_;
 };
 

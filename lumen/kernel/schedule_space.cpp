@@ -94,7 +94,8 @@ std::vector<int64_t> divisors_in(int64_t n, std::initializer_list<int64_t> choic
 
 bool Knobs::operator==(const Knobs& o) const {
   return mr == o.mr && nr == o.nr && pack == o.pack && n_outer == o.n_outer && vector == o.vector &&
-         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel && rows == o.rows;
+         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel && rows == o.rows &&
+         prefetch == o.prefetch;
 }
 
 std::string Knobs::to_string() const {
@@ -106,6 +107,7 @@ std::string Knobs::to_string() const {
     if (rows > 1) out << " rows " << rows;
   }
   out << " reduce-lanes " << reduce_lanes << " reduce-unroll " << reduce_unroll << " parallel " << parallel;
+  if (prefetch > 0) out << " prefetch " << prefetch;
   return out.str();
 }
 
@@ -179,6 +181,8 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     if (!f.vector_last && f.unit_reduce && f.contraction >= 0 && last_factor > 0 && last_factor % 4 == 0) k.rows = 4;
   }
   k.parallel = f.threads > 1 && (f.numel >= 4096 || f.work >= 65536) ? 0 : -1;
+  // Row kernels (softmax, norms) over big inputs: the next rows' reads start early.
+  if (k.nr == 0 && k.vector > 0 && k.reduce_lanes > 1 && k.parallel == 0 && f.work >= (1 << 22)) k.prefetch = 2;
   return k;
 }
 
@@ -233,6 +237,7 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     if (!last.is_const() || last.value() > k.rows) apply(Action::split(loop_of(rank - 1, true), k.rows));
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Unroll));
   }
+  if (k.prefetch > 0) apply(Action::prefetch(k.prefetch));
   if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
   if (k.reduce_unroll > 1) apply(Action::reduce_unroll(k.reduce_unroll));
   if (k.parallel >= 0) {
@@ -303,6 +308,11 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     Knobs lanes = k;
     lanes.reduce_lanes = k.reduce_lanes > 1 ? 1 : l;
     push(lanes);
+    for (int64_t d : {0, 1, 2, 4}) {
+      Knobs n = k;
+      n.prefetch = d;
+      push(n);
+    }
     if (k.vector == 0) {
       for (int64_t r : divisors_in(known_factor(last), {1, 2, 4, 8})) {
         Knobs n = k;

@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 3;
+constexpr int kScheduleSpaceVersion = 4;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
@@ -43,6 +43,7 @@ struct Knobs {
   int64_t vector = 0;      // SIMD width along the last dim for non-tiled kernels; 0: none
   int64_t rows = 1;        // non-tiled reductions: last-dim outputs unrolled (several dot products share loads)
   int64_t reduce_lanes = 1;
+  int64_t prefetch = 0;    // row reductions: prefetch this many parallel iterations ahead
   int64_t reduce_unroll = 1;
   int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none
 

@@ -178,7 +178,8 @@ std::vector<kernel::Action> random_schedule(std::mt19937& rng, const Shape& shap
   for (int step = uniform(0, 6); step > 0; --step) {
     int loops = static_cast<int>(s.loops().size());
     Action a = Action::reduce_unroll(2);
-    switch (uniform(0, 7)) {
+    switch (uniform(0, 8)) {
+      case 8: a = Action::prefetch(uniform(1, 2)); break;
       case 7: a = Action::pack(uniform(0, 1), std::vector<int64_t>{1, 2, 4, lanes}[static_cast<size_t>(uniform(0, 3))]); break;
       case 0:
       case 1: a = Action::split(uniform(0, loops - 1), std::vector<int64_t>{2, 3, 4, lanes, 2 * lanes}[static_cast<size_t>(uniform(0, 4))]); break;

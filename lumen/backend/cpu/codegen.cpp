@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <set>
 
@@ -154,6 +155,7 @@ std::string KernelWriter::render() {
   for (const Stmt& s : kernel_.body) {
     if (s.kind == StmtKind::Loop && s.loop == LoopKind::Parallel) parallel = &s;
   }
+  if (parallel) parallel_var_ = parallel->var;
   auto dims = [&] {
     for (size_t i = 0; i < kernel_.dims.size(); ++i) {
       std::string d = "d_" + c_identifier(kernel_.dims[i]);
@@ -367,6 +369,7 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
     }
     case StmtKind::AccUpdate: {
       const AccState& st = accs_.at(s.acc);
+      if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, pad);
       Reg r = value(s.value, combo, pad);
       std::string a = acc_name(s.acc, combo);
       if (st.vector || st.partial) {
@@ -399,6 +402,28 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
     }
     case StmtKind::Loop: break;
   }
+}
+
+// Reductions that walk rows of the parallel loop prefetch the same place of
+// the row `prefetch_rows` iterations ahead, so the next rows' DRAM reads
+// overlap this row's arithmetic. (A prefetch past the end never faults.)
+void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const std::string& pad) {
+  if (!parallel_var_.defined()) return;
+  int64_t distance = kernel_.prefetch_rows;
+  std::set<std::string> done;
+  std::function<void(const Value&)> visit = [&](const Value& x) {
+    if (x->kind == ValueKind::Load) {
+      Expr index = subst(x->index, combo);
+      auto stride = lane_stride(index, combo.vl);
+      if (stride && *stride == 1 && mentions(index, parallel_var_)) {
+        std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)}, {parallel_var_, parallel_var_ + distance}};
+        std::string at = "b" + std::to_string(x->buffer) + " + " + printer_.print(simplify(substitute(index, ahead)));
+        if (done.insert(at).second) out_ << pad << "__builtin_prefetch(" << at << ");\n";
+      }
+    }
+    for (const Value& a : x->args) visit(a);
+  };
+  visit(v);
 }
 
 void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Combo& combo) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,9 @@ std::string number_literal(double v, DType d);
 std::string accumulator_identity(DType d, kernel::Combine c);
 std::string combine_expr(const std::string& acc, const std::string& v, DType d, kernel::Combine c);
 std::string store_expr(const std::string& v, DType d);  // value -> storage conversion
+bool mentions(const Expr& e, const Expr& var);          // var occurs in e
+// The coefficient of `var` if e = c·var + (terms without var); nothing otherwise.
+std::optional<int64_t> lane_stride(const Expr& e, const Expr& var);
 
 // Index Exprs as C int64 expressions; dynamic dims read from `d_<name>`.
 class ExprPrinter {

@@ -35,27 +35,6 @@ std::string scalar_cast(const std::string& a, DType from, DType to) {
   return "(int32_t)" + a;
 }
 
-bool mentions(const Expr& e, const Expr& var) {
-  if (!e.defined() || !var.defined()) return false;
-  auto vars = expr_vars(e);
-  return std::find(vars.begin(), vars.end(), var) != vars.end();
-}
-
-// The coefficient of `var` if e = c·var + (terms without var); nothing otherwise.
-std::optional<int64_t> lane_stride(const Expr& e, const Expr& var) {
-  auto form = LinearForm::of(e);
-  if (!form) return std::nullopt;
-  int64_t coefficient = 0;
-  for (const auto& [term, c] : form->terms) {
-    if (term == var) {
-      coefficient = c;
-    } else if (mentions(term, var)) {
-      return std::nullopt;
-    }
-  }
-  return coefficient;
-}
-
 }  // namespace
 
 Expr KernelWriter::subst(const Expr& e, const Combo& combo) const {
@@ -99,6 +78,28 @@ bool KernelWriter::varying(const Value& v, const Combo& combo) {
   varying_cache_[key] = result;
   return result;
 }
+
+bool mentions(const Expr& e, const Expr& var) {
+  if (!e.defined() || !var.defined()) return false;
+  auto vars = expr_vars(e);
+  return std::find(vars.begin(), vars.end(), var) != vars.end();
+}
+
+// The coefficient of `var` if e = c·var + (terms without var); nothing otherwise.
+std::optional<int64_t> lane_stride(const Expr& e, const Expr& var) {
+  auto form = LinearForm::of(e);
+  if (!form) return std::nullopt;
+  int64_t coefficient = 0;
+  for (const auto& [term, c] : form->terms) {
+    if (term == var) {
+      coefficient = c;
+    } else if (mentions(term, var)) {
+      return std::nullopt;
+    }
+  }
+  return coefficient;
+}
+
 
 Reg KernelWriter::value(const Value& v, const Combo& combo, const std::string& pad) {
   auto key = std::make_pair(v.get(), combo.key);
