@@ -155,7 +155,6 @@ std::string KernelWriter::render() {
   for (const Stmt& s : kernel_.body) {
     if (s.kind == StmtKind::Loop && s.loop == LoopKind::Parallel) parallel = &s;
   }
-  if (parallel) parallel_var_ = parallel->var;
   auto dims = [&] {
     for (size_t i = 0; i < kernel_.dims.size(); ++i) {
       std::string d = "d_" + c_identifier(kernel_.dims[i]);
@@ -301,6 +300,7 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
     if (s.kind == StmtKind::AccInit) {
       AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false, "", depth};
       accs_[s.acc] = st;
+      acc_row_[s.acc] = loop_stack_.empty() ? Expr() : loop_stack_.back();
       if (!lanes.vl.defined()) mark_partial_accs(block, i + 1, s);
     }
     if (!lanes.active()) {
@@ -347,7 +347,9 @@ void KernelWriter::write_loop(const Stmt& s, int depth, LaneState& lanes, bool t
   out_ << pad << "for (int64_t " << v << " = " << (parallel ? "task_begin" : "0") << "; " << v << " < "
        << (parallel ? "task_end" : printer_.print(s.extent)) << "; ++" << v << ") {  // " << loop_kind_name(s.loop)
        << "\n";
+  loop_stack_.push_back(s.var);
   write_block(s.body, depth + 1, lanes, false);
+  loop_stack_.pop_back();
   out_ << pad << "}\n";
 }
 
@@ -369,7 +371,7 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
     }
     case StmtKind::AccUpdate: {
       const AccState& st = accs_.at(s.acc);
-      if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, pad);
+      if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, acc_row_[s.acc], pad);
       Reg r = value(s.value, combo, pad);
       std::string a = acc_name(s.acc, combo);
       if (st.vector || st.partial) {
@@ -404,19 +406,19 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
   }
 }
 
-// Reductions that walk rows of the parallel loop prefetch the same place of
-// the row `prefetch_rows` iterations ahead, so the next rows' DRAM reads
-// overlap this row's arithmetic. (A prefetch past the end never faults.)
-void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const std::string& pad) {
-  if (!parallel_var_.defined()) return;
+// A reduction inside a row loop prefetches the same place of the row
+// `prefetch_rows` iterations ahead, so the next rows' DRAM reads overlap this
+// row's arithmetic. (A prefetch past the end never faults.)
+void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const Expr& row, const std::string& pad) {
+  if (!row.defined()) return;
   int64_t distance = kernel_.prefetch_rows;
   std::set<std::string> done;
   std::function<void(const Value&)> visit = [&](const Value& x) {
     if (x->kind == ValueKind::Load) {
       Expr index = subst(x->index, combo);
       auto stride = lane_stride(index, combo.vl);
-      if (stride && *stride == 1 && mentions(index, parallel_var_)) {
-        std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)}, {parallel_var_, parallel_var_ + distance}};
+      if (stride && *stride == 1 && mentions(index, row)) {
+        std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)}, {row, row + distance}};
         std::string at = "b" + std::to_string(x->buffer) + " + " + printer_.print(simplify(substitute(index, ahead)));
         if (done.insert(at).second) out_ << pad << "__builtin_prefetch(" << at << ");\n";
       }

@@ -88,8 +88,9 @@ class KernelWriter {
   void write_store(const kernel::Stmt& s, const std::string& pad, const Combo& combo);
 
   const kernel::Kernel& kernel_;
-  Expr parallel_var_;  // the parallel loop's variable, if any (prefetching the next row)
-  void write_prefetches(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  std::vector<Expr> loop_stack_;          // variables of the for loops being written, outermost first
+  std::map<int, Expr> acc_row_;           // per accumulator: the loop its reduction runs inside (its row)
+  void write_prefetches(const kernel::Value& v, const Combo& combo, const Expr& row, const std::string& pad);
   ExprPrinter printer_;
   int simd_;
   std::ostringstream out_;
