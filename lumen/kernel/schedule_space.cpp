@@ -182,7 +182,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   }
   k.parallel = f.threads > 1 && (f.numel >= 4096 || f.work >= 65536) ? 0 : -1;
   // Row kernels (softmax, norms) over big inputs: the next rows' reads start early.
-  if (k.nr == 0 && k.vector > 0 && k.reduce_lanes > 1 && k.parallel == 0 && f.work >= (1 << 22)) k.prefetch = 2;
+  // Matrix-vector products: the next rows of the matrix stream in the same way.
+  bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || k.rows > 1) && k.reduce_lanes > 1 && k.parallel == 0;
+  if (rows_of_reductions && f.work >= (1 << 20)) k.prefetch = 2;
   return k;
 }
 

@@ -300,7 +300,7 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
     if (s.kind == StmtKind::AccInit) {
       AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false, "", depth};
       accs_[s.acc] = st;
-      acc_row_[s.acc] = loop_stack_.empty() ? Expr() : loop_stack_.back();
+      acc_loops_[s.acc] = loop_stack_;
       if (!lanes.vl.defined()) mark_partial_accs(block, i + 1, s);
     }
     if (!lanes.active()) {
@@ -371,7 +371,7 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
     }
     case StmtKind::AccUpdate: {
       const AccState& st = accs_.at(s.acc);
-      if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, acc_row_[s.acc], pad);
+      if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, acc_loops_[s.acc], pad);
       Reg r = value(s.value, combo, pad);
       std::string a = acc_name(s.acc, combo);
       if (st.vector || st.partial) {
@@ -406,18 +406,23 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
   }
 }
 
-// A reduction inside a row loop prefetches the same place of the row
-// `prefetch_rows` iterations ahead, so the next rows' DRAM reads overlap this
-// row's arithmetic. (A prefetch past the end never faults.)
-void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const Expr& row, const std::string& pad) {
-  if (!row.defined()) return;
+// A reduction inside a row loop (the innermost loop around it that its load
+// walks) prefetches the same place of the row `prefetch_rows` iterations
+// ahead, so the next rows' DRAM reads overlap this row's arithmetic. (A
+// prefetch past the end never faults.)
+void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const std::vector<Expr>& loops,
+                                    const std::string& pad) {
   int64_t distance = kernel_.prefetch_rows;
   std::set<std::string> done;
   std::function<void(const Value&)> visit = [&](const Value& x) {
     if (x->kind == ValueKind::Load) {
       Expr index = subst(x->index, combo);
       auto stride = lane_stride(index, combo.vl);
-      if (stride && *stride == 1 && mentions(index, row)) {
+      Expr row;
+      for (const Expr& l : loops) {
+        if (mentions(index, l)) row = l;
+      }
+      if (stride && *stride == 1 && row.defined()) {
         std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)}, {row, row + distance}};
         std::string at = "b" + std::to_string(x->buffer) + " + " + printer_.print(simplify(substitute(index, ahead)));
         if (done.insert(at).second) out_ << pad << "__builtin_prefetch(" << at << ");\n";

@@ -89,8 +89,9 @@ class KernelWriter {
 
   const kernel::Kernel& kernel_;
   std::vector<Expr> loop_stack_;          // variables of the for loops being written, outermost first
-  std::map<int, Expr> acc_row_;           // per accumulator: the loop its reduction runs inside (its row)
-  void write_prefetches(const kernel::Value& v, const Combo& combo, const Expr& row, const std::string& pad);
+  std::map<int, std::vector<Expr>> acc_loops_;  // per accumulator: the for loops around its reduction
+  void write_prefetches(const kernel::Value& v, const Combo& combo, const std::vector<Expr>& loops,
+                        const std::string& pad);
   ExprPrinter printer_;
   int simd_;
   std::ostringstream out_;
