@@ -157,12 +157,18 @@ void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
   if (seconds) *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+namespace {
+// Inputs up to this size stay hot between runs, as activations and small
+// operands do in a program; larger ones (weights) are read cold.
+constexpr int64_t kHotInputBytes = int64_t{1} << 20;
+}  // namespace
+
 void* KernelRig::run_data(NodeId n) {
-  if (graph_.node(n).op != Op::Input) return buffer(n).data();
-  if (copy_count_ == 0) {  // enough copies of every input to overflow the caches (about 128 MiB)
+  if (graph_.node(n).op != Op::Input || buffer(n).nbytes() <= kHotInputBytes) return buffer(n).data();
+  if (copy_count_ == 0) {  // enough copies of the large inputs to overflow the caches (about 128 MiB)
     double bytes = 0;
     for (const auto& [id, a] : inputs_) {
-      if (graph_.node(id).op == Op::Input) bytes += static_cast<double>(a.nbytes());
+      if (graph_.node(id).op == Op::Input && a.nbytes() > kHotInputBytes) bytes += static_cast<double>(a.nbytes());
     }
     copy_count_ = static_cast<int>(std::clamp(128.0 * (1 << 20) / std::max(bytes, 1.0), 1.0, 64.0));
   }

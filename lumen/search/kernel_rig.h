@@ -49,9 +49,10 @@ class KernelRig {
 
  private:
   Array& buffer(NodeId n);
-  // The data a run reads for buffer `n`: graph inputs (weights) rotate
-  // through identical copies so each run reads them from memory, not cache,
-  // as a layer's weights are read in a real program; intermediates stay hot.
+  // The data a run reads for buffer `n`: graph inputs larger than 1 MiB
+  // (weights) rotate through identical copies so each run reads them from
+  // memory, not cache, as a layer's weights are read in a real program;
+  // small inputs and intermediates stay hot.
   void* run_data(NodeId n);
 
   const Graph& graph_;
