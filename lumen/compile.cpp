@@ -16,6 +16,13 @@ const char* backend_name(Backend backend) {
   return "?";
 }
 
+Backend backend_named(const std::string& name) {
+  for (Backend b : {Backend::Cpu, Backend::Interp}) {
+    if (name == backend_name(b)) return b;
+  }
+  fail("unknown backend '", name, "' (available: cpu, interp)");
+}
+
 namespace {
 Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, const CompileOptions& options);
 }

@@ -31,5 +31,7 @@ struct CompileOptions {
 Program compile(const Graph& graph, const std::vector<Tensor>& outputs = {}, const CompileOptions& options = {});
 
 const char* backend_name(Backend backend);
+// The backend a name stands for ("cpu", "interp"); throws Error for any other name.
+Backend backend_named(const std::string& name);
 
 }  // namespace lumen

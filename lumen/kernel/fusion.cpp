@@ -103,12 +103,14 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   LowerOptions lower_options;
   lower_options.assumed_dim = options.assumed_dim;
   std::vector<std::vector<std::pair<size_t, double>>> counts(n);  // per kernel: nodes it inlines, evaluations
+  std::vector<double> own_cost(n);
+  for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]);
   std::vector<bool> lowered(n, false);
   for (int round = 0; round < 64; ++round) {
     p.rounds = round + 1;
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
-      double c = op_cost(node);
+      double c = own_cost[i];
       bool data = node.op == Op::Input;
       for (const Edge& e : node.inputs) {
         auto in = static_cast<size_t>(e.node);

@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cfloat>
-#include <fstream>
 #include <sstream>
 
 #include "lumen/core/error.h"
+#include "lumen/io/text_file.h"
 #include "lumen/nn/mlp.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/elementwise.h"
@@ -72,11 +72,7 @@ BertConfig BertConfig::from_json(const std::string& text, const std::string& ori
 }
 
 BertConfig BertConfig::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("bert config: cannot open '", path, "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), path);
+  return from_json(io::read_text_file(path, "bert config"), path);
 }
 
 void BertConfig::validate() const {

@@ -2,11 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <sstream>
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
+#include "lumen/io/text_file.h"
 #include "lumen/ops/linalg.h"
 
 namespace lumen::models {
@@ -92,11 +92,7 @@ LlamaConfig LlamaConfig::from_json(const std::string& text, const std::string& o
 }
 
 LlamaConfig LlamaConfig::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("llama config: cannot open '", path, "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), path);
+  return from_json(io::read_text_file(path, "llama config"), path);
 }
 
 void LlamaConfig::validate() const {

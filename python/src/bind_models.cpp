@@ -15,12 +15,6 @@ namespace lumen::python {
 
 namespace {
 
-Backend backend_named(const std::string& name) {
-  if (name == "interp") return Backend::Interp;
-  if (name == "cpu") return Backend::Cpu;
-  fail("unknown backend '", name, "' (available: cpu, interp)");
-}
-
 // A Hugging Face model directory: config.json plus safetensors weights.
 std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
                                                 double budget_s, bool tuning_cache, const std::string& cache_path) {
@@ -41,6 +35,19 @@ std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t
   }
   models::LlamaConfig config = models::LlamaConfig::from_file((fs::path(path) / "config.json").string());
   return std::make_unique<models::LlamaRunner>(config, io::WeightStore::from_safetensors(path), o);
+}
+
+// A padded batch (ids [batch, seq], mask) through one of the encoder's
+// programs, run without the GIL; the result is copied out of the arena.
+template <Array (models::SentenceEncoder::*Run)(const Array&, const Array&)>
+nb::object padded_batch(models::SentenceEncoder& e, nb::handle ids, nb::handle mask) {
+  Array i = array_from_python(ids, DType::I32, "ids"), m = array_from_python(mask, DType::F32, "mask");
+  Array out;
+  {
+    nb::gil_scoped_release release;
+    out = (e.*Run)(i, m);
+  }
+  return array_to_python(out.clone());
 }
 
 }  // namespace
@@ -134,28 +141,10 @@ void bind_models(nb::module_& m) {
              return array_to_python(a);
            },
            nb::arg("texts"), nb::arg("batch_size") = 32, "Embeddings [len(texts), dim].")
-      .def("pooled",
-           [](models::SentenceEncoder& e, nb::handle ids, nb::handle mask) {
-             Array i = array_from_python(ids, DType::I32, "ids"), m = array_from_python(mask, DType::F32, "mask");
-             Array out;
-             {
-               nb::gil_scoped_release release;
-               out = e.pooled(i, m);
-             }
-             return array_to_python(out.clone());
-           },
-           nb::arg("ids"), nb::arg("mask"), "Pooled embeddings of a padded batch [batch, seq].")
-      .def("hidden",
-           [](models::SentenceEncoder& e, nb::handle ids, nb::handle mask) {
-             Array i = array_from_python(ids, DType::I32, "ids"), m = array_from_python(mask, DType::F32, "mask");
-             Array out;
-             {
-               nb::gil_scoped_release release;
-               out = e.hidden(i, m);
-             }
-             return array_to_python(out.clone());
-           },
-           nb::arg("ids"), nb::arg("mask"), "Last hidden states [batch, seq, dim] of a padded batch.")
+      .def("pooled", &padded_batch<&models::SentenceEncoder::pooled>, nb::arg("ids"), nb::arg("mask"),
+           "Pooled embeddings of a padded batch [batch, seq].")
+      .def("hidden", &padded_batch<&models::SentenceEncoder::hidden>, nb::arg("ids"), nb::arg("mask"),
+           "Last hidden states [batch, seq, dim] of a padded batch.")
       .def("tokenize", &models::SentenceEncoder::tokenize, nb::arg("text"))
       .def_prop_ro("normalizes", &models::SentenceEncoder::normalizes)
       .def_prop_ro("max_length", &models::SentenceEncoder::max_length)

@@ -9,16 +9,6 @@
 
 namespace lumen::python {
 
-namespace {
-
-Backend backend_from_name(const std::string& name) {
-  if (name == "interp") return Backend::Interp;
-  if (name == "cpu") return Backend::Cpu;
-  fail("compile: unknown backend '", name, "' (available: cpu, interp)");
-}
-
-}  // namespace
-
 void bind_runtime(nb::module_& m) {
   nb::class_<Program>(m, "Program", "A compiled graph: set inputs, run, get outputs.")
       .def("set",
@@ -85,7 +75,7 @@ void bind_runtime(nb::module_& m) {
           }
         }
         CompileOptions options;
-        options.backend = backend_from_name(backend);
+        options.backend = backend_named(backend);
         options.search_budget_s = budget_s;
         options.tuning_cache = tuning_cache;
         options.cache_path = cache_path;

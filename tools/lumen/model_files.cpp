@@ -29,7 +29,7 @@ void CommonOptions::add_to(CLI::App* cmd, bool needs_model) {
 CompileOptions CommonOptions::compile() const {
   if (threads > 0) cpu::ThreadPool::set_global_threads(threads);
   CompileOptions c;
-  c.backend = backend == "interp" ? Backend::Interp : Backend::Cpu;
+  c.backend = backend_named(backend);
   c.search_budget_s = budget_s;
   c.tuning_cache = !no_tuning_cache;
   c.progress = progress;

@@ -13,7 +13,6 @@
 #include "lumen/backend/cpu/writer.h"
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
-#include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 
 namespace lumen::cpu {
@@ -442,21 +441,8 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
     out_ << pad << buffer << "[" << printer_.print(index) << "] = " << store_expr(r.name, storage) << ";\n";
     return;
   }
-  auto form = LinearForm::of(index);
-  bool unit_stride = false;
-  if (form && (storage == DType::F32 || storage == DType::I32)) {
-    for (const auto& [term, c] : form->terms) {
-      if (term == combo.vl) unit_stride = c == 1;
-    }
-    if (unit_stride) {  // the rest of the index must not depend on the SIMD lane
-      for (const auto& [term, c] : form->terms) {
-        if (term != combo.vl && !expr_vars(term).empty()) {
-          auto vars = expr_vars(term);
-          if (std::find(vars.begin(), vars.end(), combo.vl) != vars.end()) unit_stride = false;
-        }
-      }
-    }
-  }
+  auto stride = lane_stride(index, combo.vl);
+  bool unit_stride = stride && *stride == 1 && (storage == DType::F32 || storage == DType::I32);
   if (unit_stride) {
     Reg v = splat(r, pad);
     std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};

@@ -1,8 +1,7 @@
 // tokenizer.json -> a PipelineTokenizer.
-#include <fstream>
-#include <sstream>
 
 #include "lumen/core/error.h"
+#include "lumen/io/text_file.h"
 #include "lumen/io/tokenizer/components.h"
 
 namespace lumen::io {
@@ -122,11 +121,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("tokenizer: cannot open '", path, "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_tokenizer_json(text.str(), path);
+  return parse_tokenizer_json(read_text_file(path, "tokenizer"), path);
 }
 
 }  // namespace lumen::io
