@@ -75,6 +75,33 @@ std::optional<std::pair<Expr, int64_t>> divide_monomial(const Expr& term, int64_
   return std::make_pair(make_product(factors), coefficient / divisor.first);
 }
 
+// Polynomial division of x by d: takes multiples q·d out of x while every
+// term of q·d appears in what is left. Returns (quotient, remainder).
+std::pair<LinearForm, LinearForm> divide_polynomial(const LinearForm& x, const LinearForm& d) {
+  auto lead = monomial(d.terms[0].first, d.terms[0].second);
+  LinearForm quotient, rest = x;
+  for (int guard = 0; guard < 64; ++guard) {
+    bool progress = false;
+    for (const auto& [term, coefficient] : rest.terms) {
+      auto q = divide_monomial(term, coefficient, lead);
+      if (!q) continue;
+      LinearForm multiple;  // q·d
+      for (const auto& [dt, dc] : d.terms) multiple.add(make_mul(q->first, dt), checked_mul(q->second, dc));
+      if (d.constant != 0) multiple.add(q->first, checked_mul(q->second, d.constant));
+      bool present = std::all_of(multiple.terms.begin(), multiple.terms.end(), [&](const auto& m) {
+        return std::any_of(rest.terms.begin(), rest.terms.end(), [&](const auto& r) { return r.first == m.first; });
+      });
+      if (!present) continue;
+      rest.add(multiple, -1);
+      quotient.add(q->first, q->second);
+      progress = true;
+      break;
+    }
+    if (!progress) break;
+  }
+  return {quotient, rest};
+}
+
 // Exprs are immutable and hash-consed, so a simplified form stays valid
 // forever: results are remembered per thread (the table holds both nodes
 // alive) and forgotten wholesale when the table grows large.
@@ -283,27 +310,7 @@ class Simplifier {
   std::optional<Expr> divmod_by_symbol(const Expr& e, const LinearForm& x, const Expr& d, bool is_div) {
     auto d_form = LinearForm::of(d);
     if (!d_form || d_form->terms.empty()) return std::nullopt;
-    auto lead = monomial(d_form->terms[0].first, d_form->terms[0].second);
-    LinearForm quotient, rest = x;
-    for (int guard = 0; guard < 64; ++guard) {
-      bool progress = false;
-      for (const auto& [term, coefficient] : rest.terms) {
-        auto q = divide_monomial(term, coefficient, lead);
-        if (!q) continue;
-        LinearForm multiple;  // q·d
-        for (const auto& [dt, dc] : d_form->terms) multiple.add(make_mul(q->first, dt), checked_mul(q->second, dc));
-        if (d_form->constant != 0) multiple.add(q->first, checked_mul(q->second, d_form->constant));
-        bool present = std::all_of(multiple.terms.begin(), multiple.terms.end(), [&](const auto& m) {
-          return std::any_of(rest.terms.begin(), rest.terms.end(), [&](const auto& r) { return r.first == m.first; });
-        });
-        if (!present) continue;
-        rest.add(multiple, -1);
-        quotient.add(q->first, q->second);
-        progress = true;
-        break;
-      }
-      if (!progress) break;
-    }
+    auto [quotient, rest] = divide_polynomial(x, *d_form);
     Expr r = rest.to_expr();
     bool in_range = r.lo() >= 0 && prove(make_lt(r, d));
     if (!in_range) {
@@ -314,27 +321,7 @@ class Simplifier {
         if (g % m != 0) continue;
         LinearForm k = d_form->divided_by(m);
         Expr k_expr = k.to_expr();
-        auto k_lead = monomial(k.terms[0].first, k.terms[0].second);
-        LinearForm high, low = x;
-        for (int guard = 0; guard < 64; ++guard) {  // polynomial division of x by k
-          bool progress = false;
-          for (const auto& [term, coefficient] : low.terms) {
-            auto q = divide_monomial(term, coefficient, k_lead);
-            if (!q) continue;
-            LinearForm multiple;
-            for (const auto& [kt, kc] : k.terms) multiple.add(make_mul(q->first, kt), checked_mul(q->second, kc));
-            if (k.constant != 0) multiple.add(q->first, checked_mul(q->second, k.constant));
-            bool present = std::all_of(multiple.terms.begin(), multiple.terms.end(), [&](const auto& mt) {
-              return std::any_of(low.terms.begin(), low.terms.end(), [&](const auto& lt) { return lt.first == mt.first; });
-            });
-            if (!present) continue;
-            low.add(multiple, -1);
-            high.add(q->first, q->second);
-            progress = true;
-            break;
-          }
-          if (!progress) break;
-        }
+        auto [high, low] = divide_polynomial(x, k);
         Expr b = low.to_expr();
         if (high.terms.empty() || b.lo() < 0 || !prove(make_lt(b, k_expr))) continue;
         Expr a = high.to_expr();
