@@ -9,6 +9,7 @@
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/reuse.h"
 
 namespace lumen::kernel {
 
@@ -100,7 +101,7 @@ class Lowerer {
       coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
       ctx.push_back(open(var, l.extent, l.kind));
     }
-    for (Expr& c : coords) c = simplify(c);
+    clamp_overhang(t.shape, coords);
     Value v = compute(target, coords, Expr(1), ctx);
     Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
     ctx.back()->block.push_back(Stmt::store(0, at, v));
@@ -198,6 +199,20 @@ class Lowerer {
     panel.push_back(simplify(coords[pk.n_dim] % pk.nr));
     int buffer = buffer_for(-1 - pk.scratch);
     return load(buffer, graph_.node(e.node).dtype, flat_index(pk.shape, panel), simplify(guard));
+  }
+
+  // An uneven split's last tile overhangs its dim: those coordinates are
+  // clamped to the last point, which is computed and stored again (same value).
+  void clamp_overhang(const Shape& shape, std::vector<Expr>& coords) const {
+    for (size_t d = 0; d < coords.size(); ++d) {
+      coords[d] = simplify(coords[d]);
+      if (!shape[d].is_const()) continue;
+      int64_t last = 0;
+      for (const LoopDef& l : schedule_.loops()) {
+        if (static_cast<size_t>(l.dim) == d && l.extent.is_const()) last += (l.extent.value() - 1) * l.step;
+      }
+      if (last >= shape[d].value()) coords[d] = simplify(min(coords[d], Expr(shape[d].value() - 1)));
+    }
   }
 
   Level* open(const Expr& var, const Expr& extent, LoopKind kind, int unroll_hint = 1) {
@@ -552,7 +567,9 @@ LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& 
     fail("lower: schedule is for shape ", to_string(schedule.shape()), " but node ", target, " has shape ",
          to_string(graph.node(target).shape));
   }
-  return Lowerer(graph, materialized, schedule, options).run(target, name);
+  LoweredKernel lowered = Lowerer(graph, materialized, schedule, options).run(target, name);
+  reuse_reduction_operands(lowered.kernel);
+  return lowered;
 }
 
 }  // namespace lumen::kernel

@@ -5,7 +5,8 @@
 // is computed, only the loop structure, so any legal schedule is correct.
 //
 //   split(loop, factor)     loop of extent E -> outer E/factor, inner factor
-//                           (factor must divide a static E)
+//                           (factor divides E; or the first split of a static
+//                           dim: outer ceil(E/factor), the overhang clamped)
 //   reorder(loop, to)       move a loop to another position
 //   kind(loop, k)           serial, parallel (the outermost loop only), unroll,
 //                           vector (innermost lane loops)

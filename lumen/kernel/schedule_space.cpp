@@ -90,6 +90,20 @@ std::vector<int64_t> divisors_in(int64_t n, std::initializer_list<int64_t> choic
   return out;
 }
 
+// Register-tile row counts for a dim of extent m: divisors, and for a static m
+// also counts whose last tile overhangs by at most 1/25 of m (the overhang rows
+// are computed again; a 6-row tile beats a 4-row one by ~20% on AVX-512).
+std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> choices) {
+  if (!m.is_const()) return divisors_in(known_factor(m), choices);
+  std::vector<int64_t> out;
+  int64_t n = m.value();
+  for (int64_t c : choices) {
+    int64_t overhang = (n + c - 1) / c * c - n;
+    if (c >= 1 && c <= n && overhang * 25 <= n) out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool Knobs::operator==(const Knobs& o) const {
@@ -169,7 +183,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   int64_t lanes = f.lanes;
   if (f.tileable) {
     const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
-    auto mrs = divisors_in(known_factor(m), {6, 4, 3, 2});
+    auto mrs = tile_rows_in(m, {6, 4, 3, 2});
     k.mr = mrs.empty() ? 1 : mrs.front();
     k.nr = divisors_in(known_factor(f.shape.back()), {4 * lanes, 2 * lanes, lanes}).front();
     k.pack = f.pack_operand >= 0;
@@ -268,7 +282,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
   const Expr& last = f.shape.back();
   if (k.nr > 0) {
     const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
-    for (int64_t mr : divisors_in(known_factor(m), {1, 2, 3, 4, 5, 6, 7, 8})) {
+    for (int64_t mr : tile_rows_in(m, {1, 2, 3, 4, 5, 6, 7, 8})) {
       Knobs n = k;
       n.mr = mr;
       push(n);

@@ -55,11 +55,11 @@ Case matvec(bool quantized) {
   return c;
 }
 
-Case matmul() {
+Case matmul(int64_t m = 24) {
   Case c;
-  Tensor a = c.g.input("a", {Expr(24), Expr(48)}), b = c.g.input("b", {Expr(48), Expr(64)});
+  Tensor a = c.g.input("a", {Expr(m), Expr(48)}), b = c.g.input("b", {Expr(48), Expr(64)});
   c.g.mark_output(a.matmul(b), "y");
-  c.inputs["a"] = filled(DType::F32, {24, 48}, 1);
+  c.inputs["a"] = filled(DType::F32, {m, 48}, 1);
   c.inputs["b"] = filled(DType::F32, {48, 64}, 1);
   return c;
 }
@@ -143,15 +143,35 @@ void check_heuristic_and_neighbours(Case c) {
   }
 }
 
-TEST(ScheduleSpace, MatvecRowsAreUnrolledByTheHeuristic) {
-  Case c = matvec(false);
-  kernel::Target target{16, 2};
+kernel::KernelFacts output_facts(const Case& c, int lanes) {
   NodeId out = c.g.outputs().at(0).edge.node;
   std::vector<bool> materialized(c.g.size(), false);
   for (size_t i = 0; i < c.g.size(); ++i) materialized[i] = c.g.nodes()[i].op == Op::Input;
   materialized[static_cast<size_t>(out)] = true;
-  kernel::KernelFacts f = kernel::kernel_facts(c.g, out, materialized, target);
+  return kernel::kernel_facts(c.g, out, materialized, kernel::Target{lanes, 2});
+}
+
+TEST(ScheduleSpace, MatvecRowsAreUnrolledByTheHeuristic) {
+  kernel::KernelFacts f = output_facts(matvec(false), 16);
   EXPECT_EQ(kernel::heuristic_knobs(f).rows, 4) << kernel::heuristic_knobs(f).to_string();
+}
+
+// 100 rows: a 6-row tile overhangs by 2 rows (clamped, computed twice).
+TEST(ScheduleSpace, UnevenRowTileIsTheHeuristicAndCorrect) {
+  Case c = matmul(100);
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_EQ(kernel::heuristic_knobs(f).mr, 6) << kernel::heuristic_knobs(f).to_string();
+  check_heuristic_and_neighbours(std::move(c));
+}
+
+TEST(ScheduleSpace, OnlyAStaticDimsFirstSplitMayLeaveARemainder) {
+  kernel::Schedule s({Expr(100), Expr(64)});
+  s.apply(kernel::Action::split(0, 6));  // 17 x 6, the last tile overhangs
+  EXPECT_EQ(s.loops()[0].extent.value(), 17);
+  EXPECT_THROW(s.apply(kernel::Action::split(0, 4)), Error);  // 17 is not split again unevenly
+  EXPECT_THROW(s.apply(kernel::Action::split(1, 4)), Error);  // nor is the 6 inside it
+  s.apply(kernel::Action::split(2, 48));                       // 64 = 2 x 48, overhanging by 32
+  EXPECT_EQ(s.loops()[2].extent.value(), 2);
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
