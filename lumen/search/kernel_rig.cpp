@@ -198,12 +198,15 @@ double KernelRig::run(Candidate& c) {
       } else if (b >= 0) {
         args.push_back(run_data(b));
       } else {
-        auto key = std::make_pair(c.name, static_cast<int>(-1 - b));
+        // Scratch refilled every run is shared by all candidates (one working
+        // set, as in a program); a pack done once belongs to its candidate.
+        const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - b));
+        int64_t elements = evaluate(sb.elements, dims_);
+        bool own = std::find(c.once.begin(), c.once.end(), true) != c.once.end();
+        auto key = std::make_pair(own ? c.name : "shared " + std::string(dtype_name(sb.dtype)) + " " + std::to_string(elements),
+                                  static_cast<int>(-1 - b));
         auto it = scratch_.find(key);
-        if (it == scratch_.end()) {
-          const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - b));
-          it = scratch_.emplace(key, Array(sb.dtype, {evaluate(sb.elements, dims_)})).first;
-        }
+        if (it == scratch_.end()) it = scratch_.emplace(key, Array(sb.dtype, {elements})).first;
         args.push_back(it->second.data());
       }
     }

@@ -65,7 +65,7 @@ class KernelRig {
   int copy_count_ = 0;
   int64_t runs_ = 0;
   Array output_;
-  std::map<std::pair<std::string, int>, Array> scratch_;  // (candidate, scratch) -> buffer
+  std::map<std::pair<std::string, int>, Array> scratch_;  // (owner, scratch) -> buffer
   std::vector<std::pair<std::vector<int64_t>, double>> reference_;  // sampled element -> value
   double reference_scale_ = 1;
 };
