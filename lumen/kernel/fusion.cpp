@@ -65,7 +65,9 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //  - a value holding a reduction, read through two or more different views
   //    (rotary embeddings, concatenated caches);
   //  - a value holding a contraction (a sum of a product: a matmul), read by
-  //    two or more consumers.
+  //    two or more consumers, or through a view that skips some of its points
+  //    (a slice): inlined there, it would be computed in the consumer's loops
+  //    without a register tile.
   // In graph order, so a buffer given here stops what its consumers hold
   // (scores read by a softmax's max and sum hold no contraction of their own).
   {
@@ -91,7 +93,10 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       }
       holds_reduce[i] = r;
       holds_contraction[i] = c;
-      if ((r && views[i].size() >= 2) || (c && uses[i] >= 2)) p.materialized[i] = true;
+      bool sliced = std::any_of(views[i].begin(), views[i].end(), [&](const View& v) {
+        return assumed_numel(v.shape(), options.assumed_dim) < assumed_numel(node.shape, options.assumed_dim);
+      });
+      if ((r && views[i].size() >= 2) || (c && (uses[i] >= 2 || sliced))) p.materialized[i] = true;
     }
   }
 

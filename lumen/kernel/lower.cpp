@@ -130,7 +130,9 @@ class Lowerer {
     std::vector<Expr> panel(pk.shape.size());
     for (size_t d = 0; d < pk.shape.size(); ++d) {
       panel[d] = Expr::index("p" + std::to_string(d), pk.shape[d]);
-      ctx.push_back(open(panel[d], pk.shape[d], d == 0 ? LoopKind::Parallel : LoopKind::Serial));
+      // The panel's lanes (the last dim, nr wide) are copied as SIMD vectors.
+      LoopKind kind = d == 0 ? LoopKind::Parallel : d + 1 == pk.shape.size() ? LoopKind::Vector : LoopKind::Serial;
+      ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
     std::vector<Expr> coords(product.size(), Expr(0));
     for (size_t i = 0; i < pk.kept.size(); ++i) coords[pk.kept[i]] = panel[i];
@@ -171,7 +173,8 @@ class Lowerer {
     if (n_factor == 0 || n_factor % nr != 0) fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n);
     // Dims the operand varies along (besides n and k) are kept; broadcast dims are not stored.
     std::vector<Expr> probe = loop_indices(m.shape);
-    std::vector<Expr> vars_used = expr_vars(e.view.index(probe).index);
+    View::Index at = e.view.index(probe);  // padding varies the value as much as the index does
+    std::vector<Expr> vars_used = vars_of({at.index, at.valid});
     for (size_t d = 0; d < m.shape.size(); ++d) {
       if (d == pk.n_dim || d == pk.k_dim) continue;
       if (std::find(vars_used.begin(), vars_used.end(), probe[d]) != vars_used.end()) {

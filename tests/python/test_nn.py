@@ -47,6 +47,15 @@ def test_conv2d(backend, stride, padding, dilation, groups):
           lambda t, k, c: TF.conv2d(t, k, c, stride, padding, dilation, groups), [x, w, b], backend, atol=1e-4)
 
 
+# Output rows of 14 and 13 positions are computed padded to 16 (row-aligned
+# panels) and sliced; 30 rows of 60 with stride 2 and a ReLU consumer too.
+@pytest.mark.parametrize("shape,stride,padding", [((1, 8, 14, 14), 1, 1), ((2, 3, 6, 15), 1, 1), ((1, 4, 5, 60), 2, 1)])
+def test_conv2d_rows_padded_to_lanes(backend, shape, stride, padding):
+    x, w, b = data(shape, seed=15), data((6, shape[1], 3, 3), seed=16), data((6,), seed=17)
+    check("conv2d", lambda t, k, c: F.relu(F.conv2d(t, k, c, stride, padding)),
+          lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding)), [x, w, b], backend, atol=1e-4)
+
+
 def test_conv2d_rectangular_and_same(backend):
     x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
     check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),
