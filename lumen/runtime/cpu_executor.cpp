@@ -219,6 +219,14 @@ void CpuExecutor::build(const CpuOptions& options) {
   find_kept_packs();
 }
 
+std::vector<SearchTrace> CpuExecutor::search_trace() const {
+  std::vector<SearchTrace> out;
+  for (const search::KernelReport& k : search_report_.kernels) {
+    if (k.source == "search" && !k.progress.empty()) out.push_back({k.fuses, k.progress, k.baseline_ms, k.best_ms > 0 ? k.best_ms : k.baseline_ms});
+  }
+  return out;
+}
+
 std::string CpuExecutor::profile_report() const {
   if (!profile_ || runs_ == 0) return "";
   // Launches of the same kernel (repeated layers) are summed.

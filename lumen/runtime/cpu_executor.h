@@ -49,6 +49,7 @@ class CpuExecutor : public Executor {
   // The search report and, with LUMEN_PROFILE=1, where run time went, kernel by kernel.
   std::string report() const override { return search_report_.to_string() + profile_report(); }
   std::string profile_report() const;
+  std::vector<SearchTrace> search_trace() const override;
   std::string kernels_dot() const override;
   void invalidate(const std::string& input) override;
   const search::SearchReport& search_report() const { return search_report_; }

@@ -11,6 +11,14 @@
 
 namespace lumen {
 
+// One kernel's schedule search over time: the best time found so far after
+// each measured candidate (the first point is the heuristic schedule).
+struct SearchTrace {
+  std::string kernel;  // the graph nodes it fuses
+  std::vector<std::pair<double, double>> progress;  // (seconds into its search, best ms so far)
+  double baseline_ms = 0, best_ms = 0;  // the finalists re-measured side by side: heuristic and winner
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -22,6 +30,8 @@ class Executor {
   virtual std::map<std::string, double> stats() const { return {}; }
   // A human-readable account of compilation (e.g. the schedule search).
   virtual std::string report() const { return ""; }
+  // The schedule searches compilation ran, kernel by kernel (empty without search).
+  virtual std::vector<SearchTrace> search_trace() const { return {}; }
   // Graphviz of the compiled program (kernels and the buffers between them);
   // empty when the backend runs the graph as it is.
   virtual std::string kernels_dot() const { return ""; }

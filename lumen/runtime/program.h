@@ -47,6 +47,7 @@ class Program {
   const char* backend_name() const { return executor_->backend_name(); }
   std::map<std::string, double> stats() const { return executor_->stats(); }
   std::string report() const { return executor_->report(); }
+  std::vector<SearchTrace> search_trace() const { return executor_->search_trace(); }
   // Graphviz of what compilation made (kernels and buffers); the graph's own
   // DOT for backends that run the graph as it is.
   std::string kernels_dot() const {

@@ -15,6 +15,7 @@ from ._functions import *  # noqa: F401,F403
 from ._functions import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
 from . import _tensor as _tensor_methods
 from . import nn  # noqa: F401
+from . import plot  # noqa: F401
 
 _tensor_methods._install()
 del _tensor_methods

@@ -1,5 +1,6 @@
 // Bindings for compile() and Program, with numpy / DLPack in and out.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -38,6 +39,18 @@ void bind_runtime(nb::module_& m) {
       .def("reset_state", &Program::reset_state, "Zeroes every state buffer.")
       .def_prop_ro("state_names", &Program::state_names)
       .def("report", &Program::report, "What compilation did (the schedule search, kernel by kernel).")
+      .def_prop_ro("search_trace", [](const Program& p) {
+        nb::list out;
+        for (const SearchTrace& t : p.search_trace()) {
+          nb::dict d;
+          d["kernel"] = t.kernel;
+          d["progress"] = t.progress;
+          d["baseline_ms"] = t.baseline_ms;
+          d["best_ms"] = t.best_ms;
+          out.append(d);
+        }
+        return out;
+      }, "Per searched kernel: {'kernel': fused nodes, 'progress': [(seconds, best ms so far), ...], 'baseline_ms' and 'best_ms': the heuristic and the winner re-measured side by side}.")
       .def_prop_ro("input_names",
                    [](const Program& p) {
                      std::vector<std::string> names;
