@@ -349,7 +349,9 @@ def render(data):
     lines = [f"# Benchmarks", "",
              f"Measured {data['date']} on {data['machine']['cpu']} ({data['machine']['cores']} cores, "
              f"{data['machine']['features']}) by `make bench` (`bench/run.py`). Each row is the median of interleaved "
-             f"runs after warm-up; **speed-up = peer time / lumen time** (above 1: lumen is faster).", ""]
+             f"runs after warm-up; **speed-up = peer time / lumen time** (above 1: lumen is faster). "
+             f"What each performance change did, measured before and after: "
+             f"[performance_changes.md](performance_changes.md).", ""]
     for t in sorted({r["threads"] for r in data["results"]}):
         lim = data["limits"][str(t)]
         lines += [f"## {t} thread{'s' if t > 1 else ''}", "",
