@@ -291,12 +291,20 @@ def worker(threads, only, runs, impls):
         if "torch" in outputs:
             reference = outputs["torch"]()
         times = {impl: [] for impl in calls}
+        slow = {}  # calls of 20 ms or more need no untimed call before them (wake-up costs are noise there)
         for _ in range(2):  # warm-up
-            for call in calls.values():
+            for impl, call in calls.items():
+                start = time.perf_counter()
                 call()
+                slow[impl] = time.perf_counter() - start >= 0.02
         deadline = time.perf_counter() + 60
         for r in range(runs):
             for impl, call in calls.items():
+                # An untimed call first: each timed call then runs in its own
+                # steady state (its thread pool awake), not right after another
+                # library's threads had the cores.
+                if not slow[impl]:
+                    call()
                 start = time.perf_counter()
                 call()
                 elapsed = (time.perf_counter() - start) * 1e3
@@ -349,7 +357,8 @@ def render(data):
     lines = [f"# Benchmarks", "",
              f"Measured {data['date']} on {data['machine']['cpu']} ({data['machine']['cores']} cores, "
              f"{data['machine']['features']}) by `make bench` (`bench/run.py`). Each row is the median of interleaved "
-             f"runs after warm-up; **speed-up = peer time / lumen time** (above 1: lumen is faster). "
+             f"runs after warm-up (each timed call under 20 ms right after an untimed call of the same implementation); "
+             f"**speed-up = peer time / lumen time** (above 1: lumen is faster). "
              f"What each performance change did, measured before and after: "
              f"[performance_changes.md](performance_changes.md).", ""]
     for t in sorted({r["threads"] for r in data["results"]}):

@@ -158,17 +158,25 @@ void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
 }
 
 namespace {
-// Inputs up to this size stay hot between runs, as activations and small
-// operands do in a program; larger ones (weights) are read cold.
-constexpr int64_t kHotInputBytes = int64_t{1} << 20;
+// Parameters (weights) larger than this are read cold, as a program reads a
+// layer's weights once per run; smaller ones, and other inputs (activations
+// the previous kernel just wrote), stay hot...
+constexpr int64_t kHotParameterBytes = int64_t{1} << 20;
+// ... unless they are too big for the caches to keep between runs anyway.
+constexpr int64_t kHotInputBytes = int64_t{32} << 20;
+
+bool read_cold(const Node& node, int64_t bytes) {
+  if (node.op != Op::Input) return false;
+  return bytes > (node.parameter ? kHotParameterBytes : kHotInputBytes);
+}
 }  // namespace
 
 void* KernelRig::run_data(NodeId n) {
-  if (graph_.node(n).op != Op::Input || buffer(n).nbytes() <= kHotInputBytes) return buffer(n).data();
+  if (!read_cold(graph_.node(n), buffer(n).nbytes())) return buffer(n).data();
   if (copy_count_ == 0) {  // enough copies of the large inputs to overflow the caches (about 128 MiB)
     double bytes = 0;
     for (const auto& [id, a] : inputs_) {
-      if (graph_.node(id).op == Op::Input && a.nbytes() > kHotInputBytes) bytes += static_cast<double>(a.nbytes());
+      if (read_cold(graph_.node(id), a.nbytes())) bytes += static_cast<double>(a.nbytes());
     }
     copy_count_ = static_cast<int>(std::clamp(128.0 * (1 << 20) / std::max(bytes, 1.0), 1.0, 64.0));
   }

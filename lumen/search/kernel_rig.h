@@ -49,10 +49,10 @@ class KernelRig {
 
  private:
   Array& buffer(NodeId n);
-  // The data a run reads for buffer `n`: graph inputs larger than 1 MiB
-  // (weights) rotate through identical copies so each run reads them from
-  // memory, not cache, as a layer's weights are read in a real program;
-  // small inputs and intermediates stay hot.
+  // The data a run reads for buffer `n`: parameters larger than 1 MiB
+  // (weights) and any input larger than 32 MiB rotate through identical
+  // copies so each run reads them from memory, not cache, as a layer's
+  // weights are read in a real program; other inputs and intermediates stay hot.
   void* run_data(NodeId n);
 
   const Graph& graph_;
