@@ -445,6 +445,14 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
   bool unit_stride = stride && *stride == 1 && (storage == DType::F32 || storage == DType::I32);
   if (unit_stride) {
     Reg v = splat(r, pad);
+    // Row kernels that prefetch their reads also start the stores' line
+    // fetches (read-for-ownership) the same number of rows ahead.
+    if (kernel_.prefetch_rows > 0 && !loop_stack_.empty() && mentions(index, loop_stack_.front())) {
+      std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)},
+                                                     {loop_stack_.front(), loop_stack_.front() + kernel_.prefetch_rows}};
+      out_ << pad << "__builtin_prefetch(" << buffer << " + " << printer_.print(simplify(substitute(index, ahead)))
+           << ", 1);\n";
+    }
     std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
     std::string base = printer_.print(simplify(substitute(index, zero)));
     out_ << pad << (storage == DType::F32 ? "lumen_store_f32(" : "lumen_store_i32(") << buffer << " + " << base << ", "
