@@ -107,7 +107,7 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
 }  // namespace
 
 bool Knobs::operator==(const Knobs& o) const {
-  return mr == o.mr && nr == o.nr && pack == o.pack && n_outer == o.n_outer && vector == o.vector &&
+  return mr == o.mr && nr == o.nr && pack == o.pack && n_outer == o.n_outer && m_block == o.m_block && vector == o.vector &&
          reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel && rows == o.rows &&
          prefetch == o.prefetch;
 }
@@ -116,6 +116,7 @@ std::string Knobs::to_string() const {
   std::ostringstream out;
   if (nr > 0) {
     out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (n_outer ? " n-outer" : " m-outer");
+    if (m_block > 1) out << " m-block " << m_block;
   } else {
     out << "vector " << vector;
     if (rows > 1) out << " rows " << rows;
@@ -232,9 +233,21 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     }
     bool split_n = !last.is_const() || k.nr < last.value();
     if (split_n) apply(Action::split(loop_of(rank - 1, false), k.nr));
-    if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rank - 2, false), k.mr));
-    if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
-      apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
+    if (k.m_block > 1) {  // [M / (mr * b), N / nr, b, mr, nr]
+      int64_t rows = k.mr * k.m_block;
+      if (!k.n_outer || !m.is_const() || rows >= m.value() || ((m.value() + rows - 1) / rows * rows - m.value()) * 25 > m.value()) {
+        fail("schedule space: an m block of ", rows, " rows needs n-outer tiles and a static M above it that it ",
+             "nearly divides, M = ", m);
+      }
+      apply(Action::split(loop_of(rank - 2, false), rows));
+      if (k.mr > 1) apply(Action::split(loop_of(rank - 2, true), k.mr));
+      int blocks = loop_of(rank - 2, false), panels = loop_of(rank - 1, false);
+      if (split_n && panels != blocks + 1) apply(Action::reorder(panels, blocks + 1));
+    } else {
+      if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rank - 2, false), k.mr));
+      if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
+        apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
+      }
     }
     int m_inner = loop_of(rank - 2, true), n_inner = loop_of(rank - 1, true);
     if (k.mr > 1 && m_inner != n_inner - 1) apply(Action::reorder(m_inner, n_inner - 1));
@@ -299,7 +312,14 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     }
     Knobs order = k;
     order.n_outer = !k.n_outer;
+    order.m_block = 0;
     push(order);
+    for (int64_t b : {0, 4, 8, 16}) {  // cache blocks of row tiles
+      Knobs n = k;
+      n.m_block = b;
+      n.n_outer = true;
+      push(n);
+    }
     Knobs rows = k;  // leave the tile: a row schedule
     rows.nr = 0;
     rows.mr = 1;

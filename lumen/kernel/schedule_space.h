@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 8;
+constexpr int kScheduleSpaceVersion = 9;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
@@ -40,6 +40,8 @@ struct Knobs {
   int64_t nr = 0;          // register tile columns (SIMD); 0: no tile
   bool pack = false;       // pack the contraction operand into panels of width nr
   bool n_outer = true;     // the n tile loop outside the m tile loop
+  int64_t m_block = 0;     // tiled, n-outer: blocks of m_block row tiles outside the n tiles (a cache
+                           // tile: a block of A stays in L2 while the n panels pass); 0: none
   int64_t vector = 0;      // SIMD width along the last dim for non-tiled kernels; 0: none
   int64_t rows = 1;        // non-tiled reductions: last-dim outputs unrolled (several dot products share loads)
   int64_t reduce_lanes = 1;
