@@ -25,10 +25,10 @@ bool same_value(const Value& a, const Value& b) {
   return true;
 }
 
-// v with every occurrence of `target` replaced by `with`.
-Value replace(const Value& v, const Value& target, const Value& with, bool& found) {
+// v with every occurrence of `target` replaced by `with`; sets *found if any.
+Value replace(const Value& v, const Value& target, const Value& with, bool* found = nullptr) {
   if (same_value(v, target)) {
-    found = true;
+    if (found) *found = true;
     return with;
   }
   if (v->args.empty()) return v;
@@ -109,13 +109,12 @@ bool pair(const std::vector<Stmt*>& red, const std::vector<Stmt*>& out, const st
   if (any_node(e, [&](const ValueNode& n) { return n.kind == ValueKind::Load && n.buffer == store.buffer; })) return false;
   Value kept = load(store.buffer, stored, store.index, Expr(1));
   bool found = false;
-  Value rewritten = replace(store.value, rename(e, to_out), kept, found);
+  Value rewritten = replace(store.value, rename(e, to_out), kept, &found);
   if (!found) return false;
   Expr at = simplify(substitute(store.index, to_red));
   Value reread = load(store.buffer, stored, at, Expr(1));
-  bool unused = false;
   Stmt keep = Stmt::store(store.buffer, at, e);
-  update.value = replace(update.value, e, reread, unused);
+  update.value = replace(update.value, e, reread);
   Block& body = red.back()->body;
   body.insert(body.begin(), std::move(keep));
   store.value = rewritten;

@@ -222,7 +222,7 @@ void CpuExecutor::build(const CpuOptions& options) {
 std::vector<SearchTrace> CpuExecutor::search_trace() const {
   std::vector<SearchTrace> out;
   for (const search::KernelReport& k : search_report_.kernels) {
-    if (k.source == "search" && !k.progress.empty()) out.push_back({k.fuses, k.progress, k.baseline_ms, k.best_ms > 0 ? k.best_ms : k.baseline_ms});
+    if (k.source == "search" && !k.progress.empty()) out.push_back({k.fuses, k.progress, k.baseline_ms, k.best_ms});
   }
   return out;
 }

@@ -189,7 +189,23 @@ void* KernelRig::run_data(NodeId n) {
   return copies[static_cast<size_t>(runs_ % static_cast<int64_t>(copies.size()))].data();
 }
 
+// Scratch refilled every run is shared by all candidates (one working set,
+// as in a program); a pack done once belongs to its candidate.
+void KernelRig::bind_scratch(Candidate& c) {
+  bool own = std::find(c.once.begin(), c.once.end(), true) != c.once.end();
+  for (size_t i = 0; i < c.lowered.scratch.size(); ++i) {
+    const kernel::ScratchBuffer& sb = c.lowered.scratch[i];
+    int64_t elements = evaluate(sb.elements, dims_);
+    auto key = std::make_pair(own ? c.name : "shared " + std::string(dtype_name(sb.dtype)) + " " + std::to_string(elements),
+                              static_cast<int>(i));
+    auto it = scratch_.find(key);
+    if (it == scratch_.end()) it = scratch_.emplace(key, Array(sb.dtype, {elements})).first;
+    c.scratch_data.push_back(it->second.data());
+  }
+}
+
 double KernelRig::run(Candidate& c) {
+  if (c.scratch_data.size() != c.lowered.scratch.size()) bind_scratch(c);
   ++runs_;
   cpu::ThreadPool& pool = cpu::ThreadPool::global();
   auto start = std::chrono::steady_clock::now();
@@ -206,16 +222,7 @@ double KernelRig::run(Candidate& c) {
       } else if (b >= 0) {
         args.push_back(run_data(b));
       } else {
-        // Scratch refilled every run is shared by all candidates (one working
-        // set, as in a program); a pack done once belongs to its candidate.
-        const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - b));
-        int64_t elements = evaluate(sb.elements, dims_);
-        bool own = std::find(c.once.begin(), c.once.end(), true) != c.once.end();
-        auto key = std::make_pair(own ? c.name : "shared " + std::string(dtype_name(sb.dtype)) + " " + std::to_string(elements),
-                                  static_cast<int>(-1 - b));
-        auto it = scratch_.find(key);
-        if (it == scratch_.end()) it = scratch_.emplace(key, Array(sb.dtype, {elements})).first;
-        args.push_back(it->second.data());
+        args.push_back(c.scratch_data.at(static_cast<size_t>(-1 - b)));
       }
     }
     cpu::KernelStatus status = cpu::launch(pool, reinterpret_cast<cpu::KernelEntry>(c.run[l]),

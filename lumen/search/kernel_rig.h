@@ -31,6 +31,7 @@ struct Candidate {
   // keeps between runs (see CpuExecutor).
   std::vector<bool> once;
   std::vector<bool> done;
+  std::vector<void*> scratch_data;  // its scratch buffers, bound at the first run
 };
 
 class KernelRig {
@@ -54,6 +55,7 @@ class KernelRig {
   // copies so each run reads them from memory, not cache, as a layer's
   // weights are read in a real program; other inputs and intermediates stay hot.
   void* run_data(NodeId n);
+  void bind_scratch(Candidate& c);
 
   const Graph& graph_;
   NodeId node_;

@@ -30,7 +30,7 @@ def search_progress(program, path, top=12):
         return [t for t, _ in trace["progress"]], [base / ms for _, ms in trace["progress"]]
 
     def final(trace):  # the finalists re-measured side by side decide the winner
-        return trace["baseline_ms"] / trace["best_ms"] if trace["best_ms"] > 0 else 1.0
+        return trace["baseline_ms"] / trace["best_ms"]
 
     ranked = sorted(traces, key=final, reverse=True)[:top]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)

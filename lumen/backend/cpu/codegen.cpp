@@ -405,13 +405,18 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
   }
 }
 
+// The address of lane 0 of `buffer[index]` with `row` moved `prefetch_rows` iterations ahead.
+std::string KernelWriter::rows_ahead(int buffer, const Expr& index, const Combo& combo, const Expr& row) const {
+  std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)}, {row, row + kernel_.prefetch_rows}};
+  return "b" + std::to_string(buffer) + " + " + printer_.print(simplify(substitute(index, ahead)));
+}
+
 // A reduction inside a row loop (the innermost loop around it that its load
 // walks) prefetches the same place of the row `prefetch_rows` iterations
 // ahead, so the next rows' DRAM reads overlap this row's arithmetic. (A
 // prefetch past the end never faults.)
 void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const std::vector<Expr>& loops,
                                     const std::string& pad) {
-  int64_t distance = kernel_.prefetch_rows;
   std::set<std::string> done;
   std::function<void(const Value&)> visit = [&](const Value& x) {
     if (x->kind == ValueKind::Load) {
@@ -422,8 +427,7 @@ void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const st
         if (mentions(index, l)) row = l;
       }
       if (stride && *stride == 1 && row.defined()) {
-        std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)}, {row, row + distance}};
-        std::string at = "b" + std::to_string(x->buffer) + " + " + printer_.print(simplify(substitute(index, ahead)));
+        std::string at = rows_ahead(x->buffer, index, combo, row);
         if (done.insert(at).second) out_ << pad << "__builtin_prefetch(" << at << ");\n";
       }
     }
@@ -448,10 +452,7 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
     // Row kernels that prefetch their reads also start the stores' line
     // fetches (read-for-ownership) the same number of rows ahead.
     if (kernel_.prefetch_rows > 0 && !loop_stack_.empty() && mentions(index, loop_stack_.front())) {
-      std::unordered_map<Expr, Expr, ExprHash> ahead{{combo.vl, Expr(0)},
-                                                     {loop_stack_.front(), loop_stack_.front() + kernel_.prefetch_rows}};
-      out_ << pad << "__builtin_prefetch(" << buffer << " + " << printer_.print(simplify(substitute(index, ahead)))
-           << ", 1);\n";
+      out_ << pad << "__builtin_prefetch(" << rows_ahead(s.buffer, index, combo, loop_stack_.front()) << ", 1);\n";
     }
     std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
     std::string base = printer_.print(simplify(substitute(index, zero)));

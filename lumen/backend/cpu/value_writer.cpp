@@ -100,7 +100,6 @@ std::optional<int64_t> lane_stride(const Expr& e, const Expr& var) {
   return coefficient;
 }
 
-
 Reg KernelWriter::value(const Value& v, const Combo& combo, const std::string& pad) {
   auto key = std::make_pair(v.get(), combo.key);
   auto it = cache_.find(key);

@@ -92,6 +92,7 @@ class KernelWriter {
   std::map<int, std::vector<Expr>> acc_loops_;  // per accumulator: the for loops around its reduction
   void write_prefetches(const kernel::Value& v, const Combo& combo, const std::vector<Expr>& loops,
                         const std::string& pad);
+  std::string rows_ahead(int buffer, const Expr& index, const Combo& combo, const Expr& row) const;
   ExprPrinter printer_;
   int simd_;
   std::ostringstream out_;
