@@ -46,6 +46,18 @@ double assumed_numel(const Shape& shape, double assumed_dim) {
   return std::max(n, 1.0);
 }
 
+// A view that visits every point of its source once, in another order (a
+// permutation of dims, not a reshape).
+bool reorders(const View& v) {
+  if (v.has_mask()) return false;
+  std::vector<Expr> at = loop_indices(v.shape());
+  View::Index i = v.index(at);
+  if (!i.valid.is_const(1)) return false;
+  Expr flat = flat_index(v.shape(), at);
+  if (simplify(i.index) == flat) return false;
+  return !v.injective_condition().is_const(0);
+}
+
 }  // namespace
 
 Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const FusionOptions& options) {
@@ -66,8 +78,8 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //    (rotary embeddings, concatenated caches);
   //  - a value holding a contraction (a sum of a product: a matmul), read by
   //    two or more consumers, or through a view that skips some of its points
-  //    (a slice): inlined there, it would be computed in the consumer's loops
-  //    without a register tile.
+  //    (a slice) or visits them in another order (a transpose): inlined there,
+  //    it would be computed in the consumer's loops without a register tile.
   // In graph order, so a buffer given here stops what its consumers hold
   // (scores read by a softmax's max and sum hold no contraction of their own).
   {
@@ -96,7 +108,8 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       bool sliced = std::any_of(views[i].begin(), views[i].end(), [&](const View& v) {
         return assumed_numel(v.shape(), options.assumed_dim) < assumed_numel(node.shape, options.assumed_dim);
       });
-      if ((r && views[i].size() >= 2) || (c && (uses[i] >= 2 || sliced))) p.materialized[i] = true;
+      bool reordered = c && std::any_of(views[i].begin(), views[i].end(), [&](const View& v) { return reorders(v); });
+      if ((r && views[i].size() >= 2) || (c && (uses[i] >= 2 || sliced || reordered))) p.materialized[i] = true;
     }
   }
 

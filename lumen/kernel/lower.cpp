@@ -72,6 +72,7 @@ struct Packed {
   std::vector<size_t> kept;  // product dims the operand depends on (besides n and k)
   size_t n_dim, k_dim;
   int64_t nr;
+  bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
 };
 
 class Lowerer {
@@ -102,6 +103,9 @@ class Lowerer {
       ctx.push_back(open(var, l.extent, l.kind));
     }
     clamp_overhang(t.shape, coords);
+    for (const auto& [e, pk] : packed_) {
+      if (pk.made_inline) pack_inline(*e, pk, coords, ctx);
+    }
     Value v = compute(target, coords, Expr(1), ctx);
     Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
     ctx.back()->block.push_back(Stmt::store(0, at, v));
@@ -187,11 +191,58 @@ class Lowerer {
     pk.shape.push_back(Expr(nr));
     pk.scratch = static_cast<int>(scratch_.size());
     scratch_.push_back({shape_numel(pk.shape), graph_.node(e.node).dtype});
+    if (schedule_.pack_inline(operand)) {
+      pk.made_inline = true;
+      packed_[&e] = pk;
+      return;
+    }
     Lowerer packer(graph_, materialized_, schedule_, options_);
     LoweredKernel k = packer.run_pack(e, pk, m.shape, name + "_pack" + std::to_string(operand));
     pre_kernels_.push_back(std::move(k.kernel));
     pre_buffer_nodes_.push_back(std::move(k.buffer_nodes));
     packed_[&e] = pk;
+  }
+
+  // pack_inline: the panel of `pk` that the output point `coords` reads is
+  // copied at the outermost loop level that fixes it, before that level's
+  // other work. Each thread must make its own panels (no two threads write
+  // one), so the parallel loop must be one of the loops that choose the panel.
+  void pack_inline(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, Context& ctx) {
+    auto out_dim = [&](size_t d) { return d < pk.k_dim ? d : d - 1; };  // product dim -> output dim
+    std::vector<Expr> panel;
+    for (size_t d : pk.kept) panel.push_back(coords[out_dim(d)]);
+    panel.push_back(simplify(coords[out_dim(pk.n_dim)] / pk.nr));
+    size_t at = level_of(ctx, vars_of(panel), {});
+    if (ctx[at]->kind == LoopKind::Unroll || ctx[at]->kind == LoopKind::Vector) {
+      fail("schedule: pack_inline: the panel changes inside a lane loop (", loop_kind_name(ctx[at]->kind), " ", ctx[at]->var,
+           "); the n loop must be split by the panel width ", pk.nr);
+    }
+    if (ctx.size() > 1 && ctx[1]->kind == LoopKind::Parallel) {
+      std::vector<Expr> used = vars_of(panel);
+      if (std::find(used.begin(), used.end(), ctx[1]->var) == used.end()) {
+        fail("schedule: pack_inline: the parallel loop ", ctx[1]->var, " does not choose the panel, so two threads ",
+             "would make the same panel; run the panel loop in parallel or pack before the kernel");
+      }
+    }
+    std::string id = std::to_string(pk.scratch);
+    const Expr& depth = pk.shape[pk.shape.size() - 2];
+    Expr k = Expr::index("pk" + id, depth), lane = Expr::index("pl" + id, Expr(pk.nr));
+    Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
+    size_t keep = inner.size();
+    inner.push_back(open(k, depth, LoopKind::Serial));
+    inner.push_back(open(lane, Expr(pk.nr), LoopKind::Vector));
+    std::vector<Expr> product(coords.size() + 1, Expr(0));
+    for (size_t i = 0; i < pk.kept.size(); ++i) product[pk.kept[i]] = panel[i];
+    product[pk.n_dim] = simplify(panel.back() * pk.nr + lane);
+    product[pk.k_dim] = k;
+    Value v = edge_value(e, product, Expr(1), inner);
+    int buffer = buffer_for(-1 - pk.scratch, true);
+    kernel_.buffers[static_cast<size_t>(buffer)].output = true;
+    std::vector<Expr> full = panel;
+    full.push_back(k);
+    full.push_back(lane);
+    inner.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, full), v));
+    close(inner, keep);
   }
 
   Value packed_load(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, const Expr& guard) {
@@ -439,6 +490,12 @@ class Lowerer {
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
       r = outer * lanes + lane;
+    } else if (int64_t n = schedule_.reduce_split(); n > 1 && factor % n == 0 && (!extent.is_const() || extent.value() > n)) {
+      Expr outer_extent = simplify(extent / n);
+      Expr outer = Expr::index(base + "_o", outer_extent), part = Expr::index(base + "_i", Expr(n));
+      inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      inner.push_back(open(part, Expr(n), LoopKind::Serial, static_cast<int>(n)));
+      r = outer * n + part;
     } else {
       r = Expr::index(base, extent);
       inner.push_back(open(r, extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));

@@ -17,7 +17,9 @@ const char* action_name(ActionKind k) {
     case ActionKind::Kind: return "kind";
     case ActionKind::ReduceLanes: return "reduce_lanes";
     case ActionKind::ReduceUnroll: return "reduce_unroll";
+    case ActionKind::ReduceSplit: return "reduce_split";
     case ActionKind::Pack: return "pack";
+    case ActionKind::PackInline: return "pack_inline";
     case ActionKind::Prefetch: return "prefetch";
   }
   return "?";
@@ -35,6 +37,7 @@ std::string to_string(const Action& a) {
     case ActionKind::Reorder:
     case ActionKind::Pack: out << a.loop << ',' << a.value; break;
     case ActionKind::Kind: out << a.loop << ',' << loop_kind_name(static_cast<LoopKind>(a.value)); break;
+    case ActionKind::PackInline: out << a.loop; break;
     default: out << a.value; break;
   }
   out << ')';
@@ -85,6 +88,10 @@ std::vector<Action> parse_actions(const std::string& text) {
       out.push_back(Action::reduce_lanes(number(args)));
     } else if (name == "reduce_unroll") {
       out.push_back(Action::reduce_unroll(number(args)));
+    } else if (name == "reduce_split") {
+      out.push_back(Action::reduce_split(number(args)));
+    } else if (name == "pack_inline") {
+      out.push_back(Action::pack_inline(static_cast<int>(number(args))));
     } else if (name == "prefetch") {
       out.push_back(Action::prefetch(number(args)));
     } else {
@@ -169,6 +176,17 @@ void Schedule::apply(const Action& a) {
       }
       packs_.emplace_back(a.loop, a.value);
       break;
+    case ActionKind::ReduceSplit:
+      if (a.value < 2 || a.value > 64) fail("schedule: reduce_split must be in [2, 64], got ", a.value);
+      reduce_split_ = a.value;
+      break;
+    case ActionKind::PackInline:
+      if (std::none_of(packs_.begin(), packs_.end(), [&](const auto& p) { return p.first == a.loop; })) {
+        fail("schedule: pack_inline(", a.loop, ") needs a pack of operand ", a.loop, " first");
+      }
+      if (pack_inline(a.loop)) fail("schedule: pack_inline(", a.loop, ") given twice");
+      inline_packs_.push_back(a.loop);
+      break;
     case ActionKind::Prefetch:
       if (a.value < 0 || a.value > 8) fail("schedule: prefetch distance must be in [0, 8], got ", a.value);
       prefetch_ = a.value;
@@ -176,6 +194,10 @@ void Schedule::apply(const Action& a) {
   }
   validate_kinds();
   actions_.push_back(a);
+}
+
+bool Schedule::pack_inline(int operand) const {
+  return std::find(inline_packs_.begin(), inline_packs_.end(), operand) != inline_packs_.end();
 }
 
 // Only the outermost loop may be parallel (the runtime splits it across

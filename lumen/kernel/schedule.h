@@ -13,9 +13,17 @@
 //   reduce_lanes(n)         every reduction keeps n partial accumulators in a
 //                           vector (needs n to divide the reduced extent)
 //   reduce_unroll(n)        every reduction loop is unrolled n times
+//   reduce_split(n)         every reduction loop whose extent n divides runs as
+//                           an outer loop and an inner loop of n, unrolled
+//                           whole (an index r/n, r%n becomes two loop
+//                           variables: convolution windows over C·KH·KW)
 //   pack(operand, nr)       for a contraction (a sum of a product), copy that
 //                           operand into panels [.., N/nr, K, nr] first, so the
 //                           reduction streams contiguous memory
+//   pack_inline(operand)    that operand's pack is made inside the kernel, one
+//                           panel at a time just before the loops that read it
+//                           (by the thread that reads it, so it is still in
+//                           its cache), instead of by a kernel run first
 //   prefetch(d)             reductions prefetch their rows d iterations of
 //                           the parallel loop ahead (DRAM reads overlap work)
 #pragma once
@@ -30,7 +38,7 @@
 
 namespace lumen::kernel {
 
-enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, Pack, Prefetch };
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch };
 
 struct Action {
   ActionKind kind;
@@ -42,7 +50,9 @@ struct Action {
   static Action set_kind(int loop, LoopKind k) { return {ActionKind::Kind, loop, static_cast<int64_t>(k)}; }
   static Action reduce_lanes(int64_t n) { return {ActionKind::ReduceLanes, 0, n}; }
   static Action reduce_unroll(int64_t n) { return {ActionKind::ReduceUnroll, 0, n}; }
+  static Action reduce_split(int64_t n) { return {ActionKind::ReduceSplit, 0, n}; }
   static Action pack(int operand, int64_t panel) { return {ActionKind::Pack, operand, panel}; }
+  static Action pack_inline(int operand) { return {ActionKind::PackInline, operand, 0}; }
   static Action prefetch(int64_t rows) { return {ActionKind::Prefetch, 0, rows}; }
   bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
 };
@@ -73,9 +83,12 @@ class Schedule {
   const Shape& shape() const { return shape_; }
   int64_t reduce_lanes() const { return reduce_lanes_; }
   int64_t reduce_unroll() const { return reduce_unroll_; }
+  int64_t reduce_split() const { return reduce_split_; }
   int64_t prefetch() const { return prefetch_; }
   // (operand index, panel width) pairs to pack before the kernel runs.
   const std::vector<std::pair<int, int64_t>>& packs() const { return packs_; }
+  // Whether operand's pack is made inside the kernel (pack_inline).
+  bool pack_inline(int operand) const;
 
  private:
   void check_loop(int loop, const char* action) const;
@@ -86,8 +99,10 @@ class Schedule {
   std::vector<Action> actions_;
   int64_t reduce_lanes_ = 1;
   int64_t reduce_unroll_ = 1;
+  int64_t reduce_split_ = 1;
   int64_t prefetch_ = 0;
   std::vector<std::pair<int, int64_t>> packs_;
+  std::vector<int> inline_packs_;
 };
 
 }  // namespace lumen::kernel

@@ -55,6 +55,46 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
   return by_var;
 }
 
+// The n of every r / n and r % n a load index takes of a reduction variable r
+// whose extent n divides (what reduce_split can turn into loop variables).
+std::vector<int64_t> reduce_divisors(const Kernel& k) {
+  std::map<std::string, Expr> extents;
+  std::vector<int64_t> out;
+  std::function<void(const Expr&)> expr = [&](const Expr& e) {
+    if (!e.defined()) return;
+    if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) && e.a().kind() == ExprKind::Var && e.b().is_const()) {
+      auto it = extents.find(e.a().name());
+      int64_t n = e.b().value();
+      if (it != extents.end() && n > 1 && n <= 64 && known_factor(it->second) % n == 0 &&
+          std::find(out.begin(), out.end(), n) == out.end()) {
+        out.push_back(n);
+      }
+    }
+    if (e.kind() != ExprKind::Var && e.kind() != ExprKind::Const) {
+      expr(e.a());
+      expr(e.b());
+      expr(e.c());
+    }
+  };
+  std::function<void(const Value&)> value = [&](const Value& v) {
+    if (v->kind == ValueKind::Load) {
+      expr(v->index);
+      expr(v->valid);
+    }
+    for (const Value& a : v->args) value(a);
+  };
+  std::function<void(const Block&)> block = [&](const Block& b) {
+    for (const Stmt& st : b) {
+      if (st.kind == StmtKind::Loop && st.var.name()[0] == 'r') extents[st.var.name()] = st.extent;
+      if (st.value) value(st.value);
+      if (st.kind == StmtKind::Loop) block(st.body);
+    }
+  };
+  block(k.body);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // Every load ignores `var` or walks it with unit stride, and one walks it.
 bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
   auto it = strides.find(var);
@@ -109,21 +149,22 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
 }  // namespace
 
 bool Knobs::operator==(const Knobs& o) const {
-  return mr == o.mr && nr == o.nr && pack == o.pack && n_outer == o.n_outer && m_block == o.m_block && vector == o.vector &&
-         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && parallel == o.parallel && rows == o.rows &&
+  return mr == o.mr && nr == o.nr && pack == o.pack && pack_inline == o.pack_inline && n_outer == o.n_outer && m_block == o.m_block && vector == o.vector &&
+         reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && reduce_split == o.reduce_split && parallel == o.parallel && rows == o.rows &&
          prefetch == o.prefetch;
 }
 
 std::string Knobs::to_string() const {
   std::ostringstream out;
   if (nr > 0) {
-    out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (n_outer ? " n-outer" : " m-outer");
+    out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (pack && pack_inline ? " inline" : "") << (n_outer ? " n-outer" : " m-outer");
     if (m_block > 1) out << " m-block " << m_block;
   } else {
     out << "vector " << vector;
     if (rows > 1) out << " rows " << rows;
   }
   out << " reduce-lanes " << reduce_lanes << " reduce-unroll " << reduce_unroll << " parallel " << parallel;
+  if (reduce_split > 1) out << " reduce-split " << reduce_split;
   if (prefetch > 0) out << " prefetch " << prefetch;
   return out.str();
 }
@@ -151,6 +192,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   for (const auto& [var, coefs] : strides) {
     if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
   }
+  f.reduce_splits = reduce_divisors(plain.kernel);
   f.contraction = contraction_of(graph, node, materialized);
   if (f.contraction < 0 || rank < 2 || !last_ok) return f;
   // Which operand of the product to pack: one that varies along n and k but is
@@ -193,6 +235,8 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // The reduction loop unrolled twice: its counter and branch take fewer
     // of the FMA ports' issue slots (+5% on a 6x64 tile, measured).
     k.reduce_unroll = 2;
+    // Window indices (r / 9, r % 3 of a 3x3 convolution) on loop variables.
+    if (!f.reduce_splits.empty()) k.reduce_split = f.reduce_splits.back();
   } else {
     if (f.vector_last) k.vector = lanes;
     if (f.unit_reduce) k.reduce_lanes = lanes;
@@ -235,6 +279,9 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     if (k.pack) {
       if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
       apply(Action::pack(f.pack_operand, k.nr));
+      if (k.pack_inline) apply(Action::pack_inline(f.pack_operand));
+    } else if (k.pack_inline) {
+      fail("schedule space: pack_inline without a pack");
     }
     bool split_n = !last.is_const() || k.nr < last.value();
     if (split_n) apply(Action::split(loop_of(rank - 1, false), k.nr));
@@ -274,6 +321,7 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
   if (k.prefetch > 0) apply(Action::prefetch(k.prefetch));
   if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
   if (k.reduce_unroll > 1) apply(Action::reduce_unroll(k.reduce_unroll));
+  if (k.reduce_split > 1) apply(Action::reduce_split(k.reduce_split));
   if (k.parallel >= 0) {
     int seen = 0;
     for (size_t i = 0; i < s.loops().size(); ++i) {
@@ -285,6 +333,11 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
       apply(Action::set_kind(0, LoopKind::Parallel));
       break;
     }
+  }
+  // A pack made inside the kernel is made by the thread that reads it: the
+  // parallel loop must walk the panels (columns), or there is none.
+  if (k.pack_inline && s.loops()[0].kind == LoopKind::Parallel && s.loops()[0].dim != rank - 1) {
+    fail("schedule space: pack_inline needs the column panels as the parallel loop");
   }
   return actions;
 }
@@ -313,7 +366,13 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     if (f.pack_operand >= 0) {
       Knobs n = k;
       n.pack = !k.pack;
+      n.pack_inline = false;
       push(n);
+      if (k.pack) {
+        Knobs made_inline = k;
+        made_inline.pack_inline = !k.pack_inline;
+        push(made_inline);
+      }
     }
     Knobs order = k;
     order.n_outer = !k.n_outer;
@@ -329,6 +388,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     rows.nr = 0;
     rows.mr = 1;
     rows.pack = false;
+    rows.pack_inline = false;
     rows.vector = f.vector_last ? l : 0;
     push(rows);
   } else {
@@ -365,6 +425,11 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
   for (int64_t u : {1, 2, 4, 8}) {
     Knobs n = k;
     n.reduce_unroll = u;
+    push(n);
+  }
+  for (int64_t d : f.reduce_splits) {
+    Knobs n = k;
+    n.reduce_split = k.reduce_split == d ? 1 : d;
     push(n);
   }
   for (int p : {-1, 0, 1, 2}) {

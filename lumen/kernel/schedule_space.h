@@ -30,6 +30,7 @@ struct KernelFacts {
   bool tileable = false;      // contraction that can take a register tile
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
+  std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
   double numel = 0, work = 0;
 };
 
@@ -39,6 +40,7 @@ struct Knobs {
   int64_t mr = 1;          // register tile rows (unrolled), contractions
   int64_t nr = 0;          // register tile columns (SIMD); 0: no tile
   bool pack = false;       // pack the contraction operand into panels of width nr
+  bool pack_inline = false;  // ... inside the kernel, each panel just before it is read
   bool n_outer = true;     // the n tile loop outside the m tile loop
   int64_t m_block = 0;     // tiled, n-outer: blocks of m_block row tiles outside the n tiles (a cache
                            // tile: a block of A stays in L2 while the n panels pass); 0: none
@@ -47,6 +49,7 @@ struct Knobs {
   int64_t reduce_lanes = 1;
   int64_t prefetch = 0;    // row reductions: prefetch this many parallel iterations ahead
   int64_t reduce_unroll = 1;
+  int64_t reduce_split = 1;  // reductions run as outer x inner loops of this many (see Action::reduce_split)
   int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none
 
   bool operator==(const Knobs& o) const;

@@ -90,6 +90,41 @@ Tensor bilinear_matrix(Graph& g, int64_t in, int64_t out, double scale, bool ali
   return relu(1.0 - abs(src - h)).cast(dtype);
 }
 
+// conv2d as a contraction with the output channels as its last (SIMD) dim:
+// [N, G, OH·OW, Og] = windows [N, G, OH·OW, 1, K] x weights [1, G, 1, Og, K],
+// K = Cg·KH·KW, then transposed to [N, O, OH, OW]. The input is padded once
+// into a buffer, so a window element is an affine read (no bounds check); a
+// register tile of output positions x channels reads the weights as packed
+// SIMD panels and broadcasts window elements, and the search can split the
+// reduction into C x (KH·KW) loops so the index needs no division.
+Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
+                       Pair padding, Pair dilation, int64_t groups) {
+  int64_t o = static_size(weight, 0, "conv2d"), cg = static_size(weight, 1, "conv2d");
+  int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  int64_t h = static_size(x, 2, "conv2d"), w = static_size(x, 3, "conv2d");
+  int64_t oh = window_count(h, kh, stride[0], padding[0], dilation[0], false, "conv2d");
+  int64_t ow = window_count(w, kw, stride[1], padding[1], dilation[1], false, "conv2d");
+  Tensor source = x;
+  if (padding[0] > 0 || padding[1] > 0) {
+    source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0])},
+                    {Expr(padding[1]), Expr(padding[1])}})
+                 .contiguous();
+  }
+  Pair out{};
+  Tensor win = windows(source, {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
+  if (out[0] != oh || out[1] != ow) fail("conv2d: internal error: window counts differ after padding");
+  const Expr& n = x.shape()[0];
+  int64_t og = o / groups, k = cg * kh * kw, positions = oh * ow;
+  Tensor a = win.reshape({n, Expr(groups), Expr(cg), Expr(oh), Expr(kh), Expr(ow), Expr(kw)})
+                 .permute({0, 1, 3, 5, 2, 4, 6})
+                 .reshape({n, Expr(groups), Expr(positions), Expr(1), Expr(k)});
+  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(1), Expr(og), Expr(k)});
+  auto [lhs, rhs] = promote(a, b);
+  Tensor y = lhs.mul(rhs).sum_reduce(-1).permute({0, 1, 3, 2}).reshape({n, Expr(o), Expr(oh), Expr(ow)});
+  if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
+  return y;
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride, Pair padding,
@@ -105,6 +140,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   if (stride[0] < 1 || stride[1] < 1 || dilation[0] < 1 || dilation[1] < 1 || padding[0] < 0 || padding[1] < 0) {
     fail("conv2d: stride and dilation must be >= 1 and padding >= 0");
   }
+  if ((o / groups) % 16 == 0) return conv2d_channels(x, weight, bias, stride, padding, dilation, groups);
   // Output rows are computed padded to a multiple of 16 positions when that
   // costs at most a sixth more work: each row of window positions then starts
   // on a SIMD lane boundary, so the window matrix is copied into panels with

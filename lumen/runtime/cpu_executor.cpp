@@ -399,10 +399,12 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
       buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
       lives.push_back({bytes, static_cast<int>(k), last_use(n, k)});
     }
-    if (n == -1) {  // a pre-kernel: its output (buffer 0) is a scratch buffer
-      NodeId key = launches_[k].buffers[0];
+    // A scratch buffer lives from the first launch that uses it: the pre-kernel
+    // that packs it, or the kernel that packs it inside (pack_inline).
+    for (NodeId key : launches_[k].buffers) {
+      if (key >= 0) continue;
       auto s = static_cast<size_t>(-1 - key);
-      if (kept_[s].defined()) continue;  // packed parameters live outside the arena
+      if (kept_[s].defined() || scratch_index_[s] >= 0) continue;  // packed parameters live outside the arena
       int64_t bytes = evaluate(scratch_[s].elements, bindings) * static_cast<int64_t>(dtype_size(scratch_[s].dtype));
       scratch_index_[s] = static_cast<int64_t>(lives.size());
       lives.push_back({bytes, static_cast<int>(k), last_use(key, k)});

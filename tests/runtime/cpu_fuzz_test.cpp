@@ -178,7 +178,9 @@ std::vector<kernel::Action> random_schedule(std::mt19937& rng, const Shape& shap
   for (int step = uniform(0, 6); step > 0; --step) {
     int loops = static_cast<int>(s.loops().size());
     Action a = Action::reduce_unroll(2);
-    switch (uniform(0, 8)) {
+    switch (uniform(0, 10)) {
+      case 10: a = Action::reduce_split(uniform(2, 4)); break;
+      case 9: a = Action::pack_inline(uniform(0, 1)); break;
       case 8: a = Action::prefetch(uniform(1, 2)); break;
       case 7: a = Action::pack(uniform(0, 1), std::vector<int64_t>{1, 2, 4, lanes}[static_cast<size_t>(uniform(0, 3))]); break;
       case 0:
@@ -233,7 +235,9 @@ void run_case(unsigned seed) {
     try {  // pack applies to contractions only; lowering rejects it elsewhere
       kernel::lower(g, n, materialized, kernel::Schedule::from_actions(g.node(n).shape, actions), "probe");
     } catch (const Error&) {
-      std::erase_if(actions, [](const kernel::Action& a) { return a.kind == kernel::ActionKind::Pack; });
+      std::erase_if(actions, [](const kernel::Action& a) {
+        return a.kind == kernel::ActionKind::Pack || a.kind == kernel::ActionKind::PackInline;
+      });
     }
     return actions;
   };

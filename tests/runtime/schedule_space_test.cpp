@@ -1,7 +1,7 @@
 // The schedule space (lumen/kernel/schedule_space.h): the heuristic point and
 // every legal neighbour of it compile and agree with the interpreter, for the
 // kernels whose schedules matter most (matrix-vector products in f32 and
-// dequantised 8-bit, a matmul, a row softmax).
+// dequantised 8-bit, a matmul, a row softmax, a convolution, causal attention).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +10,10 @@
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/compile.h"
 #include "lumen/core/tensor.h"
+#include "lumen/kernel/fusion.h"
+#include "lumen/kernel/lower.h"
 #include "lumen/kernel/schedule_space.h"
+#include "lumen/ops/conv.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/reduce.h"
 #include "lumen/runtime/cpu_executor.h"
@@ -80,6 +83,17 @@ Case causal_attention() {
   Tensor q = c.g.input("q", s), k = c.g.input("k", s), v = c.g.input("v", s);
   c.g.mark_output(ops::scaled_dot_product_attention(q, k, v, std::nullopt, true, std::nullopt, false), "y");
   for (const char* n : {"q", "k", "v"}) c.inputs[n] = filled(DType::F32, {2, 48, 32}, 1);
+  return c;
+}
+
+// A 3x3 convolution with padding: a contraction over C·3·3 whose window
+// index takes r / 9, r / 3 % 3 and r % 3 of the reduction variable.
+Case conv3x3() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(1), Expr(8), Expr(10), Expr(12)}), w = c.g.input("w", {Expr(32), Expr(8), Expr(3), Expr(3)});
+  c.g.mark_output(ops::conv2d(x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 1), "y");
+  c.inputs["x"] = filled(DType::F32, {1, 8, 10, 12}, 1);
+  c.inputs["w"] = filled(DType::F32, {32, 8, 3, 3}, 1);
   return c;
 }
 
@@ -172,6 +186,77 @@ TEST(ScheduleSpace, OnlyAStaticDimsFirstSplitMayLeaveARemainder) {
   EXPECT_THROW(s.apply(kernel::Action::split(1, 4)), Error);  // nor is the 6 inside it
   s.apply(kernel::Action::split(2, 48));                       // 64 = 2 x 48, overhanging by 32
   EXPECT_EQ(s.loops()[2].extent.value(), 2);
+}
+
+// The contraction kernel of a case as the fusion pass cuts it.
+struct Contraction {
+  std::vector<bool> materialized;
+  NodeId node = -1;
+};
+Contraction contraction_kernel(const Case& c) {
+  std::vector<Edge> outs;
+  for (const NamedOutput& o : c.g.outputs()) outs.push_back(o.edge);
+  Contraction k;
+  k.materialized = kernel::partition(c.g, outs).materialized;
+  for (NodeId n = 0; n < static_cast<NodeId>(c.g.size()); ++n) {
+    if (k.materialized[static_cast<size_t>(n)] && kernel::contraction_of(c.g, n, k.materialized) >= 0) k.node = n;
+  }
+  return k;
+}
+
+TEST(ScheduleSpace, ConvolutionReductionSplitsIntoChannelsAndWindow) {
+  Case c = conv3x3();
+  Contraction k = contraction_kernel(c);
+  ASSERT_GE(k.node, 0) << "the convolution's contraction is its own kernel (read transposed by the output)";
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2});
+  ASSERT_FALSE(f.reduce_splits.empty());
+  EXPECT_EQ(f.reduce_splits.back(), 9);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.reduce_split, 9) << h.to_string();
+  EXPECT_EQ(h.nr, 32) << "output channels are the SIMD dim: " << h.to_string();
+  // Split, the window index uses the inner loop variable only through constants.
+  kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, h));
+  kernel::LoweredKernel lk = kernel::lower(c.g, k.node, k.materialized, s, "k");
+  std::function<bool(const kernel::Block&)> has_split = [&](const kernel::Block& b) {
+    for (const kernel::Stmt& st : b) {
+      if (st.kind != kernel::StmtKind::Loop) continue;
+      if (st.var.name() == "r0_i" && st.extent.is_const(9) && st.unroll_hint == 9) return true;
+      if (has_split(st.body)) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has_split(lk.kernel.body));
+  check_heuristic_and_neighbours(std::move(c));
+}
+
+// pack_inline: the panels are made inside the kernel by the thread that reads
+// them (no pre-kernel), and a schedule whose threads would share a panel is refused.
+TEST(ScheduleSpace, PackInlineMakesPanelsInsideTheKernel) {
+  Case c = matmul(24);
+  Contraction k = contraction_kernel(c);
+  ASSERT_GE(k.node, 0);
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2});
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  h.nr = 16;  // four column panels for the two threads
+  h.pack = true;
+  h.pack_inline = true;
+  kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, h));
+  kernel::LoweredKernel lk = kernel::lower(c.g, k.node, k.materialized, s, "k");
+  EXPECT_TRUE(lk.pre_kernels.empty());
+  ASSERT_EQ(lk.scratch.size(), 1u);
+  bool writes_panel = false;
+  for (size_t b = 0; b < lk.buffer_nodes.size(); ++b) writes_panel = writes_panel || (lk.buffer_nodes[b] < 0 && lk.kernel.buffers[b].output);
+  EXPECT_TRUE(writes_panel);
+  check(c, [&](const kernel::KernelFacts& g) { return kernel::knob_actions(g, h); }, "pack_inline");
+
+  kernel::Knobs rows = h;
+  rows.n_outer = false;  // the row tiles outermost: the parallel loop no longer picks the panel
+  EXPECT_THROW(kernel::knob_actions(f, rows), Error);
+  std::vector<kernel::Action> by_rows = {kernel::Action::pack(1, 16), kernel::Action::pack_inline(1),
+                                         kernel::Action::split(1, 16), kernel::Action::set_kind(2, kernel::LoopKind::Vector),
+                                         kernel::Action::set_kind(0, kernel::LoopKind::Parallel)};
+  EXPECT_THROW(kernel::lower(c.g, k.node, k.materialized, kernel::Schedule::from_actions(f.shape, by_rows), "k"), Error);
+  EXPECT_THROW(kernel::Schedule::from_actions(f.shape, {kernel::Action::pack_inline(1)}), Error);  // no pack to make inline
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
