@@ -152,6 +152,25 @@ inline lumen_i32v lumen_load_i8(const int8_t* p) { lumen_i8v v; memcpy(&v, p, si
 inline lumen_i32v lumen_load_u8(const uint8_t* p) { lumen_u8v v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, lumen_i32v); }
 #endif
 
+// Masked loads: lanes whose mask is 0 read nothing (no fault past a buffer's
+// end) and are 0 — padded windows, row ends.
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_f32v lumen_maskload_f32(const float* p, lumen_i32v m) {
+  return (lumen_f32v)_mm512_maskz_loadu_ps(_mm512_test_epi32_mask((__m512i)m, (__m512i)m), p);
+}
+inline lumen_i32v lumen_maskload_i32(const int32_t* p, lumen_i32v m) {
+  return (lumen_i32v)_mm512_maskz_loadu_epi32(_mm512_test_epi32_mask((__m512i)m, (__m512i)m), p);
+}
+#elif LANES == 8 && defined(__AVX2__)
+inline lumen_f32v lumen_maskload_f32(const float* p, lumen_i32v m) { return (lumen_f32v)_mm256_maskload_ps(p, (__m256i)m); }
+inline lumen_i32v lumen_maskload_i32(const int32_t* p, lumen_i32v m) {
+  return (lumen_i32v)_mm256_maskload_epi32((const int*)p, (__m256i)m);
+}
+#else
+inline lumen_f32v lumen_maskload_f32(const float* p, lumen_i32v m) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = m[i] ? p[i] : 0.0f; return r; }
+inline lumen_i32v lumen_maskload_i32(const int32_t* p, lumen_i32v m) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = m[i] ? p[i] : 0; return r; }
+#endif
+
 // Half-precision vectors widened to f32 lanes (exact).
 #if LANES == 16 && defined(__AVX512F__)
 inline lumen_f32v lumen_load_f16(const uint16_t* p) { return (lumen_f32v)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }

@@ -267,9 +267,16 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
       auto stride = lane_stride(index, combo.vl);
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
-      if (!vector_load || !stride || *stride != 1 || mentions(valid, combo.vl)) return lanewise(v, combo, pad);
+      if (!vector_load || !stride || *stride != 1) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
       std::string base = printer_.print(simplify(substitute(index, zero)));
+      if (mentions(valid, combo.vl)) {  // valid per lane (padding): a masked load
+        auto mask = v->dtype == DType::F32 || v->dtype == DType::I32 ? index_vector(valid, combo) : std::nullopt;
+        if (!mask) return lanewise(v, combo, pad);
+        std::string b = "b" + std::to_string(v->buffer) + " + " + base;
+        return emit(type, std::string(v->dtype == DType::F32 ? "lumen_maskload_f32(" : "lumen_maskload_i32(") + b + ", " + *mask + ")",
+                    true, v->dtype, pad);
+      }
       const char* load = v->dtype == DType::F32 ? "lumen_load_f32(" : v->dtype == DType::I8 ? "lumen_load_i8("
                          : v->dtype == DType::U8 ? "lumen_load_u8(" : "lumen_load_i32(";
       std::string loaded = load + ("b" + std::to_string(v->buffer) + " + " + base + ")");
