@@ -56,6 +56,20 @@ def test_conv2d_rows_padded_to_lanes(backend, shape, stride, padding):
           lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding)), [x, w, b], backend, atol=1e-4)
 
 
+# Output channels per group a multiple of 16: the channels are the SIMD dim,
+# the padded input is copied once (rows widened to 16 lanes) and the window
+# reduction splits into channels x (KH·KW); strides, dilation, groups, batch,
+# rectangular kernels and a bias with a ReLU after it.
+@pytest.mark.parametrize("stride,padding,dilation,groups,kernel", [
+    (1, 1, 1, 1, (3, 3)), (2, 1, 1, 1, (3, 3)), (1, 2, 2, 1, (3, 3)), (1, 1, 1, 2, (3, 3)), ((2, 1), (0, 2), 1, 1, (3, 5)),
+    (1, 0, 1, 1, (1, 1))])
+def test_conv2d_channels_as_lanes(backend, stride, padding, dilation, groups, kernel):
+    x = Input(data((2, 6, 11, 13), seed=18), layout="permuted")
+    w, b = data((32, 6 // groups, *kernel), seed=19), data((32,), seed=20)
+    check("conv2d", lambda t, k, c: F.relu(F.conv2d(t, k, c, stride, padding, dilation, groups)),
+          lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding, dilation, groups)), [x, w, b], backend, atol=1e-4)
+
+
 def test_conv2d_rectangular_and_same(backend):
     x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
     check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),
