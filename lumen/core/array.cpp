@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "lumen/core/error.h"
+#include "lumen/core/host_memory.h"
 
 namespace lumen {
 
@@ -25,7 +26,7 @@ int64_t checked_numel(const std::vector<int64_t>& shape) {
 
 Array::Array(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   size_t bytes = static_cast<size_t>(checked_numel(shape_)) * dtype_size(dtype_);
-  std::shared_ptr<unsigned char[]> storage(new unsigned char[bytes > 0 ? bytes : 1]());
+  std::shared_ptr<unsigned char> storage = allocate_host(bytes, true);
   data_ = storage.get();
   owner_ = std::move(storage);
 }

@@ -16,6 +16,7 @@
 #include "lumen/backend/cpu/launch.h"
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/core/error.h"
+#include "lumen/core/host_memory.h"
 #include "lumen/kernel/fusion.h"
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/lower.h"
@@ -412,9 +413,7 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
   }
   plan_ = plan_memory(lives);
   if (plan_.arena_bytes > arena_capacity_) {
-    auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, static_cast<size_t>((plan_.arena_bytes + 63) / 64 * 64)));
-    if (!p) fail("run: cannot allocate ", plan_.arena_bytes, " bytes for intermediate buffers");
-    arena_ = std::shared_ptr<unsigned char>(p, [](unsigned char* q) { std::free(q); });
+    arena_ = allocate_host(static_cast<size_t>(plan_.arena_bytes), false);
     arena_capacity_ = plan_.arena_bytes;
   }
   planned_dims_ = dims;
