@@ -10,9 +10,9 @@
 
 namespace lumen {
 
-std::shared_ptr<unsigned char> allocate_host(size_t bytes, bool zero) {
+std::shared_ptr<unsigned char> allocate_host(size_t bytes, bool zero, bool huge_pages) {
   constexpr size_t kHuge = size_t{2} << 20;
-  bool huge = bytes >= kHugePageThreshold && !std::getenv("LUMEN_NO_HUGE_PAGES");
+  bool huge = huge_pages && bytes >= kHugePageThreshold && !std::getenv("LUMEN_NO_HUGE_PAGES");
   size_t align = huge ? kHuge : 64;
   size_t size = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
   void* p = std::aligned_alloc(align, size);

@@ -10,9 +10,11 @@
 
 namespace lumen {
 
-// At least `bytes` (0 allowed), 64-byte aligned, zero-filled when `zero`.
-// Throws lumen::Error when the memory cannot be had.
-std::shared_ptr<unsigned char> allocate_host(size_t bytes, bool zero);
+// At least `bytes` (0 allowed), 64-byte aligned, zero-filled when `zero`;
+// `huge_pages = false` keeps small pages (what a file mapping has: the search
+// rig's stand-ins for weights read from a model file). Throws lumen::Error
+// when the memory cannot be had.
+std::shared_ptr<unsigned char> allocate_host(size_t bytes, bool zero, bool huge_pages = true);
 
 // Blocks from this size up get huge pages.
 inline constexpr size_t kHugePageThreshold = size_t{4} << 20;

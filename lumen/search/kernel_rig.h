@@ -63,7 +63,7 @@ class KernelRig {
   Bindings dims_;
   std::vector<int64_t> dim_values_;
   std::map<NodeId, Array> inputs_;
-  std::map<NodeId, std::vector<Array>> copies_;  // cold copies of graph inputs
+  std::map<NodeId, std::vector<std::shared_ptr<unsigned char>>> copies_;  // cold copies of graph inputs
   int copy_count_ = 0;
   int64_t runs_ = 0;
   Array output_;
