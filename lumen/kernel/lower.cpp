@@ -8,6 +8,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/reuse.h"
 
@@ -73,6 +74,7 @@ struct Packed {
   size_t n_dim, k_dim;
   int64_t nr;
   bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
+  bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
 };
 
 class Lowerer {
@@ -132,10 +134,17 @@ class Lowerer {
     levels_.push_back(std::make_unique<Level>());
     Context ctx{levels_.back().get()};
     std::vector<Expr> panel(pk.shape.size());
-    for (size_t d = 0; d < pk.shape.size(); ++d) {
-      panel[d] = Expr::index("p" + std::to_string(d), pk.shape[d]);
+    for (size_t d = 0; d < pk.shape.size(); ++d) panel[d] = Expr::index("p" + std::to_string(d), pk.shape[d]);
+    // Loops over [kept..., N/nr, K, nr]; an operand contiguous along n (B of a
+    // row-major matmul) is read row by row instead, k outside the panels: its
+    // rows stream, rather than every panel striding down all rows.
+    std::vector<size_t> order(pk.shape.size());
+    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+    if (pk.rows_outer) std::swap(order[pk.kept.size()], order[pk.kept.size() + 1]);
+    for (size_t i = 0; i < order.size(); ++i) {
+      size_t d = order[i];
       // The panel's lanes (the last dim, nr wide) are copied as SIMD vectors.
-      LoopKind kind = d == 0 ? LoopKind::Parallel : d + 1 == pk.shape.size() ? LoopKind::Vector : LoopKind::Serial;
+      LoopKind kind = i == 0 ? LoopKind::Parallel : d + 1 == pk.shape.size() ? LoopKind::Vector : LoopKind::Serial;
       ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
     std::vector<Expr> coords(product.size(), Expr(0));
@@ -189,6 +198,9 @@ class Lowerer {
     pk.shape.push_back(simplify(n / nr));
     pk.shape.push_back(m.shape[pk.k_dim]);
     pk.shape.push_back(Expr(nr));
+    if (auto form = LinearForm::of(at.index)) {
+      for (const auto& [term, c] : form->terms) pk.rows_outer = pk.rows_outer || (term == probe[pk.n_dim] && c == 1);
+    }
     pk.scratch = static_cast<int>(scratch_.size());
     scratch_.push_back({shape_numel(pk.shape), graph_.node(e.node).dtype});
     if (schedule_.pack_inline(operand)) {
