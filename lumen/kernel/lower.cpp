@@ -75,7 +75,28 @@ struct Packed {
   int64_t nr;
   bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
   bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
+  size_t rank = 0;           // the product's rank
 };
+
+// The panel coordinates [kept..., n / nr, k, n % nr] of a product point.
+std::vector<Expr> panel_of(const Packed& pk, const std::vector<Expr>& at) {
+  std::vector<Expr> panel;
+  for (size_t d : pk.kept) panel.push_back(at[d]);
+  panel.push_back(simplify(at[pk.n_dim] / pk.nr));
+  panel.push_back(at[pk.k_dim]);
+  panel.push_back(simplify(at[pk.n_dim] % pk.nr));
+  return panel;
+}
+
+// The product point of panel coordinates (dims the operand ignores at 0).
+std::vector<Expr> product_of(const Packed& pk, const std::vector<Expr>& panel) {
+  std::vector<Expr> at(pk.rank, Expr(0));
+  size_t base = pk.kept.size();
+  for (size_t i = 0; i < base; ++i) at[pk.kept[i]] = panel[i];
+  at[pk.n_dim] = simplify(panel[base] * pk.nr + panel[base + 2]);
+  at[pk.k_dim] = panel[base + 1];
+  return at;
+}
 
 class Lowerer {
  public:
@@ -127,7 +148,7 @@ class Lowerer {
 
   // Runs `target` as a plain copy: the pack kernel writes operand `edge` of the
   // product into panels. Coordinates of the product come from the panel's.
-  LoweredKernel run_pack(const Edge& edge, const Packed& pk, const Shape& product, const std::string& name) {
+  LoweredKernel run_pack(const Edge& edge, const Packed& pk, const std::string& name) {
     kernel_.name = name;
     kernel_.buffers.push_back({"packed", graph_.node(edge.node).dtype, true});
     buffer_nodes_.push_back(-1 - pk.scratch);
@@ -147,13 +168,7 @@ class Lowerer {
       LoopKind kind = i == 0 ? LoopKind::Parallel : d + 1 == pk.shape.size() ? LoopKind::Vector : LoopKind::Serial;
       ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
-    std::vector<Expr> coords(product.size(), Expr(0));
-    for (size_t i = 0; i < pk.kept.size(); ++i) coords[pk.kept[i]] = panel[i];
-    size_t base = pk.kept.size();
-    coords[pk.n_dim] = simplify(panel[base] * pk.nr + panel[base + 2]);
-    coords[pk.k_dim] = panel[base + 1];
-    Value v = edge_value(edge, coords, Expr(1), ctx);
-    ctx.back()->block.push_back(Stmt::store(0, flat_index(pk.shape, panel), v));
+    copy_to_panel(edge, pk, panel, 0, ctx);
     close(ctx, 1);
     kernel_.body = std::move(ctx[0]->block);
     kernel_.accumulators = next_acc_;
@@ -178,6 +193,7 @@ class Lowerer {
     const Edge& e = m.inputs[static_cast<size_t>(operand)];
     Packed pk;
     pk.nr = nr;
+    pk.rank = m.shape.size();
     pk.k_dim = static_cast<size_t>(t.axis);
     pk.n_dim = m.shape.size() - 1 == pk.k_dim ? m.shape.size() - 2 : m.shape.size() - 1;
     if (m.shape.size() < 2) fail("schedule: pack needs a product of rank >= 2");
@@ -209,7 +225,7 @@ class Lowerer {
       return;
     }
     Lowerer packer(graph_, materialized_, schedule_, options_);
-    LoweredKernel k = packer.run_pack(e, pk, m.shape, name + "_pack" + std::to_string(operand));
+    LoweredKernel k = packer.run_pack(e, pk, name + "_pack" + std::to_string(operand));
     pre_kernels_.push_back(std::move(k.kernel));
     pre_buffer_nodes_.push_back(std::move(k.buffer_nodes));
     packed_[&e] = pk;
@@ -220,51 +236,43 @@ class Lowerer {
   // other work. Each thread must make its own panels (no two threads write
   // one), so the parallel loop must be one of the loops that choose the panel.
   void pack_inline(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, Context& ctx) {
-    auto out_dim = [&](size_t d) { return d < pk.k_dim ? d : d - 1; };  // product dim -> output dim
-    std::vector<Expr> panel;
-    for (size_t d : pk.kept) panel.push_back(coords[out_dim(d)]);
-    panel.push_back(simplify(coords[out_dim(pk.n_dim)] / pk.nr));
-    size_t at = level_of(ctx, vars_of(panel), {});
-    if (ctx[at]->kind == LoopKind::Unroll || ctx[at]->kind == LoopKind::Vector) {
-      fail("schedule: pack_inline: the panel changes inside a lane loop (", loop_kind_name(ctx[at]->kind), " ", ctx[at]->var,
-           "); the n loop must be split by the panel width ", pk.nr);
+    std::vector<Expr> at = coords;  // the product point, k = 0
+    at.insert(at.begin() + static_cast<long>(pk.k_dim), Expr(0));
+    std::vector<Expr> panel = panel_of(pk, at);
+    panel.resize(pk.kept.size() + 1);  // [kept..., n / nr]: fixed where the copy runs
+    std::vector<Expr> used = vars_of(panel);
+    size_t level = level_of(ctx, used, {});
+    if (ctx[level]->kind == LoopKind::Unroll || ctx[level]->kind == LoopKind::Vector) {
+      fail("schedule: pack_inline: the panel changes inside a lane loop (", loop_kind_name(ctx[level]->kind), " ",
+           ctx[level]->var, "); the n loop must be split by the panel width ", pk.nr);
     }
-    if (ctx.size() > 1 && ctx[1]->kind == LoopKind::Parallel) {
-      std::vector<Expr> used = vars_of(panel);
-      if (std::find(used.begin(), used.end(), ctx[1]->var) == used.end()) {
-        fail("schedule: pack_inline: the parallel loop ", ctx[1]->var, " does not choose the panel, so two threads ",
-             "would make the same panel; run the panel loop in parallel or pack before the kernel");
-      }
+    if (ctx.size() > 1 && ctx[1]->kind == LoopKind::Parallel && std::find(used.begin(), used.end(), ctx[1]->var) == used.end()) {
+      fail("schedule: pack_inline: the parallel loop ", ctx[1]->var, " does not choose the panel, so two threads ",
+           "would make the same panel; run the panel loop in parallel or pack before the kernel");
     }
     std::string id = std::to_string(pk.scratch);
     const Expr& depth = pk.shape[pk.shape.size() - 2];
     Expr k = Expr::index("pk" + id, depth), lane = Expr::index("pl" + id, Expr(pk.nr));
-    Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
+    Context inner(ctx.begin(), ctx.begin() + static_cast<long>(level) + 1);
     size_t keep = inner.size();
     inner.push_back(open(k, depth, LoopKind::Serial));
     inner.push_back(open(lane, Expr(pk.nr), LoopKind::Vector));
-    std::vector<Expr> product(coords.size() + 1, Expr(0));
-    for (size_t i = 0; i < pk.kept.size(); ++i) product[pk.kept[i]] = panel[i];
-    product[pk.n_dim] = simplify(panel.back() * pk.nr + lane);
-    product[pk.k_dim] = k;
-    Value v = edge_value(e, product, Expr(1), inner);
-    int buffer = buffer_for(-1 - pk.scratch, true);
-    kernel_.buffers[static_cast<size_t>(buffer)].output = true;
-    std::vector<Expr> full = panel;
-    full.push_back(k);
-    full.push_back(lane);
-    inner.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, full), v));
+    panel.push_back(k);
+    panel.push_back(lane);
+    copy_to_panel(e, pk, panel, buffer_for(-1 - pk.scratch, true), inner);
     close(inner, keep);
   }
 
+  // One element of a pack: operand `e` at the product point of `panel`, stored
+  // at `panel` in the packed buffer.
+  void copy_to_panel(const Edge& e, const Packed& pk, const std::vector<Expr>& panel, int buffer, Context& ctx) {
+    Value v = edge_value(e, product_of(pk, panel), Expr(1), ctx);
+    ctx.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, panel), v));
+  }
+
   Value packed_load(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, const Expr& guard) {
-    std::vector<Expr> panel;
-    for (size_t d : pk.kept) panel.push_back(coords[d]);
-    panel.push_back(simplify(coords[pk.n_dim] / pk.nr));
-    panel.push_back(coords[pk.k_dim]);
-    panel.push_back(simplify(coords[pk.n_dim] % pk.nr));
     int buffer = buffer_for(-1 - pk.scratch);
-    return load(buffer, graph_.node(e.node).dtype, flat_index(pk.shape, panel), simplify(guard));
+    return load(buffer, graph_.node(e.node).dtype, flat_index(pk.shape, panel_of(pk, coords)), simplify(guard));
   }
 
   // An uneven split's last tile overhangs its dim: those coordinates are
@@ -303,9 +311,13 @@ class Lowerer {
     }
   }
 
+  // The kernel's buffer for node n (or scratch), added at first use; `output`
+  // marks it written (a buffer first read, then written, becomes an output).
   int buffer_for(NodeId n, bool output = false) {
     for (size_t i = 0; i < buffer_nodes_.size(); ++i) {
-      if (buffer_nodes_[i] == n) return static_cast<int>(i);
+      if (buffer_nodes_[i] != n) continue;
+      if (output) kernel_.buffers[i].output = true;
+      return static_cast<int>(i);
     }
     if (n < 0) {  // a scratch buffer filled by a pre-kernel
       const ScratchBuffer& sb = scratch_.at(static_cast<size_t>(-1 - n));

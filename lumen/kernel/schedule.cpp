@@ -177,7 +177,9 @@ void Schedule::apply(const Action& a) {
       packs_.emplace_back(a.loop, a.value);
       break;
     case ActionKind::ReduceSplit:
-      if (a.value < 2 || a.value > 64) fail("schedule: reduce_split must be in [2, 64], got ", a.value);
+      if (a.value < 2 || a.value > kMaxReduceSplit) {
+        fail("schedule: reduce_split must be in [2, ", kMaxReduceSplit, "], got ", a.value);
+      }
       reduce_split_ = a.value;
       break;
     case ActionKind::PackInline:

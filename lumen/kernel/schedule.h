@@ -38,6 +38,9 @@
 
 namespace lumen::kernel {
 
+// reduce_split(n) takes n in [2, kMaxReduceSplit] (its inner loop is unrolled whole).
+inline constexpr int64_t kMaxReduceSplit = 64;
+
 enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch };
 
 struct Action {

@@ -23,74 +23,71 @@ double assumed(const Expr& e) {
 
 bool mentions(const std::vector<Expr>& vars, const Expr& v) { return std::find(vars.begin(), vars.end(), v) != vars.end(); }
 
-// For each loop variable, the coefficients it has in load indices.
-std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
-  std::map<std::string, std::vector<int64_t>> by_var;
+// Calls on_loop for every loop (before its body) and on_load for every load
+// of a kernel, in statement order.
+void walk_loads(const Kernel& k, const std::function<void(const Stmt&)>& on_loop,
+                const std::function<void(const ValueNode&)>& on_load) {
   std::function<void(const Value&)> value = [&](const Value& v) {
-    if (v->kind == ValueKind::Load) {
-      if (auto form = LinearForm::of(v->index)) {
-        for (const auto& [term, c] : form->terms) {
-          if (term.kind() == ExprKind::Var) {
-            by_var[term.name()].push_back(c);
-          } else if (term.kind() == ExprKind::Div && term.a().kind() == ExprKind::Var && term.b().is_const() &&
-                     term.b().value() % lanes == 0) {
-            // r / (k·lanes): constant across each aligned vector of lanes (a
-            // per-block scale of quantized weights), so it does not stop vectors.
-            by_var[term.a().name()].push_back(0);
-          } else {
-            for (const Expr& var : expr_vars(term)) by_var[var.name()].push_back(-1);  // non-linear
-          }
-        }
-      }
-    }
+    if (v->kind == ValueKind::Load) on_load(*v);
     for (const Value& a : v->args) value(a);
   };
   std::function<void(const Block&)> block = [&](const Block& b) {
     for (const Stmt& st : b) {
+      if (st.kind == StmtKind::Loop) on_loop(st);
       if (st.value) value(st.value);
       if (st.kind == StmtKind::Loop) block(st.body);
     }
   };
   block(k.body);
+}
+
+// For each loop variable, the coefficients it has in load indices.
+std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
+  std::map<std::string, std::vector<int64_t>> by_var;
+  walk_loads(k, [](const Stmt&) {}, [&](const ValueNode& load) {
+    auto form = LinearForm::of(load.index);
+    if (!form) return;
+    for (const auto& [term, c] : form->terms) {
+      if (term.kind() == ExprKind::Var) {
+        by_var[term.name()].push_back(c);
+      } else if (term.kind() == ExprKind::Div && term.a().kind() == ExprKind::Var && term.b().is_const() &&
+                 term.b().value() % lanes == 0) {
+        // r / (k·lanes): constant across each aligned vector of lanes (a
+        // per-block scale of quantized weights), so it does not stop vectors.
+        by_var[term.a().name()].push_back(0);
+      } else {
+        for (const Expr& var : expr_vars(term)) by_var[var.name()].push_back(-1);  // non-linear
+      }
+    }
+  });
   return by_var;
 }
 
 // The n of every r / n and r % n a load index takes of a reduction variable r
 // whose extent n divides (what reduce_split can turn into loop variables).
 std::vector<int64_t> reduce_divisors(const Kernel& k) {
-  std::map<std::string, Expr> extents;
+  std::map<std::string, Expr> extents;  // reduction loops seen so far
   std::vector<int64_t> out;
   std::function<void(const Expr&)> expr = [&](const Expr& e) {
-    if (!e.defined()) return;
+    if (!e.defined() || e.kind() == ExprKind::Var || e.kind() == ExprKind::Const) return;
     if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) && e.a().kind() == ExprKind::Var && e.b().is_const()) {
       auto it = extents.find(e.a().name());
       int64_t n = e.b().value();
-      if (it != extents.end() && n > 1 && n <= 64 && known_factor(it->second) % n == 0 &&
+      if (it != extents.end() && n > 1 && n <= kMaxReduceSplit && known_factor(it->second) % n == 0 &&
           std::find(out.begin(), out.end(), n) == out.end()) {
         out.push_back(n);
       }
     }
-    if (e.kind() != ExprKind::Var && e.kind() != ExprKind::Const) {
-      expr(e.a());
-      expr(e.b());
-      expr(e.c());
-    }
+    expr(e.a());
+    expr(e.b());
+    expr(e.c());
   };
-  std::function<void(const Value&)> value = [&](const Value& v) {
-    if (v->kind == ValueKind::Load) {
-      expr(v->index);
-      expr(v->valid);
-    }
-    for (const Value& a : v->args) value(a);
-  };
-  std::function<void(const Block&)> block = [&](const Block& b) {
-    for (const Stmt& st : b) {
-      if (st.kind == StmtKind::Loop && st.var.name()[0] == 'r') extents[st.var.name()] = st.extent;
-      if (st.value) value(st.value);
-      if (st.kind == StmtKind::Loop) block(st.body);
-    }
-  };
-  block(k.body);
+  walk_loads(
+      k, [&](const Stmt& loop) { if (loop.var.name()[0] == 'r') extents[loop.var.name()] = loop.extent; },
+      [&](const ValueNode& load) {
+        expr(load.index);
+        expr(load.valid);
+      });
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -90,6 +90,15 @@ Tensor bilinear_matrix(Graph& g, int64_t in, int64_t out, double scale, bool ali
   return relu(1.0 - abs(src - h)).cast(dtype);
 }
 
+// Windows [N, C, OH, KH, OW, KW] of a conv with `groups` groups of cg
+// channels as a matrix [N, G, OH·OW, Cg·KH·KW]: a row per output position.
+Tensor window_matrix(const Tensor& win, int64_t groups, int64_t cg, Pair out, int64_t kh, int64_t kw) {
+  const Expr& n = win.shape()[0];
+  return win.reshape({n, Expr(groups), Expr(cg), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)})
+      .permute({0, 1, 3, 5, 2, 4, 6})
+      .reshape({n, Expr(groups), Expr(out[0] * out[1]), Expr(cg * kh * kw)});
+}
+
 // conv2d as a contraction with the output channels as its last (SIMD) dim:
 // [N, G, OH·OW, Og] = windows [N, G, OH·OW, 1, K] x weights [1, G, 1, Og, K],
 // K = Cg·KH·KW, then transposed to [N, O, OH, OW]. The input is padded once
@@ -97,13 +106,12 @@ Tensor bilinear_matrix(Graph& g, int64_t in, int64_t out, double scale, bool ali
 // register tile of output positions x channels reads the weights as packed
 // SIMD panels and broadcasts window elements, and the search can split the
 // reduction into C x (KH·KW) loops so the index needs no division.
+// `out`: the output size (OH, OW), checked by the caller.
 Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
-                       Pair padding, Pair dilation, int64_t groups) {
+                       Pair padding, Pair dilation, int64_t groups, Pair out) {
   int64_t o = static_size(weight, 0, "conv2d"), cg = static_size(weight, 1, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
-  int64_t h = static_size(x, 2, "conv2d"), w = static_size(x, 3, "conv2d");
-  int64_t oh = window_count(h, kh, stride[0], padding[0], dilation[0], false, "conv2d");
-  int64_t ow = window_count(w, kw, stride[1], padding[1], dilation[1], false, "conv2d");
+  int64_t w = static_size(x, 3, "conv2d");
   Tensor source = x;
   if (padding[0] > 0 || padding[1] > 0) {
     // Rows of the padded copy are widened to a multiple of 16 when that costs
@@ -116,17 +124,11 @@ Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optiona
                  .contiguous();
     if (extra > 0) source = source.slice(3, Expr(0), Expr(row));
   }
-  Pair out{};
-  Tensor win = windows(source, {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
-  if (out[0] != oh || out[1] != ow) fail("conv2d: internal error: window counts differ after padding");
-  const Expr& n = x.shape()[0];
-  int64_t og = o / groups, k = cg * kh * kw, positions = oh * ow;
-  Tensor a = win.reshape({n, Expr(groups), Expr(cg), Expr(oh), Expr(kh), Expr(ow), Expr(kw)})
-                 .permute({0, 1, 3, 5, 2, 4, 6})
-                 .reshape({n, Expr(groups), Expr(positions), Expr(1), Expr(k)});
-  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(1), Expr(og), Expr(k)});
+  Tensor win = windows(source, {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out);  // padding is in `source`
+  Tensor a = window_matrix(win, groups, cg, out, kh, kw).unsqueeze(3);  // [N, G, OH·OW, 1, K]
+  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(1), Expr(o / groups), Expr(cg * kh * kw)});
   auto [lhs, rhs] = promote(a, b);
-  Tensor y = lhs.mul(rhs).sum_reduce(-1).permute({0, 1, 3, 2}).reshape({n, Expr(o), Expr(oh), Expr(ow)});
+  Tensor y = lhs.mul(rhs).sum_reduce(-1).permute({0, 1, 3, 2}).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
   if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
   return y;
 }
@@ -146,31 +148,27 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   if (stride[0] < 1 || stride[1] < 1 || dilation[0] < 1 || dilation[1] < 1 || padding[0] < 0 || padding[1] < 0) {
     fail("conv2d: stride and dilation must be >= 1 and padding >= 0");
   }
-  if ((o / groups) % 16 == 0) return conv2d_channels(x, weight, bias, stride, padding, dilation, groups);
+  Pair out{};
+  windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
+  if ((o / groups) % 16 == 0) return conv2d_channels(x, weight, bias, stride, padding, dilation, groups, out);
   // Output rows are computed padded to a multiple of 16 positions when that
   // costs at most a sixth more work: each row of window positions then starts
   // on a SIMD lane boundary, so the window matrix is copied into panels with
   // affine (vector) indices instead of a division per element. The extra
   // columns read zero padding and are sliced off.
-  Pair out{};
-  windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);
   int64_t ow = out[1], ow_padded = (ow + 15) / 16 * 16;
   bool pad_rows = ow_padded != ow && (ow_padded - ow) * 6 <= ow;
   Tensor source = pad_rows ? x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(0), Expr(0)},
                                     {Expr(0), Expr((ow_padded - ow) * stride[1])}})
                            : x;
   Tensor win = windows(source, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
-  const Expr& n = x.shape()[0];
-  int64_t og = o / groups, k = cg * kh * kw, positions = out[0] * out[1];
   // A contraction over K = Cg·KH·KW with the output positions flattened into
   // one dim, so the compiler sees [.., Og, OH·OW] x K like a matmul:
   // windows [N, G, 1, OH·OW, K] times weights [1, G, Og, 1, K].
-  Tensor a = win.reshape({n, Expr(groups), Expr(cg), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)})
-                 .permute({0, 1, 3, 5, 2, 4, 6})
-                 .reshape({n, Expr(groups), Expr(1), Expr(positions), Expr(k)});
-  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(og), Expr(1), Expr(k)});
+  Tensor a = window_matrix(win, groups, cg, out, kh, kw).unsqueeze(2);
+  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(o / groups), Expr(1), Expr(cg * kh * kw)});
   auto [lhs, rhs] = promote(a, b);
-  Tensor y = lhs.mul(rhs).sum_reduce(-1).reshape({n, Expr(o), Expr(out[0]), Expr(out[1])});
+  Tensor y = lhs.mul(rhs).sum_reduce(-1).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
   if (pad_rows) y = y.slice(3, Expr(0), Expr(ow));
   if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
   return y;

@@ -269,17 +269,16 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
       if (!vector_load || !stride || *stride != 1) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
-      std::string base = printer_.print(simplify(substitute(index, zero)));
+      std::string at = "b" + std::to_string(v->buffer) + " + " + printer_.print(simplify(substitute(index, zero)));
       if (mentions(valid, combo.vl)) {  // valid per lane (padding): a masked load
         auto mask = v->dtype == DType::F32 || v->dtype == DType::I32 ? index_vector(valid, combo) : std::nullopt;
         if (!mask) return lanewise(v, combo, pad);
-        std::string b = "b" + std::to_string(v->buffer) + " + " + base;
-        return emit(type, std::string(v->dtype == DType::F32 ? "lumen_maskload_f32(" : "lumen_maskload_i32(") + b + ", " + *mask + ")",
+        return emit(type, std::string(v->dtype == DType::F32 ? "lumen_maskload_f32(" : "lumen_maskload_i32(") + at + ", " + *mask + ")",
                     true, v->dtype, pad);
       }
       const char* load = v->dtype == DType::F32 ? "lumen_load_f32(" : v->dtype == DType::I8 ? "lumen_load_i8("
                          : v->dtype == DType::U8 ? "lumen_load_u8(" : "lumen_load_i32(";
-      std::string loaded = load + ("b" + std::to_string(v->buffer) + " + " + base + ")");
+      std::string loaded = load + at + ")";
       if (!valid.is_const(1)) {
         std::string zero_v = v->dtype == DType::F32 ? "lumen_splat_f32(0.0f)" : "lumen_splat_i32(0)";
         loaded = "(" + printer_.print(valid) + " ? " + loaded + " : " + zero_v + ")";
