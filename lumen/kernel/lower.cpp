@@ -110,40 +110,36 @@ class Lowerer {
     bool into = options_.store_node >= 0;
     buffer_for(into ? options_.store_node : target, true);
     for (const auto& [operand, nr] : schedule_.packs()) prepare_pack(target, operand, nr, name);
+    if (schedule_.rfactor() > 1) prepare_rfactor(target, name);
     levels_.push_back(std::make_unique<Level>());
     Context ctx{levels_.back().get()};
-    // Output loops from the schedule; coordinates are sums of loop variables times steps.
-    std::vector<Expr> coords(t.shape.size(), Expr(0));
-    size_t counter = 0;
-    for (const LoopDef& l : schedule_.loops()) {
-      std::string vname = "i" + std::to_string(l.dim);
-      if (std::count_if(schedule_.loops().begin(), schedule_.loops().end(), [&](const LoopDef& o) { return o.dim == l.dim; }) > 1) {
-        vname += "_" + std::to_string(counter);
-      }
-      ++counter;
-      Expr var = Expr::index(vname, l.extent);
-      coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
-      ctx.push_back(open(var, l.extent, l.kind));
-    }
-    clamp_overhang(t.shape, coords);
+    std::vector<Expr> coords = open_output_loops(t.shape, ctx, false);
     for (const auto& [e, pk] : packed_) {
       if (pk.made_inline) pack_inline(*e, pk, coords, ctx);
     }
     Value v = compute(target, coords, Expr(1), ctx);
     Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
     ctx.back()->block.push_back(Stmt::store(0, at, v));
-    close(ctx, 1);
-    kernel_.body = std::move(ctx[0]->block);
-    kernel_.accumulators = next_acc_;
-    collect_dims();
-    LoweredKernel out;
-    out.kernel = std::move(kernel_);
-    out.buffer_nodes = std::move(buffer_nodes_);
-    out.evaluations = std::move(evaluations_);
-    out.pre_kernels = std::move(pre_kernels_);
-    out.pre_buffer_nodes = std::move(pre_buffer_nodes_);
-    out.scratch = std::move(scratch_);
-    return out;
+    return finish(ctx);
+  }
+
+  // rfactor's first kernel: part p of the reduction `node` at every output
+  // point, stored at [p, point] in the partials buffer. The parts are the
+  // parallel loop; the output loops follow, as the schedule arranges them.
+  LoweredKernel run_partials(NodeId node, const std::string& name) {
+    const Node& x = graph_.node(node);
+    kernel_.name = name;
+    kernel_.buffers.push_back({"partials" + std::to_string(rfactor_.scratch), accumulator_dtype(x.dtype), true});
+    buffer_nodes_.push_back(-1 - rfactor_.scratch);
+    levels_.push_back(std::make_unique<Level>());
+    Context ctx{levels_.back().get()};
+    rfactor_.part = Expr::index("rp", Expr(rfactor_.parts));
+    ctx.push_back(open(rfactor_.part, Expr(rfactor_.parts), LoopKind::Parallel));
+    std::vector<Expr> coords = open_output_loops(x.shape, ctx, true);
+    Value v = compute(node, coords, Expr(1), ctx);
+    Expr at = simplify(rfactor_.part * shape_numel(x.shape) + flat_index(x.shape, coords));
+    ctx.back()->block.push_back(Stmt::store(0, at, v));
+    return finish(ctx);
   }
 
   // Runs `target` as a plain copy: the pack kernel writes operand `edge` of the
@@ -169,6 +165,31 @@ class Lowerer {
       ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
     copy_to_panel(edge, pk, panel, 0, ctx);
+    return finish(ctx);
+  }
+
+ private:
+  // The schedule's output loops over `shape`, opened in ctx; returns the
+  // output coordinates (sums of loop variables times steps, overhang clamped).
+  // `serial`: a parallel loop runs serially (another loop is the parallel one).
+  std::vector<Expr> open_output_loops(const Shape& shape, Context& ctx, bool serial) {
+    std::vector<Expr> coords(shape.size(), Expr(0));
+    size_t counter = 0;
+    for (const LoopDef& l : schedule_.loops()) {
+      std::string vname = "i" + std::to_string(l.dim);
+      if (std::count_if(schedule_.loops().begin(), schedule_.loops().end(), [&](const LoopDef& o) { return o.dim == l.dim; }) > 1) {
+        vname += "_" + std::to_string(counter);
+      }
+      ++counter;
+      Expr var = Expr::index(vname, l.extent);
+      coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
+      ctx.push_back(open(var, l.extent, serial && l.kind == LoopKind::Parallel ? LoopKind::Serial : l.kind));
+    }
+    clamp_overhang(shape, coords);
+    return coords;
+  }
+
+  LoweredKernel finish(Context& ctx) {
     close(ctx, 1);
     kernel_.body = std::move(ctx[0]->block);
     kernel_.accumulators = next_acc_;
@@ -177,10 +198,62 @@ class Lowerer {
     out.kernel = std::move(kernel_);
     out.buffer_nodes = std::move(buffer_nodes_);
     out.evaluations = std::move(evaluations_);
+    out.pre_kernels = std::move(pre_kernels_);
+    out.pre_buffer_nodes = std::move(pre_buffer_nodes_);
+    out.scratch = std::move(scratch_);
     return out;
   }
 
- private:
+  // rfactor(p): the kernel's outer reduction is computed in p parts by a
+  // kernel run first (run_partials); this kernel combines them (combine_parts).
+  void prepare_rfactor(NodeId target, const std::string& name) {
+    int64_t parts = schedule_.rfactor();
+    NodeId node = outer_reduction_of(graph_, target, materialized_);
+    if (node < 0) {
+      fail("schedule: rfactor needs a reduction at the output points; node ", target, " (",
+           op_name(graph_.node(target).op), ") computes none");
+    }
+    if (!packed_.empty()) fail("schedule: rfactor and pack do not combine");
+    const Node& x = graph_.node(node);
+    const Expr& extent = x.inputs[0].view.shape()[static_cast<size_t>(x.axis)];
+    int64_t factor = known_factor(extent);
+    if (factor == 0 || factor % parts != 0) {
+      fail("schedule: rfactor(", parts, ") does not divide the reduction's extent ", extent);
+    }
+    rfactor_.node = node;
+    rfactor_.parts = parts;
+    rfactor_.scratch = static_cast<int>(scratch_.size());
+    scratch_.push_back({simplify(shape_numel(x.shape) * parts), accumulator_dtype(x.dtype), "partials"});
+    Lowerer partials(graph_, materialized_, schedule_, options_);
+    partials.rfactor_ = rfactor_;
+    LoweredKernel k = partials.run_partials(node, name + "_parts");
+    pre_kernels_.push_back(std::move(k.kernel));
+    pre_buffer_nodes_.push_back(std::move(k.buffer_nodes));
+  }
+
+  // The reduction rfactor cut, at `coords`: its parts combined.
+  Value combine_parts(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
+    const Node& node = graph_.node(n);
+    auto [at, key, found] = memoized(n, coords, guard, ctx, &Level::reduce_memo);
+    if (found) return *found;
+    Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
+    DType acc_dtype = accumulator_dtype(node.dtype);
+    Combine combine = node.op == Op::SumReduce ? Combine::Sum : Combine::Max;
+    int acc = next_acc_++;
+    inner.back()->block.push_back(Stmt::acc_init(acc, acc_dtype, combine));
+    inner.back()->accs.push_back(acc);
+    size_t keep = inner.size();
+    Expr part = Expr::index("r" + std::to_string(next_reduce_++), Expr(rfactor_.parts));
+    inner.push_back(open(part, Expr(rfactor_.parts), LoopKind::Serial));
+    Expr index = simplify(part * shape_numel(node.shape) + flat_index(node.shape, coords));
+    Value v = load(buffer_for(-1 - rfactor_.scratch), acc_dtype, index, simplify(guard));
+    inner.back()->block.push_back(Stmt::acc_update(acc, combine, v));
+    close(inner, keep);
+    Value result = cast(acc_value(acc, acc_dtype), node.dtype);
+    ctx[at]->reduce_memo[key] = result;
+    return result;
+  }
+
   void prepare_pack(NodeId target, int operand, int64_t nr, const std::string& name) {
     NodeId reduce = contraction_of(graph_, target, materialized_);
     if (reduce < 0) {
@@ -321,7 +394,7 @@ class Lowerer {
     }
     if (n < 0) {  // a scratch buffer filled by a pre-kernel
       const ScratchBuffer& sb = scratch_.at(static_cast<size_t>(-1 - n));
-      kernel_.buffers.push_back({"packed" + std::to_string(-1 - n), sb.dtype, output});
+      kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output});
       buffer_nodes_.push_back(n);
       return static_cast<int>(buffer_nodes_.size() - 1);
     }
@@ -487,8 +560,11 @@ class Lowerer {
 
   Value reduce(NodeId n, const std::vector<Expr>& coords, const Expr& guard, Context& ctx) {
     const Node& node = graph_.node(n);
+    bool cut = n == rfactor_.node;
+    if (cut && !rfactor_.part.defined()) return combine_parts(n, coords, guard, ctx);
     auto [at, key, found] = memoized(n, coords, guard, ctx, &Level::reduce_memo);
     if (found) return *found;
+    if (cut) at = std::max(at, level_of(ctx, {rfactor_.part}, {}));  // a part's loop runs inside its part
     Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
     evaluations_[static_cast<size_t>(n)] += multiplicity(inner);
     if (kernel_.fused.size() < 64) kernel_.fused.push_back(label(n));
@@ -501,6 +577,11 @@ class Lowerer {
     inner.back()->accs.push_back(acc);
 
     Expr extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)];
+    Expr first = Expr(0);  // rfactor's part p reduces [p * extent / parts, (p + 1) * extent / parts)
+    if (cut) {
+      extent = simplify(extent / rfactor_.parts);
+      first = rfactor_.part * extent;
+    }
     int64_t lanes = schedule_.reduce_lanes();
     std::string base = "r" + std::to_string(next_reduce_++);
     Expr r;
@@ -525,11 +606,12 @@ class Lowerer {
       inner.push_back(open(r, extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
     }
     std::vector<Expr> in_coords = coords;
-    in_coords.insert(in_coords.begin() + node.axis, simplify(r));
+    in_coords.insert(in_coords.begin() + node.axis, simplify(first + r));
     Value v = edge(node.inputs[0], in_coords, guard, inner);
     inner.back()->block.push_back(Stmt::acc_update(acc, combine, cast(v, acc_dtype)));
     close(inner, keep);
-    Value result = cast(acc_value(acc, acc_dtype), node.dtype);
+    // A part is stored as accumulated (f16 sums combine in f32).
+    Value result = cut ? acc_value(acc, acc_dtype) : cast(acc_value(acc, acc_dtype), node.dtype);
     ctx[at]->reduce_memo[key] = result;
     return result;
   }
@@ -595,6 +677,13 @@ class Lowerer {
   }
 
   std::map<const Edge*, Packed> packed_;
+  // The reduction rfactor cuts; `part` is defined while lowering its parts.
+  struct Rfactor {
+    NodeId node = -1;
+    int64_t parts = 1;
+    int scratch = -1;
+    Expr part;
+  } rfactor_;
   std::vector<ScratchBuffer> scratch_;
   std::vector<Kernel> pre_kernels_;
   std::vector<std::vector<NodeId>> pre_buffer_nodes_;
@@ -614,22 +703,39 @@ class Lowerer {
 
 }  // namespace
 
-NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
+namespace {
+
+// The first node satisfying `wanted` that a kernel for `node` computes at its
+// output points: the node itself, or one reached through inlined elementwise
+// consumers with the same shape (an epilogue such as a bias and an
+// activation). -1 if there is none.
+template <typename Wanted>
+NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>& materialized, Wanted&& wanted) {
   const Node& n = graph.node(node);
-  if (n.op == Op::SumReduce && !is_small_reduce(n)) {
-    NodeId in = n.inputs[0].node;
-    if (!materialized[static_cast<size_t>(in)] && graph.node(in).op == Op::Mul) return node;
-    return -1;
-  }
+  if (is_reduce(n.op)) return !is_small_reduce(n) && wanted(node) ? node : -1;
   if (!is_elementwise(n.op)) return -1;
   for (const Edge& e : n.inputs) {
     if (materialized[static_cast<size_t>(e.node)]) continue;
     const Node& producer = graph.node(e.node);
     if (producer.shape != n.shape || !e.view.is_contiguous()) continue;  // same points, same order
-    NodeId found = contraction_of(graph, e.node, materialized);
+    NodeId found = through_epilogue(graph, e.node, materialized, wanted);
     if (found >= 0) return found;
   }
   return -1;
+}
+
+}  // namespace
+
+NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
+  return through_epilogue(graph, node, materialized, [&](NodeId r) {
+    const Node& n = graph.node(r);
+    NodeId in = n.inputs[0].node;
+    return n.op == Op::SumReduce && !materialized[static_cast<size_t>(in)] && graph.node(in).op == Op::Mul;
+  });
+}
+
+NodeId outer_reduction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
+  return through_epilogue(graph, node, materialized, [](NodeId) { return true; });
 }
 
 bool is_small_reduce(const Node& node) {

@@ -23,6 +23,7 @@ namespace lumen::kernel {
 struct ScratchBuffer {
   Expr elements;  // element count (may use dynamic dims)
   DType dtype;
+  const char* role = "packed";  // what it holds: "packed" panels or rfactor's "partials"
 };
 
 struct LoweredKernel {
@@ -59,6 +60,9 @@ bool is_small_reduce(const Node& node);
 // inlined elementwise consumers with the same shape (an epilogue such as a
 // bias and an activation). -1 if there is none.
 NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
+// The reduction (any sum or max over a loop) a kernel for `node` computes at
+// its output points, found the same way: what rfactor cuts. -1 if none.
+NodeId outer_reduction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 
 // The flat position of `coords` in a contiguous buffer of `shape`.
 Expr flat_index(const Shape& shape, const std::vector<Expr>& coords);

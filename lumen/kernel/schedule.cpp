@@ -21,6 +21,7 @@ const char* action_name(ActionKind k) {
     case ActionKind::Pack: return "pack";
     case ActionKind::PackInline: return "pack_inline";
     case ActionKind::Prefetch: return "prefetch";
+    case ActionKind::Rfactor: return "rfactor";
   }
   return "?";
 }
@@ -94,6 +95,8 @@ std::vector<Action> parse_actions(const std::string& text) {
       out.push_back(Action::pack_inline(static_cast<int>(number(args))));
     } else if (name == "prefetch") {
       out.push_back(Action::prefetch(number(args)));
+    } else if (name == "rfactor") {
+      out.push_back(Action::rfactor(number(args)));
     } else {
       fail("schedule: unknown action '", name, "'");
     }
@@ -192,6 +195,10 @@ void Schedule::apply(const Action& a) {
     case ActionKind::Prefetch:
       if (a.value < 0 || a.value > 8) fail("schedule: prefetch distance must be in [0, 8], got ", a.value);
       prefetch_ = a.value;
+      break;
+    case ActionKind::Rfactor:
+      if (a.value < 2 || a.value > kMaxRfactor) fail("schedule: rfactor must be in [2, ", kMaxRfactor, "], got ", a.value);
+      rfactor_ = a.value;
       break;
   }
   validate_kinds();

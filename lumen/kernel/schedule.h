@@ -26,6 +26,13 @@
 //                           its cache), instead of by a kernel run first
 //   prefetch(d)             reductions prefetch their rows d iterations of
 //                           the parallel loop ahead (DRAM reads overlap work)
+//   rfactor(p)              the kernel's outer reduction (the one its output
+//                           points take, possibly under an elementwise
+//                           epilogue) is cut into p parts computed in
+//                           parallel into partial results by a kernel run
+//                           first; the kernel combines the p partials. For
+//                           outputs too few to share among threads (a sum of
+//                           everything, a norm of a few long rows)
 #pragma once
 
 #include <cstdint>
@@ -40,8 +47,10 @@ namespace lumen::kernel {
 
 // reduce_split(n) takes n in [2, kMaxReduceSplit] (its inner loop is unrolled whole).
 inline constexpr int64_t kMaxReduceSplit = 64;
+// rfactor(p) takes p in [2, kMaxRfactor].
+inline constexpr int64_t kMaxRfactor = 256;
 
-enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch };
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch, Rfactor };
 
 struct Action {
   ActionKind kind;
@@ -57,6 +66,7 @@ struct Action {
   static Action pack(int operand, int64_t panel) { return {ActionKind::Pack, operand, panel}; }
   static Action pack_inline(int operand) { return {ActionKind::PackInline, operand, 0}; }
   static Action prefetch(int64_t rows) { return {ActionKind::Prefetch, 0, rows}; }
+  static Action rfactor(int64_t parts) { return {ActionKind::Rfactor, 0, parts}; }
   bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
 };
 
@@ -88,6 +98,7 @@ class Schedule {
   int64_t reduce_unroll() const { return reduce_unroll_; }
   int64_t reduce_split() const { return reduce_split_; }
   int64_t prefetch() const { return prefetch_; }
+  int64_t rfactor() const { return rfactor_; }  // 1: the reduction is not cut
   // (operand index, panel width) pairs to pack before the kernel runs.
   const std::vector<std::pair<int, int64_t>>& packs() const { return packs_; }
   // Whether operand's pack is made inside the kernel (pack_inline).
@@ -104,6 +115,7 @@ class Schedule {
   int64_t reduce_unroll_ = 1;
   int64_t reduce_split_ = 1;
   int64_t prefetch_ = 0;
+  int64_t rfactor_ = 1;
   std::vector<std::pair<int, int64_t>> packs_;
   std::vector<int> inline_packs_;
 };

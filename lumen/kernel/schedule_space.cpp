@@ -148,7 +148,7 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
 bool Knobs::operator==(const Knobs& o) const {
   return mr == o.mr && nr == o.nr && pack == o.pack && pack_inline == o.pack_inline && n_outer == o.n_outer && m_block == o.m_block && vector == o.vector &&
          reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && reduce_split == o.reduce_split && parallel == o.parallel && rows == o.rows &&
-         prefetch == o.prefetch;
+         prefetch == o.prefetch && rfactor == o.rfactor;
 }
 
 std::string Knobs::to_string() const {
@@ -163,6 +163,7 @@ std::string Knobs::to_string() const {
   out << " reduce-lanes " << reduce_lanes << " reduce-unroll " << reduce_unroll << " parallel " << parallel;
   if (reduce_split > 1) out << " reduce-split " << reduce_split;
   if (prefetch > 0) out << " prefetch " << prefetch;
+  if (rfactor > 1) out << " rfactor " << rfactor;
   return out.str();
 }
 
@@ -176,19 +177,23 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.f32 = n.dtype == DType::F32;
   f.numel = 1;
   for (const Expr& d : n.shape) f.numel *= assumed(d);
-  if (n.shape.empty()) return f;
   LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
   for (double e : plain.evaluations) f.work += e;
   auto strides = load_strides(plain.kernel, f.lanes);
+  for (const auto& [var, coefs] : strides) {
+    if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
+  }
+  if (NodeId r = outer_reduction_of(graph, node, materialized); r >= 0) {
+    const Node& reduction = graph.node(r);
+    f.rfactor_extent = known_factor(reduction.inputs[0].view.shape()[static_cast<size_t>(reduction.axis)]);
+  }
   int rank = static_cast<int>(n.shape.size());
+  if (rank == 0) return f;
   std::string last_var = "i" + std::to_string(rank - 1);
   const Expr& last = n.shape.back();
   int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
   bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
   f.vector_last = last_ok && (unit_stride(strides, last_var) || !strides.count(last_var));
-  for (const auto& [var, coefs] : strides) {
-    if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
-  }
   f.reduce_splits = reduce_divisors(plain.kernel);
   f.contraction = contraction_of(graph, node, materialized);
   if (f.contraction < 0 || rank < 2 || !last_ok) return f;
@@ -215,19 +220,29 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   return f;
 }
 
+// rfactor part counts for a kernel: enough parts that the threads share them
+// evenly, each a whole number of SIMD steps of its reduction.
+std::vector<int64_t> rfactor_parts(const KernelFacts& f, int64_t reduce_lanes) {
+  std::vector<int64_t> out;
+  if (f.threads < 2 || f.rfactor_extent == 0) return out;
+  for (int64_t per_thread : {1, 2, 4, 8, 16}) {
+    int64_t p = per_thread * f.threads;
+    if (p <= kMaxRfactor && f.rfactor_extent % (p * reduce_lanes) == 0) out.push_back(p);
+  }
+  return out;
+}
+
 Knobs heuristic_knobs(const KernelFacts& f) {
   Knobs k;
   if (f.shape.empty()) {
     k.parallel = -1;
-    return k;
-  }
-  int rank = static_cast<int>(f.shape.size());
-  int64_t lanes = f.lanes;
-  if (f.tileable) {
+    if (f.unit_reduce) k.reduce_lanes = f.lanes;
+  } else if (f.tileable) {
+    int rank = static_cast<int>(f.shape.size());
     const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
     auto mrs = tile_rows_in(m, {6, 4, 3, 2});
     k.mr = mrs.empty() ? 1 : mrs.front();
-    k.nr = divisors_in(known_factor(f.shape.back()), {4 * lanes, 2 * lanes, lanes}).front();
+    k.nr = divisors_in(known_factor(f.shape.back()), {4 * f.lanes, 2 * f.lanes, f.lanes}).front();
     k.pack = f.pack_operand >= 0;
     // The reduction loop unrolled twice: its counter and branch take fewer
     // of the FMA ports' issue slots (+5% on a 6x64 tile, measured).
@@ -235,13 +250,26 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // Window indices (r / 9, r % 3 of a 3x3 convolution) on loop variables.
     if (!f.reduce_splits.empty()) k.reduce_split = f.reduce_splits.back();
   } else {
-    if (f.vector_last) k.vector = lanes;
-    if (f.unit_reduce) k.reduce_lanes = lanes;
+    if (f.vector_last) k.vector = f.lanes;
+    if (f.unit_reduce) k.reduce_lanes = f.lanes;
     // Matrix-vector products: four rows at a time share each load of the vector.
     int64_t last_factor = known_factor(f.shape.back());
     if (!f.vector_last && f.unit_reduce && f.contraction >= 0 && last_factor > 0 && last_factor % 4 == 0) k.rows = 4;
   }
-  k.parallel = f.threads > 1 && (f.numel >= 4096 || f.work >= 65536) ? 0 : -1;
+  // Work counts evaluations of computed nodes; a reduction of an input counts
+  // once per output, so the elements it reads count too.
+  double reduced = f.numel * static_cast<double>(f.rfactor_extent);
+  bool big = f.numel >= 4096 || f.work >= 65536 || reduced >= 65536;
+  if (!f.shape.empty()) k.parallel = f.threads > 1 && big ? 0 : -1;
+  // Too few outputs to share among the threads (a sum of everything, the
+  // norms of a few long rows): the reduction itself is cut into parts.
+  if (k.nr == 0 && reduced >= (1 << 18) && f.numel < 4.0 * f.threads) {
+    auto parts = rfactor_parts(f, k.reduce_lanes);
+    if (!parts.empty()) {
+      k.rfactor = parts[std::min<size_t>(2, parts.size() - 1)];
+      k.parallel = -1;
+    }
+  }
   // Row kernels (softmax, norms) over big inputs: the next rows' reads start early.
   // Matrix-vector products: the next rows of the matrix stream in the same way.
   bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || k.rows > 1) && k.reduce_lanes > 1 && k.parallel == 0;
@@ -257,7 +285,17 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     actions.push_back(a);
   };
   int rank = static_cast<int>(f.shape.size());
-  if (rank == 0) return actions;
+  if (k.rfactor > 1) {
+    if (f.rfactor_extent == 0 || f.rfactor_extent % k.rfactor != 0 || k.nr > 0) {
+      fail("schedule space: kernel ", f.node, " has no reduction that ", k.rfactor, " parts divide");
+    }
+    apply(Action::rfactor(k.rfactor));
+  }
+  if (rank == 0) {
+    if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
+    if (k.reduce_unroll > 1) apply(Action::reduce_unroll(k.reduce_unroll));
+    return actions;
+  }
   auto loop_of = [&](int dim, bool innermost) {
     int found = -1;
     for (size_t i = 0; i < s.loops().size(); ++i) {
@@ -345,7 +383,23 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     if (!(n == k) && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   };
   int rank = static_cast<int>(f.shape.size());
-  if (rank == 0) return out;
+  for (int64_t p : rfactor_parts(f, k.reduce_lanes)) {
+    Knobs n = k;
+    n.rfactor = k.rfactor == p ? 1 : p;
+    if (n.rfactor > 1) n.parallel = -1;
+    push(n);
+  }
+  if (rank == 0) {
+    Knobs lanes = k;
+    lanes.reduce_lanes = k.reduce_lanes > 1 ? 1 : f.lanes;
+    push(lanes);
+    for (int64_t u : {1, 2, 4}) {
+      Knobs n = k;
+      n.reduce_unroll = u;
+      push(n);
+    }
+    return out;
+  }
   int64_t l = f.lanes;
   const Expr& last = f.shape.back();
   if (k.nr > 0) {

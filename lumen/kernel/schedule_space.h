@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 12;
+constexpr int kScheduleSpaceVersion = 13;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
@@ -31,6 +31,7 @@ struct KernelFacts {
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
+  int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
   double numel = 0, work = 0;
 };
 
@@ -51,6 +52,7 @@ struct Knobs {
   int64_t reduce_unroll = 1;
   int64_t reduce_split = 1;  // reductions run as outer x inner loops of this many (see Action::reduce_split)
   int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none
+  int64_t rfactor = 1;     // the outer reduction cut into this many parts, computed in parallel first
 
   bool operator==(const Knobs& o) const;
   std::string to_string() const;

@@ -29,6 +29,39 @@ Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, 
   return r;
 }
 
+// As reduce_axes, but each run of adjacent axes of a contiguous tensor is
+// first merged into one (a free reshape): one reduction over all of its
+// elements, whose loop the compiler can vectorize and cut into parallel parts,
+// instead of a reduction nested in another. Sums and maxima only (the result
+// is the same up to the order of additions).
+template <typename F>
+Tensor reduce_merged_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one) {
+  if (!x.view().is_contiguous() || axes.size() < 2) return reduce_axes(x, axes, keepdim, reduce_one);
+  Tensor r = x;
+  for (size_t end = axes.size(); end > 0;) {  // runs of consecutive axes, highest first
+    size_t begin = end - 1;
+    while (begin > 0 && axes[begin - 1] + 1 == axes[begin]) --begin;
+    int first = axes[begin], last = axes[end - 1];
+    if (first != last) {
+      Shape merged;
+      for (int d = 0; d < static_cast<int>(r.rank()); ++d) {
+        if (d > first && d <= last) {
+          merged.back() = simplify(merged.back() * r.shape()[static_cast<size_t>(d)]);
+        } else {
+          merged.push_back(r.shape()[static_cast<size_t>(d)]);
+        }
+      }
+      r = r.reshape(merged);
+    }
+    r = reduce_one(r, first);
+    end = begin;
+  }
+  if (keepdim) {
+    for (int a : axes) r = r.unsqueeze(a);
+  }
+  return r;
+}
+
 // A float tensor holding the value of a (possibly symbolic) count.
 Tensor count_tensor(const Tensor& like, const Expr& n, DType dtype) {
   return like.graph()->iota(n, {}, DType::I32).cast(dtype);
@@ -133,7 +166,7 @@ Expr axes_numel(const Tensor& x, const std::vector<int>& axes) {
 
 Tensor sum(const Tensor& x, const Axes& axes, bool keepdim) {
   Tensor t = x.dtype() == DType::Bool ? x.cast(DType::I32) : x;
-  return reduce_axes(t, normalize_axes(x, axes, "sum"), keepdim, [](const Tensor& r, int a) { return r.sum_reduce(a); });
+  return reduce_merged_axes(t, normalize_axes(x, axes, "sum"), keepdim, [](const Tensor& r, int a) { return r.sum_reduce(a); });
 }
 
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
@@ -143,7 +176,7 @@ Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
 }
 
 Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
-  return reduce_axes(x, normalize_axes(x, axes, "amax"), keepdim, [](const Tensor& r, int a) { return r.max_reduce(a); });
+  return reduce_merged_axes(x, normalize_axes(x, axes, "amax"), keepdim, [](const Tensor& r, int a) { return r.max_reduce(a); });
 }
 
 Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {

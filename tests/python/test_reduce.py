@@ -138,3 +138,40 @@ def test_empty_reductions(backend):
     check("logsumexp", lambda t: lumen.logsumexp(t, 1), lambda t: torch.logsumexp(t, 1), [e], backend)
     check("all", lambda t: lumen.all(t, 1), lambda t: torch.all(t, 1), [e], backend)
     check("any", lambda t: lumen.any(t, 1), lambda t: torch.any(t, 1), [e], backend)
+
+
+@pytest.mark.parametrize("shape,dim", [((512, 1024), None), ((3, 131072), -1), ((2, 512, 256), (1, 2))], ids=str)
+def test_reductions_with_few_outputs(backend, shape, dim):
+    # Few outputs of many elements each: compiled, the reduction is cut into
+    # parts that threads compute in parallel, then combined (rfactor).
+    x = data(shape, seed=5)
+    td = tuple(range(len(shape))) if dim is None else dim
+    tol = dict(rtol=1e-4, atol=1e-3)
+    check("sum", lambda t: lumen.sum(t, dim), lambda t: torch.sum(t, td), [x], backend, **tol)
+    check("mean", lambda t: lumen.mean(t, dim), lambda t: torch.mean(t, td), [x], backend, **tol)
+    check("amax", lambda t: lumen.amax(t, dim), lambda t: torch.amax(t, td), [x], backend)
+    check("amin", lambda t: lumen.amin(t, dim), lambda t: torch.amin(t, td), [x], backend)
+    check("std", lambda t: lumen.std(t, dim), lambda t: torch.std(t, td), [x], backend, **tol)
+    half = Input(data(shape, lumen.float16, seed=6), lumen.float16)
+    check("sum", lambda t: lumen.sum(t, dim), lambda t: torch.sum(t.float(), td).half(), [half], backend,
+          rtol=2e-2, atol=1.0)
+
+
+def test_sum_of_everything_runs_in_parallel_parts():
+    threads = lumen.cpu_info()["threads"]
+    lumen.set_threads(2)
+    try:
+        _sum_of_everything_in_parts()
+    finally:
+        lumen.set_threads(threads)
+
+
+def _sum_of_everything_in_parts():
+    g = lumen.Graph()
+    x = g.input("x", (512, 1024))
+    p = lumen.compile(g, [lumen.sum(x)], tuning_cache=False)
+    a = data((512, 1024), seed=7)
+    p.set("x", a)
+    p.run()
+    np.testing.assert_allclose(p.get("out0"), a.astype(np.float64).sum(), rtol=1e-5)
+    assert p.stats["kernels"] == 2  # the parts, then their sum

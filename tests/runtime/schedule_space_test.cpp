@@ -97,6 +97,25 @@ Case conv3x3() {
   return c;
 }
 
+// Sums of everything: too few outputs (one) to share among threads, so the
+// reduction itself is cut into parts (rfactor).
+Case sum_all(bool max) {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(512), Expr(512)});
+  c.g.mark_output(max ? ops::amax(x, {}, false) : ops::sum(x, {}, false), "y");
+  c.inputs["x"] = filled(DType::F32, {512, 512}, 1);
+  return c;
+}
+
+// Root-mean-square of three long rows: a reduction under an epilogue.
+Case rms_of_few_rows() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(3), Expr(131072)});
+  c.g.mark_output((ops::mean(x * x, {-1}, false) + 1e-6).sqrt(), "y");
+  c.inputs["x"] = filled(DType::F32, {3, 131072}, 1);
+  return c;
+}
+
 // Runs the case with every kernel scheduled as `pick` says; checks against the interpreter.
 void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel::KernelFacts&)>& pick,
            const std::string& what) {
@@ -257,6 +276,66 @@ TEST(ScheduleSpace, PackInlineMakesPanelsInsideTheKernel) {
                                          kernel::Action::set_kind(0, kernel::LoopKind::Parallel)};
   EXPECT_THROW(kernel::lower(c.g, k.node, k.materialized, kernel::Schedule::from_actions(f.shape, by_rows), "k"), Error);
   EXPECT_THROW(kernel::Schedule::from_actions(f.shape, {kernel::Action::pack_inline(1)}), Error);  // no pack to make inline
+}
+
+TEST(ScheduleSpace, RfactorCutsAReductionWithFewOutputsIntoParallelParts) {
+  for (Case c : {sum_all(false), sum_all(true), rms_of_few_rows()}) {
+    kernel::KernelFacts f = output_facts(c, 16);
+    kernel::Knobs h = kernel::heuristic_knobs(f);
+    ASSERT_GT(h.rfactor, 1) << h.to_string();
+    EXPECT_EQ(h.parallel, -1);  // the combine is tiny; the parts are the parallel loop
+    NodeId out = c.g.outputs().at(0).edge.node;
+    std::vector<bool> materialized(c.g.size(), false);
+    for (size_t i = 0; i < c.g.size(); ++i) materialized[i] = c.g.nodes()[i].op == Op::Input;
+    materialized[static_cast<size_t>(out)] = true;
+    kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, h));
+    kernel::LoweredKernel lk = kernel::lower(c.g, out, materialized, s, "k");
+    ASSERT_EQ(lk.pre_kernels.size(), 1u);  // the parts, then the combine
+    const kernel::Stmt& parts = lk.pre_kernels[0].body.at(0);
+    EXPECT_EQ(parts.loop, kernel::LoopKind::Parallel);
+    EXPECT_TRUE(parts.extent.is_const(h.rfactor));
+    // One thread: nothing to share, no cut.
+    f.threads = 1;
+    EXPECT_EQ(kernel::heuristic_knobs(f).rfactor, 1);
+    check_heuristic_and_neighbours(c);
+  }
+}
+
+TEST(ScheduleSpace, RfactorNeedsAReductionItsPartsDivide) {
+  Case c = rms_of_few_rows();
+  NodeId out = c.g.outputs().at(0).edge.node;
+  std::vector<bool> materialized(c.g.size(), false);
+  for (size_t i = 0; i < c.g.size(); ++i) materialized[i] = c.g.nodes()[i].op == Op::Input;
+  materialized[static_cast<size_t>(out)] = true;
+  kernel::Schedule three = kernel::Schedule::from_actions({Expr(3)}, {kernel::Action::rfactor(3)});
+  EXPECT_THROW(kernel::lower(c.g, out, materialized, three, "k"), Error);  // 131072 is not a multiple of 3
+  EXPECT_THROW(kernel::Schedule::from_actions({Expr(3)}, {kernel::Action::rfactor(1)}), Error);
+  Case e;
+  Tensor x = e.g.input("x", {Expr(64)});
+  e.g.mark_output(x * 2.0, "y");
+  NodeId mul = e.g.outputs().at(0).edge.node;
+  std::vector<bool> m(e.g.size(), true);
+  kernel::Schedule two = kernel::Schedule::from_actions({Expr(64)}, {kernel::Action::rfactor(2)});
+  EXPECT_THROW(kernel::lower(e.g, mul, m, two, "k"), Error);  // nothing to cut
+}
+
+TEST(ScheduleSpace, ASumOverAdjacentAxesIsOneReduction) {
+  auto reductions = [&](const Tensor& y) {
+    int n = 0;
+    for (const Node& node : y.graph()->nodes()) n += is_reduce(node.op) ? 1 : 0;
+    return n;
+  };
+  Graph g1;
+  Tensor y1 = ops::sum(g1.input("x", {Expr(4), Expr(8), Expr(16)}), {1, 2}, false);
+  EXPECT_EQ(reductions(y1), 1);
+  EXPECT_EQ(to_string(y1.shape()), "[4]");
+  Graph g2;
+  Tensor t = g2.input("x", {Expr(4), Expr(8), Expr(16)}).transpose(0, 2);  // not contiguous: one axis at a time
+  EXPECT_EQ(reductions(ops::amax(t, {}, false)), 3);
+  Graph g3;
+  Tensor y3 = ops::sum(g3.input("x", {Expr(4), Expr(8), Expr(16)}), {0, 2}, true);  // two runs
+  EXPECT_EQ(reductions(y3), 2);
+  EXPECT_EQ(to_string(y3.shape()), "[1, 8, 1]");
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
