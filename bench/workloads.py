@@ -142,6 +142,13 @@ def all_workloads():
             Workload("rmsnorm_4096", [(4096, 4096)], lambda g, x: F.rms_norm(x, (4096,), eps=1e-6),
                      lambda x: __import__("torch").nn.functional.rms_norm(x, (4096,), eps=1e-6),
                      bytes=2 * 4.0 * 4096 * 4096),
+            # Reductions with few outputs (rfactor cuts them into parallel parts), inputs cold.
+            Workload("sum_all_4096", [(4096, 4096)], lambda g, x: lumen.sum(x), lambda x: x.sum(),
+                     bytes=4.0 * 4096 * 4096, numpy=lambda x: x.sum(), jax=lambda jnp: (lambda x: x.sum()),
+                     tinygrad=lambda x: x.sum(), rotate=5),
+            Workload("sum_cols_4096", [(4096, 4096)], lambda g, x: lumen.sum(x, 0), lambda x: x.sum(0),
+                     bytes=4.0 * 4096 * 4096, numpy=lambda x: x.sum(0), jax=lambda jnp: (lambda x: x.sum(0)),
+                     tinygrad=lambda x: x.sum(0), rotate=5),
             _attention(False), _attention(True), _mlp(), _conv(), _gpt2_block()]
     from models import model_workloads
     return {**{w.name: w for w in rows}, **model_workloads()}

@@ -116,6 +116,15 @@ Case rms_of_few_rows() {
   return c;
 }
 
+// A sum down the columns of a matrix: the reduction strides through memory.
+Case column_sum() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(2048), Expr(256)});
+  c.g.mark_output(ops::sum(x, {0}, false), "y");
+  c.inputs["x"] = filled(DType::F32, {2048, 256}, 1);
+  return c;
+}
+
 // Runs the case with every kernel scheduled as `pick` says; checks against the interpreter.
 void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel::KernelFacts&)>& pick,
            const std::string& what) {
@@ -299,6 +308,16 @@ TEST(ScheduleSpace, RfactorCutsAReductionWithFewOutputsIntoParallelParts) {
     EXPECT_EQ(kernel::heuristic_knobs(f).rfactor, 1);
     check_heuristic_and_neighbours(c);
   }
+}
+
+TEST(ScheduleSpace, AColumnSumIsCutIntoBlocksOfRowsEvenOnOneThread) {
+  Case c = column_sum();
+  kernel::KernelFacts f = output_facts(c, 16);
+  f.threads = 1;
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.rfactor, 16) << h.to_string();  // 2048 rows: 16 parts of 128
+  EXPECT_EQ(h.vector, 64);
+  check_heuristic_and_neighbours(c);
 }
 
 TEST(ScheduleSpace, RfactorNeedsAReductionItsPartsDivide) {
