@@ -31,6 +31,8 @@ struct KernelFacts {
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
+  int transposed_dim = -1;    // an output dim (not the last) that some load walks with unit stride while
+                              // the last dim's loads stride: the kernel reads through a transpose
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
   double numel = 0, work = 0;
 };
@@ -46,6 +48,8 @@ struct Knobs {
   int64_t m_block = 0;     // tiled, n-outer: blocks of m_block row tiles outside the n tiles (a cache
                            // tile: a block of A stays in L2 while the n panels pass); 0: none
   int64_t vector = 0;      // SIMD width along the last dim for non-tiled kernels; 0: none
+  int64_t block = 0;       // transposed reads: the output walked in block x block squares of the last
+                           // dim and the transposed one, so the input lines a square reads stay in L1
   int64_t rows = 1;        // non-tiled reductions: last-dim outputs unrolled (several dot products share loads)
   int64_t reduce_lanes = 1;
   int64_t prefetch = 0;    // row reductions: prefetch this many parallel iterations ahead

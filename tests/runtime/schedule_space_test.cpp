@@ -125,6 +125,15 @@ Case column_sum() {
   return c;
 }
 
+// A transposed copy with an epilogue: the output's last dim strides through the input.
+Case transpose_copy() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(64), Expr(96)});
+  c.g.mark_output((x.transpose(0, 1) * 2.0 + 3.0).sqrt(), "y");
+  c.inputs["x"] = filled(DType::F32, {64, 96}, 1);
+  return c;
+}
+
 // Runs the case with every kernel scheduled as `pick` says; checks against the interpreter.
 void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel::KernelFacts&)>& pick,
            const std::string& what) {
@@ -318,6 +327,25 @@ TEST(ScheduleSpace, AColumnSumIsCutIntoBlocksOfRowsEvenOnOneThread) {
   EXPECT_EQ(h.rfactor, 16) << h.to_string();  // 2048 rows: 16 parts of 128
   EXPECT_EQ(h.vector, 64);
   check_heuristic_and_neighbours(c);
+}
+
+TEST(ScheduleSpace, ATransposedReadIsWalkedInSquares) {
+  Case c = transpose_copy();
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_EQ(f.transposed_dim, 0);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.block, 16) << h.to_string();
+  kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, h));
+  ASSERT_EQ(s.loops().size(), 4u);  // [96/16 (parallel), 64/16, 96%16, 64%16 (vector)]
+  EXPECT_EQ(s.loops()[0].dim, 0);
+  EXPECT_EQ(s.loops()[2].dim, 0);
+  EXPECT_EQ(s.loops()[3].kind, kernel::LoopKind::Vector);
+  kernel::Knobs odd = h;
+  odd.block = 48;  // tiles 96 but not 64
+  EXPECT_THROW(kernel::knob_actions(f, odd), Error);
+  check_heuristic_and_neighbours(c);
+  Case plain = softmax_rows();  // rows read in order: nothing to block
+  EXPECT_EQ(output_facts(plain, 16).transposed_dim, -1);
 }
 
 TEST(ScheduleSpace, RfactorNeedsAReductionItsPartsDivide) {
