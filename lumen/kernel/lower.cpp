@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
@@ -98,6 +99,12 @@ std::vector<Expr> product_of(const Packed& pk, const std::vector<Expr>& panel) {
   return at;
 }
 
+// What a sum or a max starts from.
+double identity_of(Op op, DType dtype) {
+  if (op == Op::SumReduce) return 0;
+  return is_float(dtype) ? -INFINITY : dtype == DType::I32 ? INT32_MIN : 0;
+}
+
 class Lowerer {
  public:
   Lowerer(const Graph& g, const std::vector<bool>& materialized, const Schedule& schedule, const LowerOptions& options)
@@ -109,6 +116,7 @@ class Lowerer {
     kernel_.prefetch_rows = schedule_.prefetch();
     bool into = options_.store_node >= 0;
     buffer_for(into ? options_.store_node : target, true);
+    find_nested_reductions(target);
     for (const auto& [operand, nr] : schedule_.packs()) prepare_pack(target, operand, nr, name);
     if (schedule_.rfactor() > 1) prepare_rfactor(target, name);
     levels_.push_back(std::make_unique<Level>());
@@ -204,6 +212,19 @@ class Lowerer {
     return out;
   }
 
+  // SIMD lanes go to the innermost reductions: a reduction whose loop holds
+  // another's (a mean over batch and positions: positions inside batch) keeps
+  // scalar steps, so the inner one, which walks memory in order, gets the
+  // lanes. Which reductions hold others is found by lowering once plainly.
+  void find_nested_reductions(NodeId target) {
+    if (schedule_.reduce_lanes() < 2 || probing_) return;
+    Schedule plain(graph_.node(target).shape);
+    Lowerer probe(graph_, materialized_, plain, options_);
+    probe.probing_ = true;
+    probe.run(target, "probe");
+    nesting_ = std::move(probe.nesting_);
+  }
+
   // rfactor(p): the kernel's outer reduction is computed in p parts by a
   // kernel run first (run_partials); this kernel combines them (combine_parts).
   void prepare_rfactor(NodeId target, const std::string& name) {
@@ -226,6 +247,7 @@ class Lowerer {
     scratch_.push_back({simplify(shape_numel(x.shape) * parts), accumulator_dtype(x.dtype), "partials"});
     Lowerer partials(graph_, materialized_, schedule_, options_);
     partials.rfactor_ = rfactor_;
+    partials.nesting_ = nesting_;
     LoweredKernel k = partials.run_partials(node, name + "_parts");
     pre_kernels_.push_back(std::move(k.kernel));
     pre_buffer_nodes_.push_back(std::move(k.buffer_nodes));
@@ -570,6 +592,10 @@ class Lowerer {
     if (kernel_.fused.size() < 64) kernel_.fused.push_back(label(n));
     // Reduce lanes are SIMD: not inside an output's SIMD loop (unrolled rows are fine).
     bool inside_lanes = std::any_of(inner.begin(), inner.end(), [](const Level* l) { return l->kind == LoopKind::Vector; });
+    for (const Level* l : inner) {  // the reductions whose loops this one runs inside
+      auto it = reducing_.find(l);
+      if (it != reducing_.end()) nesting_.insert(it->second);
+    }
     DType acc_dtype = accumulator_dtype(node.dtype);
     Combine combine = node.op == Op::SumReduce ? Combine::Sum : Combine::Max;
     int acc = next_acc_++;
@@ -587,14 +613,19 @@ class Lowerer {
     Expr r;
     size_t keep = inner.size();
     int64_t factor = known_factor(extent);  // a dynamic extent such as 16*blocks splits too
-    bool splits = factor > 0 && factor % lanes == 0 && (!extent.is_const() || extent.value() > lanes);
-    if (lanes > 1 && !inside_lanes && splits) {
-      Expr outer_extent = simplify(extent / lanes);
+    bool splits = factor > 0 && factor % lanes == 0 && (!extent.is_const() || extent.value() > lanes) && !nesting_.count(n);
+    // A static extent that lanes do not divide runs ceil(extent / lanes) SIMD
+    // steps; the lanes past the end are masked and count as the identity.
+    bool tail = lanes > 1 && !splits && !nesting_.count(n) && extent.is_const() && extent.value() > lanes;
+    Expr in_range = Expr(1);
+    if (lanes > 1 && !inside_lanes && (splits || tail)) {
+      Expr outer_extent = tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes);
       Expr outer = Expr::index(base + "_o", outer_extent);
       Expr lane = Expr::index(base + "_v", Expr(lanes));
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
       r = outer * lanes + lane;
+      if (tail) in_range = lt(r, extent);
     } else if (int64_t n = schedule_.reduce_split(); n > 1 && factor % n == 0 && (!extent.is_const() || extent.value() > n)) {
       Expr outer_extent = simplify(extent / n);
       Expr outer = Expr::index(base + "_o", outer_extent), part = Expr::index(base + "_i", Expr(n));
@@ -605,10 +636,12 @@ class Lowerer {
       r = Expr::index(base, extent);
       inner.push_back(open(r, extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
     }
+    for (size_t i = keep; i < inner.size(); ++i) reducing_[inner[i]] = n;
     std::vector<Expr> in_coords = coords;
     in_coords.insert(in_coords.begin() + node.axis, simplify(first + r));
-    Value v = edge(node.inputs[0], in_coords, guard, inner);
-    inner.back()->block.push_back(Stmt::acc_update(acc, combine, cast(v, acc_dtype)));
+    Value v = cast(edge(node.inputs[0], in_coords, simplify(logical_and(guard, in_range)), inner), acc_dtype);
+    if (!in_range.is_const(1)) v = select(index_value(in_range, DType::Bool), v, number(identity_of(node.op, acc_dtype), acc_dtype));
+    inner.back()->block.push_back(Stmt::acc_update(acc, combine, v));
     close(inner, keep);
     // A part is stored as accumulated (f16 sums combine in f32).
     Value result = cut ? acc_value(acc, acc_dtype) : cast(acc_value(acc, acc_dtype), node.dtype);
@@ -621,10 +654,7 @@ class Lowerer {
     const Node& node = graph_.node(n);
     int64_t extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)].value();
     DType acc_dtype = accumulator_dtype(node.dtype);
-    if (extent == 0) {
-      double identity = node.op == Op::SumReduce ? 0 : (is_float(node.dtype) ? -INFINITY : node.dtype == DType::I32 ? INT32_MIN : 0);
-      return number(identity, node.dtype);
-    }
+    if (extent == 0) return number(identity_of(node.op, node.dtype), node.dtype);
     Value result;
     for (int64_t r = 0; r < extent; ++r) {
       std::vector<Expr> in_coords = coords;
@@ -685,6 +715,9 @@ class Lowerer {
     Expr part;
   } rfactor_;
   std::vector<ScratchBuffer> scratch_;
+  std::map<const Level*, NodeId> reducing_;  // loop levels a reduction opened -> that reduction
+  std::set<NodeId> nesting_;                  // reductions with another reduction's loop inside theirs
+  bool probing_ = false;                      // lowering only to find nesting_
   std::vector<Kernel> pre_kernels_;
   std::vector<std::vector<NodeId>> pre_buffer_nodes_;
 

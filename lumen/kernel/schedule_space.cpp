@@ -92,6 +92,27 @@ std::vector<int64_t> reduce_divisors(const Kernel& k) {
   return out;
 }
 
+// How many loads a kernel makes: each load times the extents of its loops
+// (dynamic extents taken as 64).
+double load_count(const Kernel& k) {
+  std::function<double(const Block&)> block = [&](const Block& b) {
+    double n = 0;
+    for (const Stmt& st : b) {
+      if (st.value) {
+        std::function<double(const Value&)> value = [&](const Value& v) {
+          double c = v->kind == ValueKind::Load ? 1 : 0;
+          for (const Value& a : v->args) c += value(a);
+          return c;
+        };
+        n += value(st.value);
+      }
+      if (st.kind == StmtKind::Loop) n += assumed(st.extent) * block(st.body);
+    }
+    return n;
+  };
+  return block(k.body);
+}
+
 // Every load ignores `var` or walks it with unit stride, and one walks it.
 bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
   auto it = strides.find(var);
@@ -181,6 +202,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
   for (double e : plain.evaluations) f.work += e;
   auto strides = load_strides(plain.kernel, f.lanes);
+  f.loads = load_count(plain.kernel);
   for (const auto& [var, coefs] : strides) {
     if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
   }
@@ -271,7 +293,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   }
   // Work counts evaluations of computed nodes; a reduction of an input counts
   // once per output, so the elements it reads count too.
-  double reduced = f.numel * static_cast<double>(f.rfactor_extent);
+  double reduced = f.loads;
   bool big = f.numel >= 4096 || f.work >= 65536 || reduced >= 65536;
   if (!f.shape.empty()) k.parallel = f.threads > 1 && big ? 0 : -1;
   // Too few outputs to share among the threads (a sum of everything, the

@@ -35,6 +35,7 @@ struct KernelFacts {
                               // the last dim's loads stride: the kernel reads through a transpose
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
   double numel = 0, work = 0;
+  double loads = 0;  // elements the plain kernel loads (a reduction of an input reads many per output)
 };
 
 KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target);

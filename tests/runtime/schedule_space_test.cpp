@@ -12,6 +12,7 @@
 #include "lumen/core/tensor.h"
 #include "lumen/kernel/fusion.h"
 #include "lumen/kernel/lower.h"
+#include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
 #include "lumen/ops/conv.h"
 #include "lumen/ops/attention.h"
@@ -132,6 +133,38 @@ Case transpose_copy() {
   c.g.mark_output((x.transpose(0, 1) * 2.0 + 3.0).sqrt(), "y");
   c.inputs["x"] = filled(DType::F32, {64, 96}, 1);
   return c;
+}
+
+// Per-channel means over batch and positions (batch-norm statistics): the
+// reduction over positions runs inside the one over the batch.
+Case channel_means() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(6), Expr(8), Expr(6), Expr(32)});
+  c.g.mark_output(ops::mean(x, {0, 2, 3}, false), "y");
+  c.inputs["x"] = filled(DType::F32, {6, 8, 6, 32}, 1);
+  return c;
+}
+
+// Row maxima and sums over 100 elements, all negative: 100 is not a multiple
+// of the SIMD width, and the masked lanes must count as -inf for the max.
+Case odd_rows() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(8), Expr(100)});
+  c.g.mark_output(ops::amax(x, {-1}, false) + ops::sum(x, {-1}, false), "y");
+  Array a = filled(DType::F32, {8, 100}, 1);
+  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, a.get(i) - 3.0);
+  c.inputs["x"] = a;
+  return c;
+}
+
+// The text of a kernel's loop IR.
+std::string lowered_text(const Case& c, const kernel::Knobs& k, const kernel::KernelFacts& f) {
+  NodeId out = c.g.outputs().at(0).edge.node;
+  std::vector<bool> materialized(c.g.size(), false);
+  for (size_t i = 0; i < c.g.size(); ++i) materialized[i] = c.g.nodes()[i].op == Op::Input;
+  materialized[static_cast<size_t>(out)] = true;
+  kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, k));
+  return kernel::to_string(kernel::lower(c.g, out, materialized, s, "k").kernel);
 }
 
 // Runs the case with every kernel scheduled as `pick` says; checks against the interpreter.
@@ -346,6 +379,27 @@ TEST(ScheduleSpace, ATransposedReadIsWalkedInSquares) {
   check_heuristic_and_neighbours(c);
   Case plain = softmax_rows();  // rows read in order: nothing to block
   EXPECT_EQ(output_facts(plain, 16).transposed_dim, -1);
+}
+
+TEST(ScheduleSpace, SimdLanesGoToTheInnermostReduction) {
+  Case c = channel_means();
+  kernel::KernelFacts f = output_facts(c, 16);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  ASSERT_EQ(h.reduce_lanes, 16);
+  std::string ir = lowered_text(c, h, f);
+  // The batch loop is scalar; the positions (6 * 32, in memory order) are the lanes.
+  EXPECT_NE(ir.find("for r0 in [0, 6) serial"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("for r1_v in [0, 16) vector"), std::string::npos) << ir;
+  check_heuristic_and_neighbours(c);
+}
+
+TEST(ScheduleSpace, AReductionLanesDoNotDivideIsMaskedAtItsEnd) {
+  Case c = odd_rows();
+  kernel::KernelFacts f = output_facts(c, 16);
+  std::string ir = lowered_text(c, kernel::heuristic_knobs(f), f);
+  EXPECT_NE(ir.find("in [0, 7) serial"), std::string::npos) << ir;  // ceil(100 / 16) SIMD steps
+  EXPECT_NE(ir.find("< 100"), std::string::npos) << ir;
+  check_heuristic_and_neighbours(c);
 }
 
 TEST(ScheduleSpace, RfactorNeedsAReductionItsPartsDivide) {
