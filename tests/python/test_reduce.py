@@ -192,3 +192,16 @@ def test_channel_statistics_of_a_batch(backend):
     x = data((6, 8, 14, 14), seed=9)
     check("mean", lambda t: lumen.mean(t, (0, 2, 3)), lambda t: torch.mean(t, (0, 2, 3)), [x], backend)
     check("var", lambda t: lumen.var(t, (0, 2, 3)), lambda t: torch.var(t, (0, 2, 3)), [x], backend)
+
+
+@pytest.mark.parametrize("n", [100, 1000, 5000])
+def test_long_cumsum_in_blocks(backend, n):
+    # Blocks of 16, their totals scanned recursively (5000: two levels). An
+    # inf must reach only the positions after it, a NaN likewise.
+    x = data((3, n), seed=17)
+    x[1, n // 3] = np.inf
+    x[2, n // 2] = np.nan
+    check("cumsum", lambda t: lumen.cumsum(t, -1), lambda t: torch.cumsum(t, -1), [x], backend, rtol=1e-5, atol=1e-3)
+    check("cumsum", lambda t: lumen.cumsum(t, 0), lambda t: torch.cumsum(t, 0), [x.T.copy()], backend, rtol=1e-5, atol=1e-3)
+    i = data((2, n), lumen.int32, 18, -3, 3)
+    check("cumsum", lambda t: lumen.cumsum(t, -1), lambda t: torch.cumsum(t, -1).int(), [i], backend)
