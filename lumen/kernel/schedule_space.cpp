@@ -324,7 +324,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   }
   // Row kernels (softmax, norms) over big inputs: the next rows' reads start early.
   // Matrix-vector products: the next rows of the matrix stream in the same way.
-  bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || k.rows > 1) && k.reduce_lanes > 1 && k.parallel == 0;
+  // On one thread too (the row loop is then serial): Q8_0 decode of a 110M
+  // Llama from its mapped file, 1 thread, 40 -> 64 tokens/s.
+  bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || k.rows > 1) && k.reduce_lanes > 1 && k.rfactor == 1;
   if (rows_of_reductions && f.work >= (1 << 20)) k.prefetch = 2;
   return k;
 }
