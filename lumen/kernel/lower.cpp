@@ -217,10 +217,9 @@ class Lowerer {
   // scalar steps, so the inner one, which walks memory in order, gets the
   // lanes. Which reductions hold others is found by lowering once plainly.
   void find_nested_reductions(NodeId target) {
-    if (schedule_.reduce_lanes() < 2 || probing_) return;
-    Schedule plain(graph_.node(target).shape);
+    if (schedule_.reduce_lanes() < 2) return;
+    Schedule plain(graph_.node(target).shape);  // no lanes: the probe does not probe again
     Lowerer probe(graph_, materialized_, plain, options_);
-    probe.probing_ = true;
     probe.run(target, "probe");
     nesting_ = std::move(probe.nesting_);
   }
@@ -717,7 +716,6 @@ class Lowerer {
   std::vector<ScratchBuffer> scratch_;
   std::map<const Level*, NodeId> reducing_;  // loop levels a reduction opened -> that reduction
   std::set<NodeId> nesting_;                  // reductions with another reduction's loop inside theirs
-  bool probing_ = false;                      // lowering only to find nesting_
   std::vector<Kernel> pre_kernels_;
   std::vector<std::vector<NodeId>> pre_buffer_nodes_;
 
