@@ -275,9 +275,15 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   } else if (f.tileable) {
     int rank = static_cast<int>(f.shape.size());
     const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    // Columns: four vectors if they divide N, else the widest of 3 to 7
+    // vectors that does (N = 784: 7), else two or one. Rows: up to 6, as many
+    // as keep the accumulators within 24 registers.
+    int64_t l = f.lanes;
+    k.nr = divisors_in(known_factor(f.shape.back()), {4 * l, 7 * l, 6 * l, 5 * l, 3 * l, 2 * l, l}).front();
+    int64_t most_rows = std::max<int64_t>(1, 24 / (k.nr / l));
     auto mrs = tile_rows_in(m, {6, 4, 3, 2});
-    k.mr = mrs.empty() ? 1 : mrs.front();
-    k.nr = divisors_in(known_factor(f.shape.back()), {4 * f.lanes, 2 * f.lanes, f.lanes}).front();
+    auto fits = std::find_if(mrs.begin(), mrs.end(), [&](int64_t r) { return r <= most_rows; });
+    k.mr = fits == mrs.end() ? 1 : *fits;
     k.pack = f.pack_operand >= 0;
     // The reduction loop unrolled twice: its counter and branch take fewer
     // of the FMA ports' issue slots (+5% on a 6x64 tile, measured).
@@ -470,7 +476,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
       n.mr = mr;
       push(n);
     }
-    for (int64_t nr : divisors_in(known_factor(last), {l, 2 * l, 3 * l, 4 * l})) {
+    for (int64_t nr : divisors_in(known_factor(last), {l, 2 * l, 3 * l, 4 * l, 5 * l, 6 * l, 7 * l})) {
       Knobs n = k;
       n.nr = nr;
       push(n);

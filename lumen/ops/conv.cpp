@@ -150,6 +150,15 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   }
   Pair out{};
   windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
+  if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0) {
+    // A pointwise convolution is a matmul in NCHW as it stands: weights
+    // [O, C] times each image's [C, H·W] (positions contiguous, the SIMD
+    // dim), with no window copy and no transpose back to NCHW.
+    Tensor flat = x.reshape({x.shape()[0], Expr(c), Expr(out[0] * out[1])});
+    Tensor y = matmul(weight.reshape({Expr(o), Expr(c)}), flat).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
+    if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
+    return y;
+  }
   if ((o / groups) % 16 == 0) return conv2d_channels(x, weight, bias, stride, padding, dilation, groups, out);
   // Output rows are computed padded to a multiple of 16 positions when that
   // costs at most a sixth more work: each row of window positions then starts

@@ -70,6 +70,16 @@ def test_conv2d_channels_as_lanes(backend, stride, padding, dilation, groups, ke
           lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding, dilation, groups)), [x, w, b], backend, atol=1e-4)
 
 
+# A pointwise convolution whose H·W is a multiple of 16 is a matmul in NCHW
+# (weights times each image's [C, H·W]); 7 x 7 positions take another form.
+@pytest.mark.parametrize("shape,out", [((2, 24, 8, 6), 40), ((1, 16, 28, 28), 24), ((2, 8, 7, 7), 16)], ids=str)
+def test_conv2d_pointwise(backend, shape, out):
+    x = Input(data(shape, seed=21), layout="permuted")
+    w, b = data((out, shape[1], 1, 1), seed=22), data((out,), seed=23)
+    check("conv2d", lambda t, k, c: F.conv2d(t, k, c), lambda t, k, c: TF.conv2d(t, k, c), [x, w, b], backend, atol=1e-4)
+    check("conv2d", lambda t, k: F.conv2d(t, k), lambda t, k: TF.conv2d(t, k), [x, w], backend, atol=1e-4)
+
+
 def test_conv2d_rectangular_and_same(backend):
     x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
     check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),

@@ -59,12 +59,12 @@ Case matvec(bool quantized) {
   return c;
 }
 
-Case matmul(int64_t m = 24) {
+Case matmul(int64_t m = 24, int64_t n = 64) {
   Case c;
-  Tensor a = c.g.input("a", {Expr(m), Expr(48)}), b = c.g.input("b", {Expr(48), Expr(64)});
+  Tensor a = c.g.input("a", {Expr(m), Expr(48)}), b = c.g.input("b", {Expr(48), Expr(n)});
   c.g.mark_output(a.matmul(b), "y");
   c.inputs["a"] = filled(DType::F32, {m, 48}, 1);
-  c.inputs["b"] = filled(DType::F32, {48, 64}, 1);
+  c.inputs["b"] = filled(DType::F32, {48, n}, 1);
   return c;
 }
 
@@ -437,6 +437,19 @@ TEST(ScheduleSpace, ASumOverAdjacentAxesIsOneReduction) {
   Tensor y3 = ops::sum(g3.input("x", {Expr(4), Expr(8), Expr(16)}), {0, 2}, true);  // two runs
   EXPECT_EQ(reductions(y3), 2);
   EXPECT_EQ(to_string(y3.shape()), "[1, 8, 1]");
+}
+
+TEST(ScheduleSpace, ATileTakesTheWidestColumnsThatDivideN) {
+  // N = 112 = 7 vectors (a pointwise convolution over 28 x 28 positions is 784 = 7 x 112):
+  // a 3 x 112 tile keeps 21 accumulators, where 16 columns would keep 6.
+  Case c = matmul(24, 112);
+  Contraction k = contraction_kernel(c);
+  ASSERT_GE(k.node, 0);
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2});
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.nr, 112);
+  EXPECT_EQ(h.mr, 3);
+  check_heuristic_and_neighbours(c);
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
