@@ -203,6 +203,9 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   for (double e : plain.evaluations) f.work += e;
   auto strides = load_strides(plain.kernel, f.lanes);
   f.loads = load_count(plain.kernel);
+  for (NodeId b : plain.buffer_nodes) {
+    if (b >= 0 && graph.node(b).op == Op::Input && graph.node(b).parameter) f.reads_parameter = true;
+  }
   for (const auto& [var, coefs] : strides) {
     if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
   }
@@ -327,11 +330,14 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     int64_t tf = known_factor(f.shape[static_cast<size_t>(f.transposed_dim)]), lf = known_factor(f.shape.back());
     if (tf > f.lanes && lf > f.lanes && tf % f.lanes == 0 && lf % f.lanes == 0) k.block = k.vector = f.lanes;
   }
-  // Row kernels (softmax, norms) over big inputs: the next rows' reads start early.
-  // Matrix-vector products: the next rows of the matrix stream in the same way.
-  // On one thread too (the row loop is then serial): Q8_0 decode of a 110M
-  // Llama from its mapped file, 1 thread, 40 -> 64 tokens/s.
-  bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || k.rows > 1) && k.reduce_lanes > 1 && k.rfactor == 1;
+  // Row kernels (softmax, norms) over big inputs: the next rows' reads start
+  // early (softmax 4096², 2 threads: 6.2 -> 4.3 ms). Matrix-vector products
+  // over weights: the next rows stream in the same way, which a weight file
+  // mapped in small pages needs (Q8_0 decode of a 110M Llama, 1 thread: 40 ->
+  // 64 tokens/s), but a matrix in huge pages streams faster without (4096 x
+  // 11008 from a numpy array, 2 threads: 5.67 -> 5.48 ms). On one thread too.
+  bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || (k.rows > 1 && f.reads_parameter)) && k.reduce_lanes > 1 &&
+                            k.rfactor == 1;
   if (rows_of_reductions && f.work >= (1 << 20)) k.prefetch = 2;
   return k;
 }

@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 14;
+constexpr int kScheduleSpaceVersion = 15;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
@@ -36,6 +36,7 @@ struct KernelFacts {
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
   double numel = 0, work = 0;
   double loads = 0;  // elements the plain kernel loads (a reduction of an input reads many per output)
+  bool reads_parameter = false;  // some buffer it reads is a parameter (weights: often a mapped file, small pages)
 };
 
 KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target);

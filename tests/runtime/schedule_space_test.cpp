@@ -452,6 +452,28 @@ TEST(ScheduleSpace, ATileTakesTheWidestColumnsThatDivideN) {
   check_heuristic_and_neighbours(c);
 }
 
+TEST(ScheduleSpace, MatrixVectorProductsPrefetchWeightsOnly) {
+  // Weights (parameters, often a file mapped in small pages) are prefetched
+  // rows ahead; a matrix given as an input (an array in huge pages) is not.
+  for (bool weights : {true, false}) {
+    Case c;
+    Tensor x = c.g.input("x", {Expr(1), Expr(1024)});
+    Tensor w = weights ? c.g.parameter("w", {Expr(1024), Expr(1024)}) : c.g.input("w", {Expr(1024), Expr(1024)});
+    c.g.mark_output(x.matmul(w.transpose(0, 1)), "y");
+    kernel::Knobs h = kernel::heuristic_knobs(output_facts(c, 16));
+    EXPECT_EQ(h.rows, 4);
+    EXPECT_EQ(h.prefetch, weights ? 2 : 0) << h.to_string();
+  }
+  Case rows = softmax_rows();  // row kernels prefetch their input either way (when big enough)
+  Tensor x = rows.g.input("big", {Expr(1024), Expr(1024)});
+  rows.g.mark_output(ops::softmax(x, -1), "z");
+  NodeId out = rows.g.outputs().back().edge.node;
+  std::vector<bool> materialized(rows.g.size(), false);
+  for (size_t i = 0; i < rows.g.size(); ++i) materialized[i] = rows.g.nodes()[i].op == Op::Input;
+  materialized[static_cast<size_t>(out)] = true;
+  EXPECT_EQ(kernel::heuristic_knobs(kernel::kernel_facts(rows.g, out, materialized, kernel::Target{16, 2})).prefetch, 2);
+}
+
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
 TEST(ScheduleSpace, MatvecQuantized) { check_heuristic_and_neighbours(matvec(true)); }
 TEST(ScheduleSpace, Matmul) { check_heuristic_and_neighbours(matmul()); }
