@@ -173,12 +173,13 @@ std::vector<kernel::Action> random_schedule(std::mt19937& rng, const Shape& shap
   using kernel::LoopKind;
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   kernel::Schedule s(shape);
-  if (shape.empty()) return {};  // a scalar kernel has no loops to schedule
   int lanes = cpu_lanes();
   for (int step = uniform(0, 6); step > 0; --step) {
     int loops = static_cast<int>(s.loops().size());
     Action a = Action::reduce_unroll(2);
-    switch (uniform(0, 10)) {
+    // A scalar kernel has no loops: only its reduction's actions.
+    switch (shape.empty() ? std::vector<int>{5, 6, 11}[static_cast<size_t>(uniform(0, 2))] : uniform(0, 11)) {
+      case 11: a = Action::rfactor(uniform(2, 3)); break;
       case 10: a = Action::reduce_split(uniform(2, 4)); break;
       case 9: a = Action::pack_inline(uniform(0, 1)); break;
       case 8: a = Action::prefetch(uniform(1, 2)); break;
@@ -232,11 +233,12 @@ void run_case(unsigned seed) {
   std::mt19937 schedule_rng(seed * 7919u);
   auto chooser = [&](const Graph& g, NodeId n, const std::vector<bool>& materialized) {
     std::vector<kernel::Action> actions = random_schedule(schedule_rng, g.node(n).shape);
-    try {  // pack applies to contractions only; lowering rejects it elsewhere
+    try {  // pack applies to contractions only, rfactor to reductions it divides; lowering rejects them elsewhere
       kernel::lower(g, n, materialized, kernel::Schedule::from_actions(g.node(n).shape, actions), "probe");
     } catch (const Error&) {
       std::erase_if(actions, [](const kernel::Action& a) {
-        return a.kind == kernel::ActionKind::Pack || a.kind == kernel::ActionKind::PackInline;
+        return a.kind == kernel::ActionKind::Pack || a.kind == kernel::ActionKind::PackInline ||
+               a.kind == kernel::ActionKind::Rfactor;
       });
     }
     return actions;
