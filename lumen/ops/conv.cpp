@@ -13,6 +13,10 @@ namespace lumen::ops {
 
 namespace {
 
+// Depthwise windows up to this size are summed inline (reductions this short
+// are written out; see kernel::kInlineReduceExtent).
+constexpr int64_t kInlineWindow = 4;
+
 int64_t static_size(const Tensor& x, size_t d, const char* op) {
   const Expr& e = x.shape()[d];
   if (!e.is_const()) fail(op, ": needs static spatial sizes, got shape ", to_string(x.shape()));
@@ -133,6 +137,25 @@ Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optiona
   return y;
 }
 
+// Depthwise conv2d (one input channel per group) with a kernel of at most
+// 4 x 4: each output is KH·KW products summed inline (two small reductions),
+// so no window matrix is built and nothing is packed (8x256x28² 3x3, 2
+// threads: 3.8 -> 1.9 ms). Rows whose length the SIMD width does not divide
+// are still scalar. `out`: the output size, checked by the caller.
+Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
+                        Pair padding, Pair dilation, Pair out) {
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  Tensor win = windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
+  const Expr& n = x.shape()[0];
+  Shape each{n, Expr(c), Expr(o / c), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)};
+  Tensor per_output = win.unsqueeze(2).expand(each).reshape({n, Expr(o), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)});
+  auto [lhs, rhs] = promote(per_output, weight.reshape({Expr(1), Expr(o), Expr(1), Expr(kh), Expr(1), Expr(kw)}));
+  Tensor y = lhs.mul(rhs).sum_reduce(5).sum_reduce(3);  // [N, O, OH, OW]
+  if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
+  return y;
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride, Pair padding,
@@ -158,6 +181,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
     Tensor y = matmul(weight.reshape({Expr(o), Expr(c)}), flat).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
     if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
     return y;
+  }
+  if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
+    return conv2d_depthwise(x, weight, bias, stride, padding, dilation, out);
   }
   if ((o / groups) % 16 == 0) return conv2d_channels(x, weight, bias, stride, padding, dilation, groups, out);
   // Output rows are computed padded to a multiple of 16 positions when that

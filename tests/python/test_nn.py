@@ -80,6 +80,18 @@ def test_conv2d_pointwise(backend, shape, out):
     check("conv2d", lambda t, k: F.conv2d(t, k), lambda t, k: TF.conv2d(t, k), [x, w], backend, atol=1e-4)
 
 
+# Depthwise (one input channel per group, kernel up to 4 x 4): products summed
+# inline, no window matrix; a 5 x 5 kernel takes the general form.
+@pytest.mark.parametrize("kernel,stride,padding,dilation,multiplier", [
+    ((3, 3), 1, 1, 1, 1), ((3, 3), 2, 1, 1, 1), ((3, 3), 1, 2, 2, 2), ((3, 1), 1, (1, 0), 1, 1), ((1, 1), 1, 0, 1, 3),
+    ((5, 5), 1, 2, 1, 1)], ids=str)
+def test_conv2d_depthwise(backend, kernel, stride, padding, dilation, multiplier):
+    x = Input(data((2, 6, 11, 13), seed=24), layout="permuted")
+    w, b = data((6 * multiplier, 1, *kernel), seed=25), data((6 * multiplier,), seed=26)
+    check("conv2d", lambda t, k, c: F.conv2d(t, k, c, stride, padding, dilation, 6),
+          lambda t, k, c: TF.conv2d(t, k, c, stride, padding, dilation, 6), [x, w, b], backend, atol=1e-4)
+
+
 def test_conv2d_rectangular_and_same(backend):
     x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
     check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),
