@@ -259,20 +259,29 @@ class Lowerer {
     if (found) return *found;
     Context inner(ctx.begin(), ctx.begin() + static_cast<long>(at) + 1);
     DType acc_dtype = accumulator_dtype(node.dtype);
-    Combine combine = node.op == Op::SumReduce ? Combine::Sum : Combine::Max;
-    int acc = next_acc_++;
-    inner.back()->block.push_back(Stmt::acc_init(acc, acc_dtype, combine));
-    inner.back()->accs.push_back(acc);
+    int acc = start_accumulator(node, inner);
     size_t keep = inner.size();
     Expr part = Expr::index("r" + std::to_string(next_reduce_++), Expr(rfactor_.parts));
     inner.push_back(open(part, Expr(rfactor_.parts), LoopKind::Serial));
     Expr index = simplify(part * shape_numel(node.shape) + flat_index(node.shape, coords));
     Value v = load(buffer_for(-1 - rfactor_.scratch), acc_dtype, index, simplify(guard));
-    inner.back()->block.push_back(Stmt::acc_update(acc, combine, v));
+    inner.back()->block.push_back(Stmt::acc_update(acc, combine_of(node), v));
     close(inner, keep);
     Value result = cast(acc_value(acc, acc_dtype), node.dtype);
     ctx[at]->reduce_memo[key] = result;
     return result;
+  }
+
+  static Combine combine_of(const Node& reduction) {
+    return reduction.op == Op::SumReduce ? Combine::Sum : Combine::Max;
+  }
+
+  // A fresh accumulator for `reduction`, initialised at the innermost level of `inner`.
+  int start_accumulator(const Node& reduction, Context& inner) {
+    int acc = next_acc_++;
+    inner.back()->block.push_back(Stmt::acc_init(acc, accumulator_dtype(reduction.dtype), combine_of(reduction)));
+    inner.back()->accs.push_back(acc);
+    return acc;
   }
 
   void prepare_pack(NodeId target, int operand, int64_t nr, const std::string& name) {
@@ -596,10 +605,7 @@ class Lowerer {
       if (it != reducing_.end()) nesting_.insert(it->second);
     }
     DType acc_dtype = accumulator_dtype(node.dtype);
-    Combine combine = node.op == Op::SumReduce ? Combine::Sum : Combine::Max;
-    int acc = next_acc_++;
-    inner.back()->block.push_back(Stmt::acc_init(acc, acc_dtype, combine));
-    inner.back()->accs.push_back(acc);
+    int acc = start_accumulator(node, inner);
 
     Expr extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)];
     Expr first = Expr(0);  // rfactor's part p reduces [p * extent / parts, (p + 1) * extent / parts)
@@ -612,12 +618,13 @@ class Lowerer {
     Expr r;
     size_t keep = inner.size();
     int64_t factor = known_factor(extent);  // a dynamic extent such as 16*blocks splits too
-    bool splits = factor > 0 && factor % lanes == 0 && (!extent.is_const() || extent.value() > lanes) && !nesting_.count(n);
+    bool simd = lanes > 1 && !inside_lanes && !nesting_.count(n);  // lanes go to innermost reductions only
+    bool splits = factor > 0 && factor % lanes == 0 && (!extent.is_const() || extent.value() > lanes);
     // A static extent that lanes do not divide runs ceil(extent / lanes) SIMD
     // steps; the lanes past the end are masked and count as the identity.
-    bool tail = lanes > 1 && !splits && !nesting_.count(n) && extent.is_const() && extent.value() > lanes;
+    bool tail = !splits && extent.is_const() && extent.value() > lanes;
     Expr in_range = Expr(1);
-    if (lanes > 1 && !inside_lanes && (splits || tail)) {
+    if (simd && (splits || tail)) {
       Expr outer_extent = tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes);
       Expr outer = Expr::index(base + "_o", outer_extent);
       Expr lane = Expr::index(base + "_v", Expr(lanes));
@@ -640,7 +647,7 @@ class Lowerer {
     in_coords.insert(in_coords.begin() + node.axis, simplify(first + r));
     Value v = cast(edge(node.inputs[0], in_coords, simplify(logical_and(guard, in_range)), inner), acc_dtype);
     if (!in_range.is_const(1)) v = select(index_value(in_range, DType::Bool), v, number(identity_of(node.op, acc_dtype), acc_dtype));
-    inner.back()->block.push_back(Stmt::acc_update(acc, combine, v));
+    inner.back()->block.push_back(Stmt::acc_update(acc, combine_of(node), v));
     close(inner, keep);
     // A part is stored as accumulated (f16 sums combine in f32).
     Value result = cut ? acc_value(acc, acc_dtype) : cast(acc_value(acc, acc_dtype), node.dtype);

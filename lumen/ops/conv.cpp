@@ -111,8 +111,8 @@ Tensor window_matrix(const Tensor& win, int64_t groups, int64_t cg, Pair out, in
 // SIMD panels and broadcasts window elements, and the search can split the
 // reduction into C x (KH·KW) loops so the index needs no division.
 // `out`: the output size (OH, OW), checked by the caller.
-Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
-                       Pair padding, Pair dilation, int64_t groups, Pair out) {
+Tensor conv2d_channels(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, int64_t groups,
+                       Pair out) {
   int64_t o = static_size(weight, 0, "conv2d"), cg = static_size(weight, 1, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   int64_t w = static_size(x, 3, "conv2d");
@@ -132,9 +132,7 @@ Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optiona
   Tensor a = window_matrix(win, groups, cg, out, kh, kw).unsqueeze(3);  // [N, G, OH·OW, 1, K]
   Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(1), Expr(o / groups), Expr(cg * kh * kw)});
   auto [lhs, rhs] = promote(a, b);
-  Tensor y = lhs.mul(rhs).sum_reduce(-1).permute({0, 1, 3, 2}).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
-  if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
-  return y;
+  return lhs.mul(rhs).sum_reduce(-1).permute({0, 1, 3, 2}).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
 }
 
 // Depthwise conv2d (one input channel per group) with a kernel of at most
@@ -142,8 +140,7 @@ Tensor conv2d_channels(const Tensor& x, const Tensor& weight, const std::optiona
 // so no window matrix is built and nothing is packed (8x256x28² 3x3, 2
 // threads: 3.8 -> 1.9 ms). Rows whose length the SIMD width does not divide
 // are still scalar. `out`: the output size, checked by the caller.
-Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
-                        Pair padding, Pair dilation, Pair out) {
+Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, Pair out) {
   int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   Tensor win = windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
@@ -151,9 +148,41 @@ Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, const std::option
   Shape each{n, Expr(c), Expr(o / c), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)};
   Tensor per_output = win.unsqueeze(2).expand(each).reshape({n, Expr(o), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)});
   auto [lhs, rhs] = promote(per_output, weight.reshape({Expr(1), Expr(o), Expr(1), Expr(kh), Expr(1), Expr(kw)}));
-  Tensor y = lhs.mul(rhs).sum_reduce(5).sum_reduce(3);  // [N, O, OH, OW]
-  if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
-  return y;
+  return lhs.mul(rhs).sum_reduce(5).sum_reduce(3);  // [N, O, OH, OW]
+}
+
+// A pointwise convolution (1 x 1, stride 1, no padding, one group) is a matmul
+// in NCHW as it stands: weights [O, C] times each image's [C, H·W] (positions
+// contiguous, the SIMD dim), with no window copy and no transpose back.
+Tensor conv2d_pointwise(const Tensor& x, const Tensor& weight, Pair out) {
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  Tensor flat = x.reshape({x.shape()[0], Expr(c), Expr(out[0] * out[1])});
+  return matmul(weight.reshape({Expr(o), Expr(c)}), flat).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
+}
+
+// conv2d with the output positions as the SIMD dim: a contraction over
+// K = Cg·KH·KW with the positions flattened into one dim, so the compiler sees
+// [.., Og, OH·OW] x K like a matmul: windows [N, G, 1, OH·OW, K] times weights
+// [1, G, Og, 1, K]. Output rows are computed padded to a multiple of 16
+// positions when that costs at most a sixth more work: each row of window
+// positions then starts on a SIMD lane boundary, so the window matrix is
+// copied into panels with affine (vector) indices instead of a division per
+// element. The extra columns read zero padding and are sliced off.
+Tensor conv2d_positions(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, int64_t groups,
+                        Pair out) {
+  int64_t o = static_size(weight, 0, "conv2d"), cg = static_size(weight, 1, "conv2d");
+  int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  int64_t ow = out[1], ow_padded = (ow + 15) / 16 * 16;
+  bool pad_rows = ow_padded != ow && (ow_padded - ow) * 6 <= ow;
+  Tensor source = pad_rows ? x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(0), Expr(0)},
+                                    {Expr(0), Expr((ow_padded - ow) * stride[1])}})
+                           : x;
+  Tensor win = windows(source, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
+  Tensor a = window_matrix(win, groups, cg, out, kh, kw).unsqueeze(2);
+  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(o / groups), Expr(1), Expr(cg * kh * kw)});
+  auto [lhs, rhs] = promote(a, b);
+  Tensor y = lhs.mul(rhs).sum_reduce(-1).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
+  return pad_rows ? y.slice(3, Expr(0), Expr(ow)) : y;
 }
 
 }  // namespace
@@ -173,40 +202,17 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   }
   Pair out{};
   windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
+  Tensor y;
   if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0) {
-    // A pointwise convolution is a matmul in NCHW as it stands: weights
-    // [O, C] times each image's [C, H·W] (positions contiguous, the SIMD
-    // dim), with no window copy and no transpose back to NCHW.
-    Tensor flat = x.reshape({x.shape()[0], Expr(c), Expr(out[0] * out[1])});
-    Tensor y = matmul(weight.reshape({Expr(o), Expr(c)}), flat).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
-    if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
-    return y;
+    y = conv2d_pointwise(x, weight, out);
+  } else if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
+    y = conv2d_depthwise(x, weight, stride, padding, dilation, out);
+  } else if ((o / groups) % 16 == 0) {
+    y = conv2d_channels(x, weight, stride, padding, dilation, groups, out);
+  } else {
+    y = conv2d_positions(x, weight, stride, padding, dilation, groups, out);
   }
-  if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
-    return conv2d_depthwise(x, weight, bias, stride, padding, dilation, out);
-  }
-  if ((o / groups) % 16 == 0) return conv2d_channels(x, weight, bias, stride, padding, dilation, groups, out);
-  // Output rows are computed padded to a multiple of 16 positions when that
-  // costs at most a sixth more work: each row of window positions then starts
-  // on a SIMD lane boundary, so the window matrix is copied into panels with
-  // affine (vector) indices instead of a division per element. The extra
-  // columns read zero padding and are sliced off.
-  int64_t ow = out[1], ow_padded = (ow + 15) / 16 * 16;
-  bool pad_rows = ow_padded != ow && (ow_padded - ow) * 6 <= ow;
-  Tensor source = pad_rows ? x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(0), Expr(0)},
-                                    {Expr(0), Expr((ow_padded - ow) * stride[1])}})
-                           : x;
-  Tensor win = windows(source, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C, OH, KH, OW, KW]
-  // A contraction over K = Cg·KH·KW with the output positions flattened into
-  // one dim, so the compiler sees [.., Og, OH·OW] x K like a matmul:
-  // windows [N, G, 1, OH·OW, K] times weights [1, G, Og, 1, K].
-  Tensor a = window_matrix(win, groups, cg, out, kh, kw).unsqueeze(2);
-  Tensor b = weight.reshape({Expr(1), Expr(groups), Expr(o / groups), Expr(1), Expr(cg * kh * kw)});
-  auto [lhs, rhs] = promote(a, b);
-  Tensor y = lhs.mul(rhs).sum_reduce(-1).reshape({x.shape()[0], Expr(o), Expr(out[0]), Expr(out[1])});
-  if (pad_rows) y = y.slice(3, Expr(0), Expr(ow));
-  if (bias) y = add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)}));
-  return y;
+  return bias ? add(y, bias->reshape({Expr(1), Expr(o), Expr(1), Expr(1)})) : y;
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, int64_t stride, int64_t padding,

@@ -18,29 +18,19 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Tensor c(const Tensor& like, double v) { return scalar_like(like, v, like.dtype()); }
 
-// Reduces `axes` one at a time (highest first, so lower axis numbers stay valid).
-template <typename F>
-Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one) {
-  Tensor r = x;
-  for (auto it = axes.rbegin(); it != axes.rend(); ++it) r = reduce_one(r, *it);
-  if (keepdim) {
-    for (int a : axes) r = r.unsqueeze(a);
-  }
-  return r;
-}
-
-// As reduce_axes, but each run of adjacent axes of a contiguous tensor is
-// first merged into one (a free reshape): one reduction over all of its
+// Reduces `axes` one at a time, highest first (so lower axis numbers stay
+// valid). With `merge_runs`, each run of adjacent axes of a contiguous tensor
+// is first merged into one (a free reshape): one reduction over all of its
 // elements, whose loop the compiler can vectorize and cut into parallel parts,
-// instead of a reduction nested in another. Sums and maxima only (the result
+// instead of a reduction nested in another. For sums and maxima (the result
 // is the same up to the order of additions).
 template <typename F>
-Tensor reduce_merged_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one) {
-  if (!x.view().is_contiguous() || axes.size() < 2) return reduce_axes(x, axes, keepdim, reduce_one);
+Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one, bool merge_runs = false) {
+  bool merge = merge_runs && x.view().is_contiguous();
   Tensor r = x;
-  for (size_t end = axes.size(); end > 0;) {  // runs of consecutive axes, highest first
+  for (size_t end = axes.size(); end > 0;) {
     size_t begin = end - 1;
-    while (begin > 0 && axes[begin - 1] + 1 == axes[begin]) --begin;
+    while (merge && begin > 0 && axes[begin - 1] + 1 == axes[begin]) --begin;
     int first = axes[begin], last = axes[end - 1];
     if (first != last) {
       Shape merged;
@@ -67,13 +57,19 @@ Tensor count_tensor(const Tensor& like, const Expr& n, DType dtype) {
   return like.graph()->iota(n, {}, DType::I32).cast(dtype);
 }
 
-// x padded along `axis` to `size` with `fill` (exactly: padding reads 0, fill is added only there).
-Tensor pad_with(const Tensor& x, int axis, int64_t extra, double fill) {
+// x with `before` and `after` zeros padded along `axis`.
+Tensor pad_axis(const Tensor& x, int axis, int64_t before, int64_t after) {
   std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
-  padding[static_cast<size_t>(axis)] = {Expr(0), Expr(extra)};
-  Tensor padded = x.pad(padding);
+  padding[static_cast<size_t>(axis < 0 ? axis + static_cast<int>(x.rank()) : axis)] = {Expr(before), Expr(after)};
+  return x.pad(padding);
+}
+
+// x padded along `axis` with `before` and `after` elements of `fill`
+// (exactly: padding reads 0, fill is added only there).
+Tensor pad_with(const Tensor& x, int axis, int64_t before, int64_t after, double fill) {
+  Tensor padded = pad_axis(x, axis, before, after);
   if (fill == 0) return padded;
-  Tensor ones = c(x, 1).expand(x.shape()).pad(padding);  // 1 inside, 0 in the padding
+  Tensor ones = pad_axis(c(x, 1).expand(x.shape()), axis, before, after);  // 1 inside, 0 in the padding
   return padded + (1.0 - ones) * fill;
 }
 
@@ -84,19 +80,11 @@ Tensor tree_product(const Tensor& x, int axis) {
   Tensor r = x;
   while (n > 1) {
     int64_t half = (n + 1) / 2;
-    if (n % 2) r = pad_with(r, axis, 1, 1.0);
+    if (n % 2) r = pad_with(r, axis, 0, 1, 1.0);
     r = r.slice(axis, 0, half).mul(r.slice(axis, half, 2 * half));
     n = half;
   }
   return r.squeeze(axis);
-}
-
-// Inclusive scan along a static axis by doubling (Hillis-Steele): log2(n) steps.
-// Pads the last axis of x with `before` and `after` zeros.
-Tensor pad_last(const Tensor& x, int64_t before, int64_t after) {
-  std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
-  padding.back() = {Expr(before), Expr(after)};
-  return x.pad(padding);
 }
 
 // Inclusive prefix sums along the last (static) axis, in blocks of kBlock:
@@ -109,27 +97,26 @@ Tensor pad_last(const Tensor& x, int64_t before, int64_t after) {
 Tensor blocked_prefix_sum(const Tensor& x) {
   constexpr int64_t kBlock = 16;
   int64_t n = x.shape().back().value();
-  if (n <= 2 * kBlock) return pad_last(x, n - 1, 0).unfold(-1, n, 1).sum_reduce(-1);
+  if (n <= 2 * kBlock) return pad_axis(x, -1, n - 1, 0).unfold(-1, n, 1).sum_reduce(-1);
   int64_t blocks = (n + kBlock - 1) / kBlock;
   Shape blocked = x.shape();
   blocked.back() = Expr(blocks);
   blocked.push_back(Expr(kBlock));
-  Tensor grid = pad_last(x, 0, blocks * kBlock - n).reshape(blocked);              // [..., blocks, b]
-  Tensor within = pad_last(grid, kBlock - 1, 0).unfold(-1, kBlock, 1).sum_reduce(-1);  // [..., blocks, b]
+  Tensor grid = pad_axis(x, -1, 0, blocks * kBlock - n).reshape(blocked);              // [..., blocks, b]
+  Tensor within = pad_axis(grid, -1, kBlock - 1, 0).unfold(-1, kBlock, 1).sum_reduce(-1);  // [..., blocks, b]
   Tensor totals = within.slice(-1, kBlock - 1, kBlock).squeeze(-1);                // [..., blocks]
-  Tensor before = blocked_prefix_sum(pad_last(totals, 1, 0).slice(-1, 0, blocks));  // sums of the blocks before
+  Tensor before = blocked_prefix_sum(pad_axis(totals, -1, 1, 0).slice(-1, 0, blocks));  // sums of the blocks before
   Shape flat = x.shape();
   flat.back() = Expr(blocks * kBlock);
   return (within + before.unsqueeze(-1)).reshape(flat).slice(-1, 0, n);
 }
 
+// Inclusive scan along `axis`: sums in blocks (blocked_prefix_sum), a
+// symbolic length by a lower-triangular mask, products by doubling
+// (Hillis-Steele: log2(n) steps, each exact).
 Tensor scan(const Tensor& x, int axis, bool multiply) {
   Expr extent = x.shape()[static_cast<size_t>(axis)];
-  if (!multiply && extent.is_const() && extent.value() > 1) {
-    return blocked_prefix_sum(x.transpose(axis, -1)).transpose(axis, -1);
-  }
-  Tensor r = x;
-  if (!extent.is_const()) {  // symbolic length: an explicit lower-triangular mask
+  if (!extent.is_const()) {
     if (multiply) fail("cumprod: needs a static length along axis ", axis, ", got ", extent);
     Shape s{extent, extent};
     Tensor mask = x.graph()->iota(ge(loop_index(s, 0), loop_index(s, 1)), s, DType::Bool).cast(x.dtype());
@@ -137,17 +124,10 @@ Tensor scan(const Tensor& x, int axis, bool multiply) {
     return (moved * mask).sum_reduce(-1).transpose(axis, -1);
   }
   int64_t n = extent.value();
+  if (!multiply) return n > 1 ? blocked_prefix_sum(x.transpose(axis, -1)).transpose(axis, -1) : x;
+  Tensor r = x;
   for (int64_t shift = 1; shift < n; shift *= 2) {
-    std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
-    padding[static_cast<size_t>(axis)] = {Expr(shift), Expr(0)};
-    Tensor shifted = r.slice(axis, 0, n - shift).pad(padding);
-    if (multiply) {
-      Tensor ones = c(r, 1).expand(r.slice(axis, 0, n - shift).shape()).pad(padding);
-      shifted = shifted + (1.0 - ones);  // the shifted-in positions multiply by 1
-      r = r.mul(shifted);
-    } else {
-      r = r.add(shifted);
-    }
+    r = r.mul(pad_with(r.slice(axis, 0, n - shift), axis, shift, 0, 1.0));  // shifted in: 1
   }
   return r;
 }
@@ -200,7 +180,7 @@ Expr axes_numel(const Tensor& x, const std::vector<int>& axes) {
 
 Tensor sum(const Tensor& x, const Axes& axes, bool keepdim) {
   Tensor t = x.dtype() == DType::Bool ? x.cast(DType::I32) : x;
-  return reduce_merged_axes(t, normalize_axes(x, axes, "sum"), keepdim, [](const Tensor& r, int a) { return r.sum_reduce(a); });
+  return reduce_axes(t, normalize_axes(x, axes, "sum"), keepdim, [](const Tensor& r, int a) { return r.sum_reduce(a); }, true);
 }
 
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
@@ -210,7 +190,7 @@ Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
 }
 
 Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
-  return reduce_merged_axes(x, normalize_axes(x, axes, "amax"), keepdim, [](const Tensor& r, int a) { return r.max_reduce(a); });
+  return reduce_axes(x, normalize_axes(x, axes, "amax"), keepdim, [](const Tensor& r, int a) { return r.max_reduce(a); }, true);
 }
 
 Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {
