@@ -113,7 +113,7 @@ void CpuExecutor::build(const CpuOptions& options) {
 
   start = std::chrono::steady_clock::now();
   const cpu::Isa& isa = cpu::host_isa();
-  kernel::Target target{isa.f32_lanes(), cpu::ThreadPool::global().size()};
+  kernel::Target target{isa.f32_lanes(), cpu::ThreadPool::global()->size()};
   std::vector<std::vector<NodeId>> buffer_nodes;
   auto add = [&](kernel::Kernel k, std::vector<NodeId> buffers, NodeId computes) {
     kernel_nodes_.push_back(computes);
@@ -456,7 +456,8 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
     if (kept_[i].defined()) scratch[i] = kept_[i].data();
   }
 
-  cpu::ThreadPool& pool = cpu::ThreadPool::global();
+  std::shared_ptr<cpu::ThreadPool> pool_owner = cpu::ThreadPool::global();
+  cpu::ThreadPool& pool = *pool_owner;
   std::vector<void*> args;
   for (size_t k = 0; k < launches_.size(); ++k) {
     const Launch& l = launches_[k];

@@ -19,6 +19,7 @@ Program::Program(std::shared_ptr<const Graph> graph, std::vector<NamedOutput> ou
 }
 
 const Array& Program::state(const std::string& name) const {
+  auto held = lock();
   auto it = states_.find(name);
   if (it == states_.end()) {
     std::string known;
@@ -29,10 +30,12 @@ const Array& Program::state(const std::string& name) const {
 }
 
 void Program::reset_state() {
+  auto held = lock();
   for (auto& [name, a] : states_) std::memset(a.data(), 0, a.nbytes());
 }
 
 void Program::share_state(const Program& other) {
+  auto held = lock();
   for (auto& [name, mine] : states_) {
     auto it = other.states_.find(name);
     if (it == other.states_.end()) fail("share_state: the other program has no state named '", name, "'");
@@ -45,6 +48,7 @@ void Program::share_state(const Program& other) {
 }
 
 std::vector<std::string> Program::state_names() const {
+  auto held = lock();
   std::vector<std::string> names;
   for (const auto& [n, a] : states_) names.push_back(n);
   return names;
@@ -61,6 +65,7 @@ const Node& Program::input_node(const std::string& input) const {
 }
 
 void Program::set(const std::string& input, Array data) {
+  auto held = lock();
   const Node& n = input_node(input);
   if (data.dtype() != n.dtype) {
     fail("set: input '", input, "' is declared ", dtype_name(n.dtype), " ", to_string(n.shape), " but the data is ",
@@ -98,6 +103,7 @@ std::vector<int64_t> Program::declared_shape(const std::string& input) const {
 }
 
 void Program::set(const std::string& input, const std::vector<float>& values) {
+  auto held = lock();
   std::vector<int64_t> shape = declared_shape(input);
   Array a(input_node(input).dtype, shape);
   if (static_cast<int64_t>(values.size()) != a.numel()) {
@@ -109,6 +115,7 @@ void Program::set(const std::string& input, const std::vector<float>& values) {
 }
 
 void Program::set(const std::string& input, const std::vector<int32_t>& values) {
+  auto held = lock();
   std::vector<int64_t> shape = declared_shape(input);
   Array a(input_node(input).dtype, shape);
   if (static_cast<int64_t>(values.size()) != a.numel()) {
@@ -120,6 +127,7 @@ void Program::set(const std::string& input, const std::vector<int32_t>& values) 
 }
 
 void Program::bind(const std::string& dim, int64_t value) {
+  auto held = lock();
   auto names = graph_->dim_names();
   if (std::find(names.begin(), names.end(), dim) == names.end()) fail("bind: the program has no dynamic dim '", dim, "'");
   if (value < 0) fail("bind: dynamic dim '", dim, "' = ", value, " is negative; dims must be >= 0");
@@ -127,6 +135,7 @@ void Program::bind(const std::string& dim, int64_t value) {
 }
 
 void Program::run() {
+  auto held = lock();
   results_.clear();  // lets the executor reuse output buffers nobody else holds
   if (states_.empty()) {
     results_ = executor_->execute(inputs_, bindings_);
@@ -138,6 +147,7 @@ void Program::run() {
 }
 
 const Array& Program::get(const std::string& output) const {
+  auto held = lock();
   for (size_t k = 0; k < outputs_.size(); ++k) {
     if (outputs_[k].name != output) continue;
     if (k >= results_.size()) fail("get: output '", output, "' is not available; call run() first");

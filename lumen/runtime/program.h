@@ -1,10 +1,17 @@
 // Program — a compiled graph, ready to run many times: set inputs by name,
 // bind dynamic dims (or let input shapes bind them), run, read outputs.
+//
+// Threads: every method takes the program's lock, so calls from several
+// threads never corrupt it, and different programs run concurrently. A
+// sequence (set, run, get) is atomic only under lock(): hold it across the
+// sequence when several threads share one program (Python's program(...)
+// call does). Arrays returned by get() stay valid until the next run().
 #pragma once
 
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +63,9 @@ class Program {
   }
   double compile_seconds = 0;  // wall time compile() took
 
+  // Held across a set/run/get sequence by a thread sharing this program.
+  std::unique_lock<std::recursive_mutex> lock() const { return std::unique_lock<std::recursive_mutex>(*mutex_); }
+
  private:
   std::vector<int64_t> declared_shape(const std::string& input) const;
   const Node& input_node(const std::string& input) const;
@@ -67,6 +77,7 @@ class Program {
   std::map<std::string, Array> states_;
   Bindings bindings_;
   std::vector<Array> results_;
+  std::shared_ptr<std::recursive_mutex> mutex_ = std::make_shared<std::recursive_mutex>();
 };
 
 }  // namespace lumen

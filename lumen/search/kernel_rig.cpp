@@ -230,7 +230,8 @@ double KernelRig::run(Candidate& c) {
       }
     }
   }
-  cpu::ThreadPool& pool = cpu::ThreadPool::global();
+  std::shared_ptr<cpu::ThreadPool> pool_owner = cpu::ThreadPool::global();
+  cpu::ThreadPool& pool = *pool_owner;
   auto start = std::chrono::steady_clock::now();
   for (size_t l = 0; l < c.run.size(); ++l) {
     if (l < c.once.size() && c.once[l]) {

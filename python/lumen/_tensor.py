@@ -159,7 +159,6 @@ def _install():
     Graph.randn = lambda self, *shape, seed=0, dtype=_convert.float32: _ops.randn(self, _shape(shape), int(seed), _convert.dtype(dtype))
     Graph.compile = lambda self, outputs=None, backend="cpu", **options: _compile(self, outputs, backend, **options)
 
-    Program.__call__ = _call
 
 
 def _expand(x, sizes):
@@ -180,17 +179,3 @@ def _arange(self, start, end=None, step=1, dtype=None):
 def _compile(graph, outputs, backend, **options):
     from ._lumen import compile as _c
     return _c(graph, outputs, backend, **options)
-
-
-def _call(self, *args, **inputs):
-    """Sets inputs (by keyword, or positionally in input order), runs, and returns the outputs."""
-    names = self.input_names
-    if len(args) > len(names):
-        raise Error(f"program takes {len(names)} inputs, {len(args)} were given")
-    for name, value in zip(names, args):
-        self.set(name, value)
-    for name, value in inputs.items():
-        self.set(name, value)
-    self.run()
-    outs = tuple(self.get(n) for n in self.output_names)
-    return outs[0] if len(outs) == 1 else outs

@@ -10,18 +10,61 @@
 
 namespace lumen::python {
 
+namespace {
+
+// Takes the program's lock with the GIL released, so a thread holding the
+// lock and waiting for the GIL (to convert outputs) cannot deadlock with one
+// holding the GIL and waiting for the lock.
+std::unique_lock<std::recursive_mutex> lock_program(const Program& p) {
+  nb::gil_scoped_release release;
+  return p.lock();
+}
+
+void set_input(Program& p, const std::string& name, nb::handle value) {
+  NodeId id = p.graph().find_input(name);
+  if (id < 0) p.set(name, Array());  // raises the standard "no input named" error
+  p.set(name, array_from_python(value, p.graph().node(id).dtype, "set('" + name + "')"));
+}
+
+nb::object get_output(const Program& p, nb::handle key) {
+  if (nb::isinstance<nb::str>(key)) return array_to_python(p.get(nb::cast<std::string>(key)));
+  return array_to_python(p.get(nb::cast<Tensor>(key)));
+}
+
+// program(*inputs, **inputs): set, run and get as one step under the lock.
+nb::object call_program(Program& p, nb::args args, nb::kwargs kwargs) {
+  auto held = lock_program(p);
+  std::vector<NodeId> ids = p.graph().input_ids();
+  if (args.size() > ids.size()) fail("program takes ", ids.size(), " inputs, ", args.size(), " were given");
+  for (size_t i = 0; i < args.size(); ++i) set_input(p, p.graph().node(ids[i]).name, args[i]);
+  for (auto [name, value] : kwargs) set_input(p, nb::cast<std::string>(name), value);
+  {
+    nb::gil_scoped_release release;
+    p.run();
+  }
+  std::vector<std::string> names = p.output_names();
+  if (names.size() == 1) return array_to_python(p.get(names[0]));
+  nb::list outs;
+  for (const std::string& n : names) outs.append(array_to_python(p.get(n)));
+  return nb::tuple(outs);
+}
+
+}  // namespace
+
 void bind_runtime(nb::module_& m) {
   nb::class_<Program>(m, "Program", "A compiled graph: set inputs, run, get outputs.")
       .def("set",
            [](Program& p, const std::string& name, nb::handle value) {
-             NodeId id = p.graph().find_input(name);
-             if (id < 0) {
-               p.set(name, Array());  // raises the standard "no input named" error
-             }
-             p.set(name, array_from_python(value, p.graph().node(id).dtype, "set('" + name + "')"));
+             auto held = lock_program(p);
+             set_input(p, name, value);
            },
            nb::arg("name"), nb::arg("value"))
-      .def("bind", &Program::bind, nb::arg("dim"), nb::arg("value"))
+      .def("bind",
+           [](Program& p, const std::string& dim, int64_t value) {
+             auto held = lock_program(p);
+             p.bind(dim, value);
+           },
+           nb::arg("dim"), nb::arg("value"))
       .def("run",
            [](Program& p) {
              nb::gil_scoped_release release;
@@ -29,14 +72,26 @@ void bind_runtime(nb::module_& m) {
            })
       .def("get",
            [](const Program& p, nb::handle key) {
-             if (nb::isinstance<nb::str>(key)) return array_to_python(p.get(nb::cast<std::string>(key)));
-             return array_to_python(p.get(nb::cast<Tensor>(key)));
+             auto held = lock_program(p);
+             return get_output(p, key);
            },
            nb::arg("output"))
+      .def("__call__", &call_program,
+           "Sets inputs (by keyword, or positionally in input order), runs, and returns the outputs, as one step: "
+           "safe when several threads share the program.")
       .def_prop_ro("output_names", &Program::output_names)
-      .def("state", [](const Program& p, const std::string& name) { return array_to_python(p.state(name).clone()); },
+      .def("state",
+           [](const Program& p, const std::string& name) {
+             auto held = lock_program(p);
+             return array_to_python(p.state(name).clone());
+           },
            nb::arg("name"), "A copy of a state buffer.")
-      .def("reset_state", &Program::reset_state, "Zeroes every state buffer.")
+      .def("reset_state",
+           [](Program& p) {
+             auto held = lock_program(p);
+             p.reset_state();
+           },
+           "Zeroes every state buffer.")
       .def_prop_ro("state_names", &Program::state_names)
       .def("report", &Program::report, "What compilation did (the schedule search, kernel by kernel).")
       .def_prop_ro("search_trace", [](const Program& p) {
@@ -71,7 +126,7 @@ void bind_runtime(nb::module_& m) {
     d["model"] = isa.model;
     d["features"] = isa.features();
     d["f32_lanes"] = isa.f32_lanes();
-    d["threads"] = cpu::ThreadPool::global().size();
+    d["threads"] = cpu::ThreadPool::global()->size();
     return d;
   });
 

@@ -32,29 +32,37 @@ ThreadPool::~ThreadPool() {
 }
 
 namespace {
-ThreadPool*& global_pool() {
-  static ThreadPool* pool = [] {
+std::mutex global_mutex;
+
+// Guarded by global_mutex. Never destroyed: workers may still spin at exit.
+std::shared_ptr<ThreadPool>& global_pool() {
+  static auto* pool = [] {
     int n = static_cast<int>(std::thread::hardware_concurrency());
     if (const char* env = std::getenv("LUMEN_THREADS")) n = std::atoi(env);
-    return new ThreadPool(std::max(n, 1));
+    return new std::shared_ptr<ThreadPool>(std::make_shared<ThreadPool>(std::max(n, 1)));
   }();
-  return pool;
+  return *pool;
 }
 }  // namespace
 
-ThreadPool& ThreadPool::global() { return *global_pool(); }
+std::shared_ptr<ThreadPool> ThreadPool::global() {
+  std::lock_guard<std::mutex> lock(global_mutex);
+  return global_pool();
+}
 
 void ThreadPool::set_global_threads(int threads) {
-  ThreadPool*& pool = global_pool();
+  std::lock_guard<std::mutex> lock(global_mutex);
+  std::shared_ptr<ThreadPool>& pool = global_pool();
   if (pool->size() == std::max(threads, 1)) return;
-  delete pool;
-  pool = new ThreadPool(std::max(threads, 1));
+  // Runs in flight keep the old pool alive through their own reference.
+  pool = std::make_shared<ThreadPool>(std::max(threads, 1));
 }
 
 void ThreadPool::run(int64_t tasks, Task task, void* context) {
   if (tasks <= 0) return;
   int parts = static_cast<int>(std::min<int64_t>(tasks, size()));
-  if (parts == 1) {
+  std::unique_lock<std::mutex> owner(run_mutex_, std::defer_lock);
+  if (parts == 1 || !owner.try_lock()) {  // one part, or the workers are busy with another caller's run
     task(context, 0, tasks);
     return;
   }

@@ -2,11 +2,17 @@
 // [0, tasks) into one contiguous chunk per thread; the caller runs a chunk
 // too and returns when all are done. Threads spin briefly before sleeping so
 // back-to-back kernels do not pay a wake-up each.
+//
+// Several threads may call run() at once (two programs run from two threads):
+// one of them gets the workers, the others run their tasks on their own
+// thread, so a caller never waits for another program's kernels and a run's
+// shared task slot is never overwritten mid-run.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -22,9 +28,10 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // LUMEN_THREADS, else the hardware concurrency.
-  static ThreadPool& global();
-  // Replaces the global pool (not while a program is running).
+  // LUMEN_THREADS, else the hardware concurrency. Hold the pointer for the
+  // length of a run: set_global_threads may replace the pool meanwhile.
+  static std::shared_ptr<ThreadPool> global();
+  // Replaces the global pool; runs in flight finish on the old one.
   static void set_global_threads(int threads);
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
@@ -33,6 +40,7 @@ class ThreadPool {
  private:
   void work(int index);
 
+  std::mutex run_mutex_;  // held by the caller whose tasks the workers run
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
