@@ -25,7 +25,8 @@ int64_t checked_numel(const std::vector<int64_t>& shape) {
 }  // namespace
 
 Array::Array(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  size_t bytes = static_cast<size_t>(checked_numel(shape_)) * dtype_size(dtype_);
+  checked_numel(shape_);  // negative dims
+  auto bytes = static_cast<size_t>(checked_byte_size(shape_, dtype_, "array"));
   std::shared_ptr<unsigned char> storage = allocate_host(bytes, true);
   data_ = storage.get();
   owner_ = std::move(storage);

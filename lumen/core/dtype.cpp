@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lumen/core/array.h"
 #include "lumen/core/error.h"
 
 namespace lumen {
@@ -19,6 +20,21 @@ size_t dtype_size(DType dtype) {
     case DType::U8: return 1;
   }
   return 0;
+}
+
+int64_t checked_byte_size(const std::vector<int64_t>& dims, DType dtype, const std::string& what) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t d : dims) {
+    if (d < 0) fail(what, ": shape ", shape_string(dims), " has a negative dim");
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxBufferBytes) {
+      for (int64_t e : dims) {
+        if (e == 0) return 0;
+      }
+      fail(what, ": shape ", shape_string(dims), " of ", dtype_name(dtype),
+           " is more bytes than lumen can lay out (the limit is 2^56); use a smaller shape");
+    }
+  }
+  return bytes;
 }
 
 const char* dtype_name(DType dtype) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lumen {
 
@@ -19,6 +20,13 @@ bool is_float(DType dtype);
 bool is_storage_only(DType dtype);  // I8, U8
 // Truncates toward zero and saturates to an integer dtype's range; NaN -> 0.
 double saturate_to(DType dtype, double value);
+
+// The largest buffer lumen will lay out: every shape's bytes, and sums of
+// them (arenas), stay far from int64 overflow.
+constexpr int64_t kMaxBufferBytes = int64_t{1} << 56;
+// numel(dims) * dtype_size, overflow-checked: a lumen::Error naming `what`,
+// the shape and the dtype when it passes kMaxBufferBytes.
+int64_t checked_byte_size(const std::vector<int64_t>& dims, DType dtype, const std::string& what);
 
 // IEEE binary16 and bfloat16 <-> float, round to nearest even; NaN stays NaN.
 uint16_t float_to_half(float value);

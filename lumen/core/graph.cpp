@@ -29,6 +29,9 @@ Shape without_axis(const Shape& shape, int axis) {
 // give friendlier errors first; graph passes rely on these).
 void validate(const Node& n, const std::vector<Node>& nodes) {
   const char* op = op_name(n.op);
+  std::vector<int64_t> dims;
+  for (const Expr& d : n.shape) dims.push_back(d.is_const() ? d.value() : 1);
+  checked_byte_size(dims, n.dtype, op);  // a shape too large to lay out fails here, not at run time
   for (const Edge& e : n.inputs) {
     if (e.node < 0 || static_cast<size_t>(e.node) >= nodes.size()) fail(op, ": input node ", e.node, " does not exist");
     if (!same_shape(e.view.base_shape(), nodes[static_cast<size_t>(e.node)].shape)) {

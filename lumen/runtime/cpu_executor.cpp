@@ -47,10 +47,10 @@ bool debug_kernels() {
   return d && std::strstr(d, "kernels");
 }
 
-int64_t numel_of(const Shape& shape, const Bindings& b) {
-  int64_t n = 1;
-  for (const Expr& d : shape) n *= evaluate(d, b);
-  return n;
+int64_t bytes_of(const Shape& shape, DType dtype, const Bindings& b) {
+  std::vector<int64_t> dims;
+  for (const Expr& d : shape) dims.push_back(evaluate(d, b));
+  return checked_byte_size(dims, dtype, "run: a buffer");
 }
 
 }  // namespace
@@ -396,7 +396,7 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
     NodeId n = kernel_nodes_[k];
     if (n >= 0 && !is_output[static_cast<size_t>(n)]) {
       const Node& node = graph_->node(n);
-      int64_t bytes = numel_of(node.shape, bindings) * static_cast<int64_t>(dtype_size(node.dtype));
+      int64_t bytes = bytes_of(node.shape, node.dtype, bindings);
       buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
       lives.push_back({bytes, static_cast<int>(k), last_use(n, k)});
     }
@@ -406,7 +406,7 @@ void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& binding
       if (key >= 0) continue;
       auto s = static_cast<size_t>(-1 - key);
       if (kept_[s].defined() || scratch_index_[s] >= 0) continue;  // packed parameters live outside the arena
-      int64_t bytes = evaluate(scratch_[s].elements, bindings) * static_cast<int64_t>(dtype_size(scratch_[s].dtype));
+      int64_t bytes = checked_byte_size({evaluate(scratch_[s].elements, bindings)}, scratch_[s].dtype, "run: a scratch buffer");
       scratch_index_[s] = static_cast<int64_t>(lives.size());
       lives.push_back({bytes, static_cast<int>(k), last_use(key, k)});
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lumen/core/int_math.h"
+
 namespace lumen {
 
 namespace {
@@ -17,7 +19,7 @@ MemoryPlan plan_memory(const std::vector<BufferLife>& buffers) {
   for (int s = 0; s < steps; ++s) {
     int64_t live = 0;
     for (const BufferLife& b : buffers) {
-      if (b.first <= s && s <= b.last) live += aligned(b.bytes);
+      if (b.first <= s && s <= b.last) live = checked_add(live, aligned(b.bytes));
     }
     plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
   }
@@ -49,7 +51,7 @@ MemoryPlan plan_memory(const std::vector<BufferLife>& buffers) {
     if (best < 0) best = cursor;
     plan.offsets[i] = best;
     placed.push_back({best, size, b.first, b.last});
-    plan.arena_bytes = std::max(plan.arena_bytes, best + size);
+    plan.arena_bytes = std::max(plan.arena_bytes, checked_add(best, size));
   }
   return plan;
 }

@@ -165,3 +165,27 @@ def test_parameters_are_reread_after_set(backend):
         for _ in range(2):
             p.run()
             np.testing.assert_allclose(p.get("out0"), x_np @ w_np.T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(2**31, 2**31), (2**62,), (2**40, 2**20, 4)])
+def test_shapes_too_large_to_lay_out_are_refused_when_built(shape):
+    g = lumen.Graph()
+    with pytest.raises(lumen.Error, match=r"more bytes than lumen can lay out"):
+        g.input("x", shape)
+    with pytest.raises(lumen.Error, match=r"more bytes than lumen can lay out"):
+        lumen.compile(g, [g.full(shape, 1.0)]).run()  # a broadcast constant: refused at the latest when laid out
+
+
+def test_a_dynamic_dim_bound_too_large_is_refused_when_run():
+    g = lumen.Graph()
+    n = g.dim("n")
+    x = g.input("x", (1, 1))
+    y = x.expand((n, n)) * 2.0  # an n x n output: 2^62 bytes for n = 2^30
+    p = lumen.compile(g, [y])
+    p.set("x", np.ones((1, 1), np.float32))
+    p.bind("n", 2**30)
+    with pytest.raises(lumen.Error, match=r"more bytes than lumen can lay out"):
+        p.run()
+    p.bind("n", 3)  # the program still works afterwards
+    p.run()
+    np.testing.assert_array_equal(p.get("out0"), np.full((3, 3), 2.0))

@@ -6,6 +6,7 @@
 #include "lumen/backend/interp/edge_reader.h"
 #include "lumen/backend/interp/semantics.h"
 #include "lumen/core/error.h"
+#include "lumen/core/int_math.h"
 
 namespace lumen::interp {
 
@@ -21,7 +22,7 @@ Dims concrete(const Shape& shape, const Bindings& b) {
 
 int64_t numel(const Dims& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) n = checked_mul(n, d);
   return n;
 }
 
