@@ -1,14 +1,19 @@
 #include "lumen/backend/cpu/compiler.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -70,7 +75,7 @@ int finish(pid_t pid, const std::string& what) {
 int run(const std::vector<std::string>& argv, const std::string& log) { return finish(start(argv, log), argv[0]); }
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path);
+  std::ifstream f(path, std::ios::binary);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -79,6 +84,92 @@ std::string read_file(const std::string& path) {
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && st.st_size > 0;
+}
+
+// The integrity record beside each object: the key it was built for, its size
+// and a hash of its bytes. An object without a matching record (truncated,
+// damaged, another kernel's, or a write interrupted before the record) is
+// rebuilt, never loaded: loading a damaged object can crash the process.
+std::string integrity_record(const std::string& key, const std::string& object_bytes) {
+  return std::string(kFormat) + " " + key + " " + std::to_string(object_bytes.size()) + " " + hash_hex(object_bytes) + "\n";
+}
+
+bool object_is_intact(const std::string& object, const std::string& record, const std::string& key) {
+  if (!exists(object) || !exists(record)) return false;
+  return read_file(record) == integrity_record(key, read_file(object));
+}
+
+// Writes `text` to `path` through a temporary file renamed into place.
+bool write_atomically(const std::string& path, const std::string& text, const std::string& tag) {
+  std::string tmp = tag + ".sum.tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f.good()) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// Work files of a compile are named <key>.<pid>-<n>.*; those of processes
+// that no longer run (a search killed mid-way) and are over ten minutes old
+// are removed once per process.
+void sweep_stale_work_files(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  time_t now = std::time(nullptr);
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    size_t dot = name.find('.'), dash = name.find('-', dot == std::string::npos ? 0 : dot);
+    if (dot == std::string::npos || dash == std::string::npos || dash == dot + 1) continue;
+    std::string pid_text = name.substr(dot + 1, dash - dot - 1);
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    std::string path = dir + "/" + name;
+    if (stat(path.c_str(), &st) == 0 && now - st.st_mtime > 600) std::remove(path.c_str());
+  }
+  closedir(d);
+}
+
+bool writable_dir(const std::string& dir) {
+  std::string probe = dir + "/.probe." + std::to_string(getpid());
+  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  close(fd);
+  std::remove(probe.c_str());
+  return true;
+}
+
+// The objects directory: the cache's, or (unwritable) a private temporary
+// one, with a warning, so compilation still works.
+std::string objects_dir() {
+  static std::mutex mutex;
+  static std::string chosen;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string wanted = cache_dir() + "/objects";
+  if (chosen == wanted) return chosen;
+  bool ok = true;
+  try {
+    make_dirs(wanted);
+    ok = writable_dir(wanted);
+  } catch (const Error&) {
+    ok = false;
+  }
+  if (ok) {
+    sweep_stale_work_files(wanted);
+    chosen = wanted;
+    return chosen;
+  }
+  static std::string fallback;
+  if (fallback.empty()) {
+    std::string pattern = "/tmp/lumen-objects-XXXXXX";
+    if (!mkdtemp(pattern.data())) fail("the kernel cache ", wanted, " is not writable and no temporary directory can be made");
+    fallback = pattern;
+    std::cerr << "lumen: warning: the kernel cache " << wanted << " is not writable; compiled kernels go to " << fallback
+              << " for this process (set LUMEN_CACHE_DIR to a writable directory)\n";
+  }
+  return fallback;
 }
 
 std::vector<std::string> split_flags(const std::string& flags) {
@@ -141,12 +232,11 @@ std::shared_ptr<Library> compile_and_load(const std::vector<std::string>& parts,
   std::string all;
   for (const std::string& p : parts) all += p + "\n// ----\n";
   std::string key = hash_hex(std::string(kFormat) + "\n" + compiler_version() + "\n" + flags + "\n" + all);
-  std::string dir = cache_dir() + "/objects";
-  make_dirs(dir);
-  std::string object = dir + "/" + key + ".so";
+  std::string dir = objects_dir();
+  std::string object = dir + "/" + key + ".so", record = dir + "/" + key + ".sum";
   CompileInfo local;
   local.object_path = object;
-  if (exists(object)) {
+  if (object_is_intact(object, record, key)) {
     local.cache_hit = true;
   } else {
     auto begin = std::chrono::steady_clock::now();
@@ -196,15 +286,17 @@ std::shared_ptr<Library> compile_and_load(const std::vector<std::string>& parts,
       cleanup(true);
       fail("compiling generated kernels failed; sources kept at ", tag, ".*.cpp:\n", errors.substr(0, 4000));
     }
+    std::string sum = integrity_record(key, read_file(tmp));
     if (std::rename(tmp.c_str(), object.c_str()) != 0) fail("cannot move ", tmp, " to ", object);
+    if (!write_atomically(record, sum, tag)) fail("cannot write ", record);
     cleanup(false);
     local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   }
   void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    // A damaged cache entry: rebuild it once.
+    // Intact bytes that do not load (e.g. another process replaced the entry): rebuild once.
     std::string why = dlerror();
-    std::remove(object.c_str());
+    std::remove(record.c_str());
     if (local.cache_hit) return compile_and_load(parts, info);
     fail("cannot load generated object ", object, ": ", why);
   }
