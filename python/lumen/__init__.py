@@ -23,3 +23,6 @@ del _tensor_methods
 __version__ = "0.1.0"
 from ._lumen import io, models  # noqa: F401,E402
 from ._lumen.io import Tokenizer  # noqa: F401,E402
+from . import _chat  # noqa: E402
+
+_chat._install()

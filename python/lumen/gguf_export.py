@@ -41,7 +41,8 @@ def interleave_heads(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", vocab: list[str] | None = None) -> Path:
+def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", vocab: list[str] | None = None,
+                 chat_template: str | None = None, token_types: list[int] | None = None) -> Path:
     import gguf
     from safetensors.numpy import load_file
 
@@ -78,11 +79,13 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores([0.0] * len(tokens))
-    w.add_token_types([1] * len(tokens))
+    w.add_token_types(token_types if token_types is not None else [1] * len(tokens))
     if config.get("bos_token_id") is not None:
         w.add_bos_token_id(config["bos_token_id"])
     if config.get("eos_token_id") is not None:
         w.add_eos_token_id(config["eos_token_id"])
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
 
     files = sorted(model_dir.glob("*.safetensors"))
     tensors = {}

@@ -9,4 +9,5 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_nn(m);
   lumen::python::bind_models(m);
   lumen::python::bind_io(m);
+  lumen::python::bind_chat(m);
 }

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# LUMEN_PYTHON_DIR: another build of the package (make sanitize's).
+sys.path.insert(0, os.environ.get("LUMEN_PYTHON_DIR") or os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402

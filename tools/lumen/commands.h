@@ -6,6 +6,7 @@
 namespace lumen::tools {
 
 void add_cache_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
 void add_bench_command(CLI::App& app);

@@ -71,11 +71,17 @@ Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
     io::GgufFile f = io::GgufFile::open(o.model);
     config = models::llama_config_from_gguf(f);
     weights = models::llama_weights_from_gguf(f, config);
-    if (f.has("tokenizer.ggml.tokens")) d.tokenizer = io::tokenizer_from_gguf(f);
+    if (f.has("tokenizer.ggml.tokens")) {
+      d.tokenizer = io::tokenizer_from_gguf(f);
+      d.chat = models::chat_format_from_gguf(f, *d.tokenizer);
+    }
   } else {
     config = models::LlamaConfig::from_file((fs::path(o.model) / "config.json").string());
     weights = io::WeightStore::from_safetensors(o.model);
-    if (fs::exists(fs::path(o.model) / "tokenizer.json")) d.tokenizer = io::load_tokenizer_json((fs::path(o.model) / "tokenizer.json").string());
+    if (fs::exists(fs::path(o.model) / "tokenizer.json")) {
+      d.tokenizer = io::load_tokenizer_json((fs::path(o.model) / "tokenizer.json").string());
+      d.chat = models::chat_format_from_directory(o.model, *d.tokenizer);
+    }
   }
   if (layers_override > 0) config.layers = std::min(config.layers, layers_override);
   d.runner = std::make_unique<models::LlamaRunner>(config, weights, ro);

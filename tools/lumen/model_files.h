@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lumen/io/tokenizer/tokenizer.h"
+#include "lumen/models/chat_session.h"
 #include "lumen/models/llama_runner.h"
 #include "lumen/models/sentence_encoder.h"
 
@@ -35,6 +36,7 @@ ModelKind model_kind(const std::string& path);
 struct Decoder {
   std::unique_ptr<models::LlamaRunner> runner;
   std::unique_ptr<io::Tokenizer> tokenizer;  // may be null (a GGUF file without a vocabulary)
+  models::ChatFormat chat;                    // the chat template and end-of-turn tokens, if any
 };
 Decoder open_decoder(const CommonOptions& o, int64_t layers_override = 0);
 std::unique_ptr<models::SentenceEncoder> open_encoder(const CommonOptions& o);
