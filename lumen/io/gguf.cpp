@@ -14,18 +14,6 @@ constexpr int kMaxNesting = 4;
 
 enum ValueType : uint32_t { U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 };
 
-// Bytes per block and elements per block of the tensor types we read.
-bool block_layout(uint32_t type, uint64_t* block_bytes, uint64_t* block_elements) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::F32: *block_bytes = 4; *block_elements = 1; return true;
-    case GgmlType::F16:
-    case GgmlType::BF16: *block_bytes = 2; *block_elements = 1; return true;
-    case GgmlType::Q8_0: *block_bytes = 34; *block_elements = 32; return true;
-    case GgmlType::Q4_0: *block_bytes = 18; *block_elements = 32; return true;
-  }
-  return false;
-}
-
 // A bounds-checked little-endian cursor over the mapped file.
 class Cursor {
  public:
@@ -91,25 +79,6 @@ GgufValue read_value(Cursor& c, uint32_t type, const std::string& key, const std
 }
 
 }  // namespace
-
-const char* ggml_type_name(uint32_t type) {
-  switch (type) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 6: return "Q5_0";
-    case 7: return "Q5_1";
-    case 8: return "Q8_0";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K";
-    case 12: return "Q4_K";
-    case 13: return "Q5_K";
-    case 14: return "Q6_K";
-    case 30: return "BF16";
-    default: return "unknown";
-  }
-}
 
 int64_t GgufValue::as_int(const std::string& key) const {
   if (is_array) fail("gguf: metadata '", key, "' is an array, expected an integer");
@@ -179,16 +148,17 @@ GgufFile GgufFile::open(const std::string& path) {
     t.shape.assign(ne.rbegin(), ne.rend());
     t.type = c.read<uint32_t>("a tensor type");
     t.offset = c.read<uint64_t>("a tensor offset");
-    uint64_t block_bytes = 0, block_elements = 0;
-    if (!block_layout(t.type, &block_bytes, &block_elements)) {
-      fail("gguf '", path, "': tensor '", t.name, "' has type ", ggml_type_name(t.type), " (", t.type,
-           "); lumen reads F32, F16, BF16, Q8_0 and Q4_0");
+    const GgmlBlockFormat* format = ggml_block_format(t.type);
+    if (!format) {
+      fail("gguf '", path, "': tensor '", t.name, "' has unknown type ", t.type, "; lumen reads ", ggml_readable_types());
     }
-    if (ne[0] % static_cast<int64_t>(block_elements) != 0) {
+    if (ne[0] % format->block_elements != 0) {
       fail("gguf '", path, "': tensor '", t.name, "' has ", ne[0], " elements per row, not a multiple of the ",
-           ggml_type_name(t.type), " block of ", block_elements);
+           format->name, " block of ", format->block_elements);
     }
-    t.bytes = numel / block_elements * block_bytes;
+    if (__builtin_mul_overflow(numel / format->block_elements, uint64_t{format->block_bytes}, &t.bytes)) {
+      fail("gguf '", path, "': tensor '", t.name, "' of ", numel, " ", format->name, " elements is absurdly large");
+    }
     if (t.offset % alignment != 0) fail("gguf '", path, "': tensor '", t.name, "' offset ", t.offset, " is not aligned to ", alignment);
     if (g.index_.count(t.name)) fail("gguf '", path, "': tensor '", t.name, "' appears twice");
     g.index_[t.name] = g.tensors_.size();
@@ -199,7 +169,8 @@ GgufFile GgufFile::open(const std::string& path) {
   uint64_t data_size = g.file_->size() - g.data_start_;
   for (const GgufTensor& t : g.tensors_) {
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
-      fail("gguf '", path, "': tensor '", t.name, "' (", t.bytes, " bytes at offset ", t.offset, ") lies outside the ",
+      fail("gguf '", path, "': tensor '", t.name, "' (", ggml_type_label(t.type), ", ", t.bytes, " bytes at offset ", t.offset,
+           ") lies outside the ",
            data_size, "-byte data section (truncated file?)");
     }
   }
@@ -218,6 +189,15 @@ const GgufTensor& GgufFile::tensor(const std::string& name) const {
   return tensors_[it->second];
 }
 
+const GgmlBlockFormat& GgufFile::readable_format(const GgufTensor& t) const {
+  const GgmlBlockFormat* f = ggml_block_format(t.type);
+  if (!f || !f->readable) {
+    fail("gguf '", path(), "': tensor '", t.name, "' has type ", ggml_type_label(t.type), "; lumen reads ",
+         ggml_readable_types(), " (requantize the file with llama.cpp's llama-quantize, e.g. to Q8_0 or Q4_1)");
+  }
+  return *f;
+}
+
 Array GgufFile::get(const std::string& name) const {
   const GgufTensor& t = tensor(name);
   DType dtype;
@@ -225,7 +205,7 @@ Array GgufFile::get(const std::string& name) const {
     case GgmlType::F32: dtype = DType::F32; break;
     case GgmlType::F16: dtype = DType::F16; break;
     case GgmlType::BF16: dtype = DType::BF16; break;
-    default: fail("gguf '", path(), "': tensor '", name, "' is ", ggml_type_name(t.type), "; get() reads F32, F16 and BF16");
+    default: fail("gguf '", path(), "': tensor '", name, "' is ", ggml_type_label(t.type), "; get() reads F32, F16 and BF16");
   }
   const unsigned char* p = data(t);
   if (reinterpret_cast<uintptr_t>(p) % dtype_size(dtype) == 0) {

@@ -17,13 +17,10 @@
 #include <vector>
 
 #include "lumen/core/array.h"
+#include "lumen/io/ggml_blocks.h"
 #include "lumen/io/mapped_file.h"
 
 namespace lumen::io {
-
-// ggml tensor types lumen reads.
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
-const char* ggml_type_name(uint32_t type);
 
 // A metadata value: a number, a bool, a string, or an array of one of those.
 struct GgufValue {
@@ -56,6 +53,11 @@ class GgufFile {
   const GgufValue& at(const std::string& key) const;  // throws naming the key
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor& tensor(const std::string& name) const;
+  // The block format of a tensor whose values lumen can load; otherwise a
+  // lumen::Error naming the tensor, its type and the types lumen reads. (The
+  // index accepts every type ggml_blocks knows, so metadata and other tensors
+  // of a file stay readable.)
+  const GgmlBlockFormat& readable_format(const GgufTensor& t) const;
 
   // The raw bytes of a tensor (valid while this file or an Array from it lives).
   const unsigned char* data(const GgufTensor& t) const { return file_->data() + data_start_ + t.offset; }

@@ -145,9 +145,9 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   expect_error(many, "claims");
   expect_error(std::vector<unsigned char>(good.begin(), good.begin() + static_cast<long>(good.size()) - 40), "outside");
   expect_error(std::vector<unsigned char>(good.begin(), good.begin() + 60), "truncated");
-  Writer w;
-  w.tensor("x", {3}, 12, {});  // Q4_K
-  expect_error(w.bytes(), "lumen reads F32, F16, BF16, Q8_0 and Q4_0");
+  Writer bogus;
+  bogus.tensor("x", {32}, 99, {});
+  expect_error(bogus.bytes(), "tensor 'x' has unknown type 99; lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
   Writer odd;
   odd.tensor("x", {33}, 8, std::vector<unsigned char>(68));
   expect_error(odd.bytes(), "not a multiple");
@@ -161,6 +161,35 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   auto b = longstr.bytes();
   b[16] = 1;  // one metadata entry
   expect_error(b, "claims");
+}
+
+// A known type lumen cannot load (a k-quant) is indexed, so the metadata stays
+// readable; loading its values names the tensor, the type and what lumen reads.
+TEST(Gguf, KnownUnreadableTypeIsIndexedAndNamedWhenLoaded) {
+  Writer w = sample();
+  w.tensor("blk.0.ffn_down.weight", {256, 2}, 12, std::vector<unsigned char>(2 * 144));  // Q4_K
+  GgufFile f = GgufFile::open(write("q4k.gguf", w.bytes()));
+  const GgufTensor& t = f.tensor("blk.0.ffn_down.weight");
+  EXPECT_EQ(t.bytes, 288u);
+  EXPECT_EQ(f.readable_format(f.tensor("q")).name, std::string("Q8_0"));
+  try {
+    f.readable_format(t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'blk.0.ffn_down.weight' has type Q4_K (12); lumen reads F32, F16, BF16, "
+                                         "Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Truncating a file with quantized tensors names the tensor and its type.
+TEST(Gguf, TruncatedQuantizedTensorNamesTensorAndType) {
+  Writer w;
+  w.tensor("blk.3.attn_q.weight", {64, 2}, 3, std::vector<unsigned char>(4 * 20, 7));  // Q4_1
+  std::vector<unsigned char> b = w.bytes();
+  b.resize(b.size() - 40);
+  expect_error(b, "tensor 'blk.3.attn_q.weight' (Q4_1 (3), 80 bytes at offset 0) lies outside");
 }
 
 TEST(Gguf, FuzzedFilesLoadOrRaise) {
