@@ -22,7 +22,12 @@
 
 namespace lumen::io {
 
+// GGUF's name for a metadata value type: "u8", "bool", "string", ...
+const char* gguf_value_type_name(uint32_t type);
+
 // A metadata value: a number, a bool, a string, or an array of one of those.
+// The accessors take the key for their message: a value of another type is a
+// lumen::Error naming the key, its type and the one expected.
 struct GgufValue {
   using Scalar = std::variant<int64_t, uint64_t, double, bool, std::string>;
   Scalar scalar;
@@ -32,7 +37,12 @@ struct GgufValue {
 
   int64_t as_int(const std::string& key) const;
   double as_double(const std::string& key) const;
+  bool as_bool(const std::string& key) const;  // a GGUF bool only (as llama.cpp reads it)
   const std::string& as_string(const std::string& key) const;
+  std::string type_string() const;  // "u32", "array of string"
+
+ private:
+  [[noreturn]] void wrong_type(const std::string& key, const char* expected) const;
 };
 
 struct GgufTensor {

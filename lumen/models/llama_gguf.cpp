@@ -89,7 +89,7 @@ std::string arch_of(const io::GgufFile& f) {
 LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   std::string arch = arch_of(f);
   if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
-    fail("gguf '", f.path(), "': general.architecture '", arch, "' is not a Llama-family decoder (llama, mistral, qwen2)");
+    fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch), "' is not a Llama-family decoder (llama, mistral, qwen2)");
   }
   auto integer = [&](const std::string& key) { return f.at(arch + "." + key).as_int(arch + "." + key); };
   LlamaConfig c;
@@ -105,7 +105,7 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   c.rope_theta = f.has(arch + ".rope.freq_base") ? f.at(arch + ".rope.freq_base").as_double(arch + ".rope.freq_base") : 10000.0;
   if (f.has(arch + ".rope.scaling.type")) {
     const std::string& t = f.at(arch + ".rope.scaling.type").as_string(arch + ".rope.scaling.type");
-    if (t != "none") fail("gguf '", f.path(), "': rope scaling '", t, "' is not supported");
+    if (t != "none") fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported");
   }
   const io::GgufTensor& embed = f.tensor("token_embd.weight");
   c.vocab = embed.shape[0];
