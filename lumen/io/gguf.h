@@ -17,15 +17,17 @@
 #include <vector>
 
 #include "lumen/core/array.h"
+#include "lumen/io/ggml_blocks.h"
 #include "lumen/io/mapped_file.h"
 
 namespace lumen::io {
 
-// ggml tensor types lumen reads.
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
-const char* ggml_type_name(uint32_t type);
+// GGUF's name for a metadata value type: "u8", "bool", "string", ...
+const char* gguf_value_type_name(uint32_t type);
 
 // A metadata value: a number, a bool, a string, or an array of one of those.
+// The accessors take the key for their message: a value of another type is a
+// lumen::Error naming the key, its type and the one expected.
 struct GgufValue {
   using Scalar = std::variant<int64_t, uint64_t, double, bool, std::string>;
   Scalar scalar;
@@ -35,7 +37,12 @@ struct GgufValue {
 
   int64_t as_int(const std::string& key) const;
   double as_double(const std::string& key) const;
+  bool as_bool(const std::string& key) const;  // a GGUF bool only (as llama.cpp reads it)
   const std::string& as_string(const std::string& key) const;
+  std::string type_string() const;  // "u32", "array of string"
+
+ private:
+  [[noreturn]] void wrong_type(const std::string& key, const char* expected) const;
 };
 
 struct GgufTensor {
@@ -56,6 +63,11 @@ class GgufFile {
   const GgufValue& at(const std::string& key) const;  // throws naming the key
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor& tensor(const std::string& name) const;
+  // The block format of a tensor whose values lumen can load; otherwise a
+  // lumen::Error naming the tensor, its type and the types lumen reads. (The
+  // index accepts every type ggml_blocks knows, so metadata and other tensors
+  // of a file stay readable.)
+  const GgmlBlockFormat& readable_format(const GgufTensor& t) const;
 
   // The raw bytes of a tensor (valid while this file or an Array from it lives).
   const unsigned char* data(const GgufTensor& t) const { return file_->data() + data_start_ + t.offset; }

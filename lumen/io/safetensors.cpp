@@ -2,9 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "lumen/core/error.h"
 
@@ -15,6 +17,7 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the reference implementation's limit
+constexpr int kMaxJsonDepth = 64;  // a valid header nests 3 deep; the reference reader stops at 128
 
 struct FileDType {
   const char* name;
@@ -42,6 +45,58 @@ uint64_t read_u64_le(const unsigned char* p) {
   return v;
 }
 
+// Parses the JSON header, refusing nesting deeper than kMaxJsonDepth (deep
+// values would make later recursion, e.g. dump(), overflow the stack) and a
+// key repeated within one object (the JSON library would keep the last one).
+Json parse_header(const unsigned char* begin, const unsigned char* end, const std::string& path) {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  auto check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (depth >= kMaxJsonDepth) fail("safetensors '", path, "': the header nests deeper than ", kMaxJsonDepth, " levels");
+        if (event == Json::parse_event_t::object_start) keys.emplace_back();
+        break;
+      case Json::parse_event_t::object_end: keys.pop_back(); break;
+      case Json::parse_event_t::key:
+        if (!keys.back().insert(parsed.get<std::string>()).second) {
+          fail("safetensors '", path, "': the header repeats the key '", escape_bytes(parsed.get<std::string>()), "'");
+        }
+        break;
+      default: break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(begin, end, check);
+  } catch (const Json::exception& e) {
+    fail("safetensors '", path, "': the header is not valid JSON (", escape_bytes(e.what()), ")");
+  }
+}
+
+// The reference reader's rule: sorted by offsets, the tensors tile the data
+// section exactly — no gaps, no overlaps, nothing after the last one.
+void check_tiling(std::vector<const SafetensorsEntry*> entries, size_t data_size, const std::string& path) {
+  std::sort(entries.begin(), entries.end(), [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
+    return std::make_pair(a->begin, a->end) < std::make_pair(b->begin, b->end);
+  });
+  size_t covered = 0;
+  const SafetensorsEntry* previous = nullptr;
+  for (const SafetensorsEntry* e : entries) {
+    if (e->begin != covered) {
+      fail("safetensors '", path, "': tensor '", escape_bytes(e->name), "' starts at byte ", e->begin, " of the data section but ",
+           previous ? "'" + escape_bytes(previous->name) + "' ends" : std::string("the section starts"), " at ", covered, " (",
+           e->begin < covered ? "overlapping tensors" : "a gap", ")");
+    }
+    covered = e->end;
+    previous = e;
+  }
+  if (covered != data_size) {
+    fail("safetensors '", path, "': the tensors cover ", covered, " bytes but the data section has ", data_size,
+         " (trailing bytes after the last tensor)");
+  }
+}
+
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
@@ -56,12 +111,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   f.data_start_ = 8 + static_cast<size_t>(header);
   const size_t data_size = size - f.data_start_;
 
-  Json j;
-  try {
-    j = Json::parse(f.file_->data() + 8, f.file_->data() + f.data_start_);
-  } catch (const Json::exception& e) {
-    bad("the header is not valid JSON (", e.what(), ")");
-  }
+  Json j = parse_header(f.file_->data() + 8, f.file_->data() + f.data_start_, path);
   if (!j.is_object()) bad("the header must be a JSON object of tensors");
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& name = it.key();
@@ -69,12 +119,13 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     if (name == "__metadata__") {
       if (!t.is_object()) bad("__metadata__ must be an object of strings");
       for (auto m = t.begin(); m != t.end(); ++m) {
-        if (!m.value().is_string()) bad("__metadata__['", m.key(), "'] is not a string");
+        if (!m.value().is_string()) bad("__metadata__['", escape_bytes(m.key()), "'] is not a string");
         f.metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
-    auto where = [&](auto&&... parts) { bad("tensor '", name, "': ", parts...); };
+    auto where = [&](auto&&... parts) { bad("tensor '", escape_bytes(name), "': ", parts...); };
+    if (name.empty() || name.find('\0') != std::string::npos) where("a tensor name must be non-empty and hold no NUL byte");
     if (!t.is_object()) where("expected an object with dtype, shape and data_offsets");
     if (!t.contains("dtype") || !t["dtype"].is_string()) where("missing a string 'dtype'");
     if (!t.contains("shape") || !t["shape"].is_array()) where("missing a 'shape' list");
@@ -85,14 +136,14 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     e.name = name;
     e.file_dtype = t["dtype"].get<std::string>();
     const FileDType* fd = find_dtype(e.file_dtype);
-    if (!fd) where("dtype '", e.file_dtype, "' is not supported (F32, F16, BF16, F64, I64, I32, I8, U8, BOOL)");
+    if (!fd) where("dtype '", escape_bytes(e.file_dtype), "' is not supported (F32, F16, BF16, F64, I64, I32, I8, U8, BOOL)");
     e.dtype = fd->dtype;
     if (t["shape"].size() > 16) where("rank ", t["shape"].size(), " is too large");
     uint64_t numel = 1;
     for (const Json& d : t["shape"]) {
-      if (!d.is_number_unsigned()) where("shape entries must be non-negative integers, got ", d.dump());
+      if (!d.is_number_unsigned()) where("shape entries must be non-negative integers, got ", escape_bytes(d.dump()));
       uint64_t v = d.get<uint64_t>();
-      if (v > (1ull << 40) || __builtin_mul_overflow(numel, v, &numel)) where("shape ", t["shape"].dump(), " is absurdly large");
+      if (v > (1ull << 40) || __builtin_mul_overflow(numel, v, &numel)) where("shape ", escape_bytes(t["shape"].dump()), " is absurdly large");
       e.shape.push_back(static_cast<int64_t>(v));
     }
     const Json& off = t["data_offsets"];
@@ -111,6 +162,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     f.index_[name] = f.entries_.size();
     f.entries_.push_back(std::move(e));
   }
+  std::vector<const SafetensorsEntry*> entries;
+  for (const SafetensorsEntry& e : f.entries_) entries.push_back(&e);
+  check_tiling(entries, data_size, path);
   return f;
 }
 
@@ -128,7 +182,7 @@ const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {
     }
   }
   if (shown) similar += ")";
-  fail("safetensors '", path(), "': no tensor named '", name, "' among ", entries_.size(), similar);
+  fail("safetensors '", path(), "': no tensor named '", escape_bytes(name), "' among ", entries_.size(), escape_bytes(similar, 600));
 }
 
 Array SafetensorsFile::get(const std::string& name) const {
@@ -169,7 +223,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
   for (const auto& [name, a] : tensors) {
-    if (name == "__metadata__" || name.empty()) fail("save_safetensors: invalid tensor name '", name, "'");
+    if (name == "__metadata__" || name.empty() || name.find('\0') != std::string::npos) {
+      fail("save_safetensors: invalid tensor name '", escape_bytes(name), "' (empty, NUL bytes or __metadata__)");
+    }
     const char* dt = nullptr;
     for (const FileDType& d : kFileDTypes) {
       if (!d.converted && d.dtype == a.dtype()) dt = d.name;

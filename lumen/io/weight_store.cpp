@@ -89,7 +89,10 @@ std::vector<std::string> WeightStore::names() const {
 
 int64_t WeightStore::stored_bytes() const {
   int64_t total = 0;
-  for (const auto& [n, w] : weights_) total += static_cast<int64_t>(w.data.nbytes() + (w.scales.defined() ? w.scales.nbytes() : 0));
+  for (const auto& [n, w] : weights_) {
+    total += static_cast<int64_t>(w.data.nbytes() + (w.scales.defined() ? w.scales.nbytes() : 0) +
+                                  (w.mins.defined() ? w.mins.nbytes() : 0));
+  }
   return total;
 }
 
@@ -105,6 +108,7 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
   if (w.format != WeightFormat::Plain) {
     inputs_[name + ".q"] = w.data;
     inputs_[name + ".scales"] = w.scales;
+    if (w.mins.defined()) inputs_[name + ".mins"] = w.mins;
     return dequantize(g, name, w, dtype);
   }
   inputs_[name] = w.data;
@@ -116,6 +120,10 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
   if (w.shape.empty() || w.shape.back() % 32 != 0) {
     fail("weights: quantized '", name, "' has shape ", shape_string(w.shape), "; its last dim must be a multiple of 32");
   }
+  const bool with_min = w.format == WeightFormat::Q4_1 || w.format == WeightFormat::Q5_1;
+  if (!w.scales.defined() || (with_min && !w.mins.defined())) {
+    fail("weights: quantized '", name, "' lacks its ", with_min ? "scales or mins" : "scales");
+  }
   Shape lead;
   for (size_t d = 0; d + 1 < w.shape.size(); ++d) lead.push_back(Expr(w.shape[d]));
   int64_t blocks = w.shape.back() / 32;
@@ -124,22 +132,35 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
   block_shape.push_back(Expr(32));
   flat_shape.push_back(Expr(w.shape.back()));
   scale_shape.push_back(Expr(blocks));
-  Tensor scales = g.parameter(name + ".scales", scale_shape, DType::F16).cast(DType::F32);
-  Tensor values;  // [.., blocks, 32] f32
-  if (w.format == WeightFormat::Q8_0) {
-    values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
-  } else {
-    Shape packed = lead;
-    packed.push_back(Expr(blocks));
-    packed.push_back(Expr(16));
-    Tensor bytes = g.parameter(name + ".q", packed, DType::U8).cast(DType::F32);
-    Tensor low = bytes.mod(bytes.scalar(16));
-    Tensor high = (bytes + (-low)) * bytes.scalar(1.0 / 16);
-    values = ops::concat({low, high}, -1) + bytes.scalar(-8);
+  Shape per_block = scale_shape;  // broadcast over the 32 elements of a block
+  per_block.push_back(Expr(1));
+  Tensor scales = g.parameter(name + ".scales", scale_shape, DType::F16).cast(DType::F32).reshape(per_block);
+  Tensor values;  // [.., blocks, 32] f32, the quants with their bias removed
+  switch (w.format) {
+    case WeightFormat::Q8_0:
+    case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
+      values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
+      break;
+    case WeightFormat::Q5_1:
+      values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
+      break;
+    case WeightFormat::Q4_0:
+    case WeightFormat::Q4_1: {
+      Shape packed = lead;
+      packed.push_back(Expr(blocks));
+      packed.push_back(Expr(16));
+      Tensor bytes = g.parameter(name + ".q", packed, DType::U8).cast(DType::F32);
+      Tensor low = bytes.mod(bytes.scalar(16));
+      Tensor high = (bytes + (-low)) * bytes.scalar(1.0 / 16);
+      values = ops::concat({low, high}, -1);
+      if (w.format == WeightFormat::Q4_0) values = values + bytes.scalar(-8);
+      break;
+    }
+    case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
   }
-  Shape scale_b = scale_shape;
-  scale_b.push_back(Expr(1));
-  Tensor out = (values * scales.reshape(scale_b)).reshape(flat_shape);
+  Tensor out = values * scales;
+  if (with_min) out = out + g.parameter(name + ".mins", scale_shape, DType::F16).cast(DType::F32).reshape(per_block);
+  out = out.reshape(flat_shape);
   return dtype == DType::F32 ? out : out.cast(dtype);
 }
 

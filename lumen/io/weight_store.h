@@ -4,7 +4,8 @@
 // declares is looked up by name (after the store's name mapping), its shape
 // checked, and an input declared in the weight's stored form. f16/bf16 weights
 // stay half precision in memory and are cast inside the consuming kernel;
-// quantized GGUF blocks (Q8_0, Q4_0) stay quantized and are dequantized there.
+// quantized GGUF blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) stay quantized and are
+// dequantized there.
 // After building, `inputs()` holds the arrays to set on the compiled program.
 #pragma once
 
@@ -23,8 +24,12 @@ namespace lumen::io {
 // How a stored weight is laid out.
 enum class WeightFormat {
   Plain,  // an array of the tensor's shape (f32, f16, bf16, ...)
-  Q8_0,   // blocks of 32 along the last dim: i8 values [.., K] and f16 scales [.., K/32]
-  Q4_0,   // blocks of 32: u8 nibbles [.., K/32, 16] (low nibbles = elements 0..15) and f16 scales [.., K/32]
+  // Blocks of 32 along the last dim, each with an f16 scale d ([.., K/32]):
+  Q8_0,  // i8 values [.., K]: x = q * d
+  Q4_0,  // u8 nibbles [.., K/32, 16] (low nibbles = elements 0..15): x = (nibble - 8) * d
+  Q4_1,  // u8 nibbles as Q4_0, f16 mins m [.., K/32]: x = nibble * d + m
+  Q5_0,  // the five-bit quants unpacked at load to i8 q - 16 [.., K]: x = q * d (Q8_0's form)
+  Q5_1,  // the five-bit quants unpacked at load to u8 q [.., K], f16 mins: x = q * d + m
 };
 
 struct StoredWeight {
@@ -32,6 +37,7 @@ struct StoredWeight {
   std::vector<int64_t> shape;  // the logical shape
   Array data;                  // Plain: the values; quantized: the packed values
   Array scales;                // quantized: f16 [.., K/32]
+  Array mins;                  // Q4_1, Q5_1: f16 [.., K/32]; else undefined
   std::string source;          // the name in the file, for messages
 };
 
@@ -61,8 +67,8 @@ class WeightStore : public nn::ParameterSource {
 };
 
 // The dequantized weight, as a graph expression over its packed inputs
-// `name`.q (i8 or u8) and `name`.scales (f16): element [.., k] is
-// q[.., k] * scale[.., k / 32] (Q8_0) or (nibble - 8) * scale (Q4_0).
+// `name`.q (i8 or u8), `name`.scales (f16) and, for Q4_1 / Q5_1, `name`.mins
+// (f16): element [.., k] is as WeightFormat states, with d = scale[.., k / 32].
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype);
 
 }  // namespace lumen::io

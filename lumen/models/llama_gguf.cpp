@@ -1,6 +1,7 @@
 #include "lumen/models/llama_gguf.h"
 
 #include <cstring>
+#include <functional>
 #include <regex>
 
 #include "lumen/core/error.h"
@@ -59,9 +60,8 @@ io::StoredWeight load_tensor(const io::GgufFile& f, const io::GgufTensor& t, boo
   if (unpermute && (t.shape.size() > 2 || rows % head_dim != 0)) {
     fail("gguf '", f.path(), "': tensor '", t.name, "' of shape ", shape_string(t.shape), " cannot hold heads of ", head_dim);
   }
-  const unsigned char* src = f.data(t);
-  auto type = static_cast<io::GgmlType>(t.type);
-  if (type == io::GgmlType::F32 || type == io::GgmlType::F16 || type == io::GgmlType::BF16) {
+  const io::GgmlBlockFormat& format = f.readable_format(t);
+  if (format.plain) {
     Array a = f.get(t.name);
     if (unpermute) {
       Array copy(a.dtype(), a.shape());
@@ -72,33 +72,12 @@ io::StoredWeight load_tensor(const io::GgufFile& f, const io::GgufTensor& t, boo
     w.data = a;
     return w;
   }
-  // Quantized blocks of 32 along each row: split into values and f16 scales.
-  bool q8 = type == io::GgmlType::Q8_0;
-  w.format = q8 ? io::WeightFormat::Q8_0 : io::WeightFormat::Q4_0;
-  int64_t blocks = cols / 32;
-  std::vector<int64_t> scale_shape(t.shape.begin(), t.shape.end() - 1);
-  scale_shape.push_back(blocks);
-  std::vector<int64_t> value_shape(t.shape.begin(), t.shape.end() - 1);
-  if (q8) {
-    value_shape.push_back(cols);
-  } else {
-    value_shape.push_back(blocks);
-    value_shape.push_back(16);
-  }
-  w.data = Array(q8 ? DType::I8 : DType::U8, value_shape);
-  w.scales = Array(DType::F16, scale_shape);
-  size_t block_bytes = q8 ? 34 : 18, value_bytes = q8 ? 32 : 16;
-  auto* values = static_cast<unsigned char*>(w.data.data());
-  auto* scales = static_cast<unsigned char*>(w.scales.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t to = unpermute ? hf_row(r, head_dim) : r;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const unsigned char* block = src + static_cast<size_t>(r * blocks + b) * block_bytes;
-      std::memcpy(scales + static_cast<size_t>(to * blocks + b) * 2, block, 2);
-      std::memcpy(values + static_cast<size_t>(to * blocks + b) * value_bytes, block + 2, value_bytes);
-    }
-  }
-  return w;
+  // Quantized blocks along each row: split into values, f16 scales (and mins).
+  std::function<int64_t(int64_t)> row_to;
+  if (unpermute) row_to = [head_dim](int64_t r) { return hf_row(r, head_dim); };
+  io::StoredWeight q = io::unpack_ggml_blocks(t.type, f.data(t), t.shape, row_to);
+  q.source = t.name;
+  return q;
 }
 
 std::string arch_of(const io::GgufFile& f) {
@@ -110,7 +89,7 @@ std::string arch_of(const io::GgufFile& f) {
 LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   std::string arch = arch_of(f);
   if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
-    fail("gguf '", f.path(), "': general.architecture '", arch, "' is not a Llama-family decoder (llama, mistral, qwen2)");
+    fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch), "' is not a Llama-family decoder (llama, mistral, qwen2)");
   }
   auto integer = [&](const std::string& key) { return f.at(arch + "." + key).as_int(arch + "." + key); };
   LlamaConfig c;
@@ -126,7 +105,7 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   c.rope_theta = f.has(arch + ".rope.freq_base") ? f.at(arch + ".rope.freq_base").as_double(arch + ".rope.freq_base") : 10000.0;
   if (f.has(arch + ".rope.scaling.type")) {
     const std::string& t = f.at(arch + ".rope.scaling.type").as_string(arch + ".rope.scaling.type");
-    if (t != "none") fail("gguf '", f.path(), "': rope scaling '", t, "' is not supported");
+    if (t != "none") fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported");
   }
   const io::GgufTensor& embed = f.tensor("token_embd.weight");
   c.vocab = embed.shape[0];

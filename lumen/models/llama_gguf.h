@@ -1,7 +1,8 @@
 // Llama-family models from GGUF files written for llama.cpp: the config from
 // the llama.* / qwen2.* metadata and the weights mapped onto Hugging Face
-// parameter names. Q8_0 and Q4_0 tensors stay quantized (repacked into
-// values + scales); f16/bf16 stay half precision.
+// parameter names. Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 tensors stay quantized
+// (repacked into values + scales (+ mins), see io::WeightFormat); f16/bf16 stay
+// half precision. A file may mix types, as llama.cpp writes them.
 //
 // llama.cpp's converter interleaves the rows of q_proj and k_proj for the
 // "llama" architecture (its rotary layout pairs neighbours); they are

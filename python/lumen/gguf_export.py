@@ -1,6 +1,7 @@
 """Export a Hugging Face Llama-family checkpoint (a directory with config.json
 and safetensors) as a GGUF file in llama.cpp's conventions, with the `gguf`
-package: f32, f16, or Q8_0 / Q4_0 weights. Used by the tests (the same weights
+package: f32, f16, or Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights (one type for
+every matrix, or per tensor as llama.cpp mixes them: `tensor_types`). Used by the tests (the same weights
 in both formats) and by `make bench` (the same file for lumen and llama.cpp).
 
     python -m lumen.gguf_export MODEL_DIR OUT.gguf --type q8_0
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-TYPES = ("f32", "f16", "q8_0", "q4_0")
+TYPES = ("f32", "f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1")
+_FILE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q5_1": 9}
 
 _LAYER_PARTS = {
     "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
@@ -42,12 +44,18 @@ def interleave_heads(w: np.ndarray, heads: int) -> np.ndarray:
 
 
 def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", vocab: list[str] | None = None,
-                 chat_template: str | None = None, token_types: list[int] | None = None) -> Path:
+                 tensor_types: dict[str, str] | None = None, chat_template: str | None = None,
+                 token_types: list[int] | None = None) -> Path:
+    """`type` for every matrix (vectors stay f32); `tensor_types` maps GGUF
+    tensor names (e.g. "token_embd.weight") to another type from TYPES;
+    `chat_template` and `token_types` go into the vocabulary's metadata."""
     import gguf
     from safetensors.numpy import load_file
 
-    if type not in TYPES:
-        raise ValueError(f"type must be one of {TYPES}, got {type!r}")
+    tensor_types = tensor_types or {}
+    for t in [type, *tensor_types.values()]:
+        if t not in TYPES:
+            raise ValueError(f"type must be one of {TYPES}, got {t!r}")
     model_dir, out = Path(model_dir), Path(out)
     config = json.loads((model_dir / "config.json").read_text())
     arch = config.get("model_type", "llama")
@@ -73,7 +81,7 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
     w.add_rope_freq_base(float(theta))
     w.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-6)))
     w.add_vocab_size(config["vocab_size"])
-    w.add_file_type({"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2}[type])
+    w.add_file_type(_FILE_TYPES[type])
     # A vocabulary: the given tokens, or placeholders (callers then pass token ids).
     tokens = vocab if vocab is not None else [f"<t{i}>" for i in range(config["vocab_size"])]
     w.add_tokenizer_model("llama")
@@ -101,12 +109,13 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
                 value = interleave_heads(value, heads)
             elif ".self_attn.k_proj." in name:
                 value = interleave_heads(value, kv_heads)
-        if value.ndim == 1 or type == "f32":
+        t = tensor_types.get(g, type)
+        if value.ndim == 1 or t == "f32":
             w.add_tensor(g, value)
-        elif type == "f16":
+        elif t == "f16":
             w.add_tensor(g, value.astype(np.float16))
         else:
-            qtype = gguf.GGMLQuantizationType.Q8_0 if type == "q8_0" else gguf.GGMLQuantizationType.Q4_0
+            qtype = gguf.GGMLQuantizationType[t.upper()]
             w.add_tensor(g, gguf.quants.quantize(value, qtype), raw_dtype=qtype)
     w.write_header_to_file()
     w.write_kv_data_to_file()

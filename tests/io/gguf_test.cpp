@@ -28,6 +28,14 @@ class Writer {
   void kv_u32(const std::string& k, uint32_t v) { str(k), put<uint32_t>(4), put(v), ++kvs_; }
   void kv_f32(const std::string& k, float v) { str(k), put<uint32_t>(6), put(v), ++kvs_; }
   void kv_str(const std::string& k, const std::string& v) { str(k), put<uint32_t>(8), str(v), ++kvs_; }
+  void kv_u8(const std::string& k, uint8_t v) { str(k), put<uint32_t>(0), put(v), ++kvs_; }
+  void kv_bool(const std::string& k, bool v) { str(k), put<uint32_t>(7), put<uint8_t>(v), ++kvs_; }
+  // An array of u8 that claims `count` elements but holds `held`.
+  void kv_u8_array(const std::string& k, uint64_t count, uint64_t held) {
+    str(k), put<uint32_t>(9), put<uint32_t>(0), put<uint64_t>(count);
+    head_.insert(head_.end(), held, 1);
+    ++kvs_;
+  }
   void kv_strings(const std::string& k, const std::vector<std::string>& v) {
     str(k), put<uint32_t>(9), put<uint32_t>(8), put<uint64_t>(v.size());
     for (const auto& s : v) str(s);
@@ -145,9 +153,9 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   expect_error(many, "claims");
   expect_error(std::vector<unsigned char>(good.begin(), good.begin() + static_cast<long>(good.size()) - 40), "outside");
   expect_error(std::vector<unsigned char>(good.begin(), good.begin() + 60), "truncated");
-  Writer w;
-  w.tensor("x", {3}, 12, {});  // Q4_K
-  expect_error(w.bytes(), "lumen reads F32, F16, BF16, Q8_0 and Q4_0");
+  Writer bogus;
+  bogus.tensor("x", {32}, 99, {});
+  expect_error(bogus.bytes(), "tensor 'x' has unknown type 99; lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
   Writer odd;
   odd.tensor("x", {33}, 8, std::vector<unsigned char>(68));
   expect_error(odd.bytes(), "not a multiple");
@@ -161,6 +169,112 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   auto b = longstr.bytes();
   b[16] = 1;  // one metadata entry
   expect_error(b, "claims");
+}
+
+// A known type lumen cannot load (a k-quant) is indexed, so the metadata stays
+// readable; loading its values names the tensor, the type and what lumen reads.
+TEST(Gguf, KnownUnreadableTypeIsIndexedAndNamedWhenLoaded) {
+  Writer w = sample();
+  w.tensor("blk.0.ffn_down.weight", {256, 2}, 12, std::vector<unsigned char>(2 * 144));  // Q4_K
+  GgufFile f = GgufFile::open(write("q4k.gguf", w.bytes()));
+  const GgufTensor& t = f.tensor("blk.0.ffn_down.weight");
+  EXPECT_EQ(t.bytes, 288u);
+  EXPECT_EQ(f.readable_format(f.tensor("q")).name, std::string("Q8_0"));
+  try {
+    f.readable_format(t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'blk.0.ffn_down.weight' has type Q4_K (12); lumen reads F32, F16, BF16, "
+                                         "Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Truncating a file with quantized tensors names the tensor and its type.
+TEST(Gguf, TruncatedQuantizedTensorNamesTensorAndType) {
+  Writer w;
+  w.tensor("blk.3.attn_q.weight", {64, 2}, 3, std::vector<unsigned char>(4 * 20, 7));  // Q4_1
+  std::vector<unsigned char> b = w.bytes();
+  b.resize(b.size() - 40);
+  expect_error(b, "tensor 'blk.3.attn_q.weight' (Q4_1 (3), 80 bytes at offset 0) lies outside");
+}
+
+// numel * type size is overflow-checked: 2^62 F32 elements once wrapped to 0 bytes.
+TEST(Gguf, HugeTensorsFailTheBoundsCheck) {
+  for (uint32_t type : {0u, 1u, 30u, 8u}) {
+    Writer w;
+    w.tensor("huge", {1ull << 31, 1ull << 31}, type, {});
+    try {
+      GgufFile::open(write("huge.gguf", w.bytes()));
+      FAIL() << "type " << type << " loaded";
+    } catch (const Error& e) {
+      std::string m = e.what();
+      EXPECT_TRUE(m.find("absurdly large") != std::string::npos || m.find("lies outside") != std::string::npos) << m;
+    }
+  }
+  Writer w;
+  w.tensor("huge", {1ull << 40, 1ull << 22}, 0, {});  // 2^62 elements, 2^64 bytes
+  expect_error(w.bytes(), "tensor 'huge' of 4611686018427387904 F32 elements is absurdly large");
+}
+
+// A value of another type than the key's use needs is an Error naming the key
+// and both types (it was std::bad_variant_access for bools).
+TEST(Gguf, WrongValueTypesNameKeyAndTypes) {
+  Writer w;
+  w.kv_u8("tokenizer.ggml.add_bos_token", 1);
+  w.kv_str("tokenizer.ggml.add_eos_token", "true");
+  w.kv_bool("flag", true);
+  w.kv_strings("list", {"a"});
+  GgufFile f = GgufFile::open(write("types.gguf", w.bytes()));
+  EXPECT_TRUE(f.at("flag").as_bool("flag"));
+  auto expect = [](auto&& call, const std::string& fragment) {
+    try {
+      call();
+      FAIL() << "no error (expected '" << fragment << "')";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect([&] { f.at("tokenizer.ggml.add_bos_token").as_bool("tokenizer.ggml.add_bos_token"); },
+         "metadata 'tokenizer.ggml.add_bos_token' is u8, expected bool");
+  expect([&] { f.at("tokenizer.ggml.add_eos_token").as_bool("tokenizer.ggml.add_eos_token"); },
+         "metadata 'tokenizer.ggml.add_eos_token' is string, expected bool");
+  expect([&] { f.at("flag").as_int("flag"); }, "metadata 'flag' is bool, expected an integer");
+  expect([&] { f.at("list").as_string("list"); }, "metadata 'list' is array of string, expected a string");
+  expect([&] { f.at("tokenizer.ggml.add_eos_token").as_double("x"); }, "metadata 'x' is string, expected a number");
+}
+
+// Array lengths are bounded by the bytes left before anything is allocated,
+// and all arrays together by the file size.
+TEST(Gguf, ArrayLengthsAreBoundedByTheFile) {
+  Writer lie;
+  lie.kv_u8_array("tokenizer.ggml.token_type", 1ull << 31, 16);
+  expect_error(lie.bytes(), "metadata 'tokenizer.ggml.token_type' claims 2147483648 array elements of u8 but only");
+  Writer many;  // a 200 KB file whose u8 arrays hold 190k elements: ~14 MB as GgufValues, over the budget
+  many.kv_u8_array("a", 95000, 95000);
+  many.kv_u8_array("b", 95000, 95000);
+  expect_error(many.bytes(), "metadata 'b' claims 95000 more array elements than a file of this size");
+  Writer fits;
+  fits.kv_u8_array("a", 40000, 40000);
+  EXPECT_EQ(GgufFile::open(write("fits.gguf", fits.bytes())).at("a").array.size(), 40000u);
+  Writer twice;
+  twice.kv_u32("k", 1);
+  twice.kv_u32("k", 2);
+  expect_error(twice.bytes(), "metadata 'k' appears twice");
+}
+
+TEST(Gguf, MessagesEscapeFileBytes) {
+  Writer w;
+  w.tensor(std::string("bad\xff\x01name"), {3}, 99, {});
+  try {
+    GgufFile::open(write("bytes.gguf", w.bytes()));
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_EQ(valid_utf8(m), m);
+    EXPECT_NE(m.find("tensor 'bad\\xff\\x01name' has unknown type 99"), std::string::npos) << m;
+  }
 }
 
 TEST(Gguf, FuzzedFilesLoadOrRaise) {

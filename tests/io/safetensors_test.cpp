@@ -90,13 +90,82 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
   expect_error(with_header("span", R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})"), "needs 12");
   expect_error(with_header("reversed", R"({"t": {"dtype": "F32", "shape": [1], "data_offsets": [8, 4]}})"), "outside");
   expect_error(with_header("meta", R"({"__metadata__": {"a": 1}})"), "not a string");
-  SafetensorsFile ok = SafetensorsFile::open(with_header("ok", R"({"weight": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})"));
+  SafetensorsFile ok =
+      SafetensorsFile::open(with_header("ok", R"({"weight": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 8));
   try {
     ok.get("model.weight2");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no tensor named 'model.weight2'"), std::string::npos) << e.what();
   }
+}
+
+std::string tensor_json(const std::string& name, int begin, int end) {
+  return "\"" + name + "\": {\"dtype\": \"U8\", \"shape\": [" + std::to_string(end - begin) + "], \"data_offsets\": [" +
+         std::to_string(begin) + ", " + std::to_string(end) + "]}";
+}
+
+// As the reference reader: sorted by offset, tensors tile the data section
+// exactly. (Tensor order in the header is free; empty tensors fit anywhere.)
+TEST(Safetensors, TensorsMustTileTheDataSection) {
+  auto header = [](std::vector<std::string> parts) {
+    std::string j = "{";
+    for (size_t i = 0; i < parts.size(); ++i) j += (i ? ", " : "") + parts[i];
+    return j + "}";
+  };
+  SafetensorsFile shuffled = SafetensorsFile::open(
+      with_header("tiled", header({tensor_json("b", 4, 8), tensor_json("e", 4, 4), tensor_json("a", 0, 4)}), 8));
+  EXPECT_EQ(shuffled.entries().size(), 3u);
+  expect_error(with_header("gap", header({tensor_json("a", 0, 4), tensor_json("b", 6, 8)}), 8),
+               "tensor 'b' starts at byte 6 of the data section but 'a' ends at 4 (a gap)");
+  expect_error(with_header("overlap", header({tensor_json("a", 0, 4), tensor_json("b", 2, 6)}), 6),
+               "tensor 'b' starts at byte 2 of the data section but 'a' ends at 4 (overlapping tensors)");
+  expect_error(with_header("same", header({tensor_json("a", 0, 4), tensor_json("b", 0, 4)}), 4), "overlapping tensors");
+  expect_error(with_header("late", header({tensor_json("a", 2, 4)}), 4), "but the section starts at 0 (a gap)");
+  expect_error(with_header("trailing", header({tensor_json("a", 0, 4)}), 5), "the tensors cover 4 bytes but the data section has 5");
+  expect_error(with_header("empty_trailing", "{}", 1), "the tensors cover 0 bytes");
+}
+
+TEST(Safetensors, DuplicateKeysAreRejected) {
+  expect_error(with_header("dup", "{" + tensor_json("a", 0, 4) + ", " + tensor_json("a", 4, 8) + "}", 8),
+               "repeats the key 'a'");
+  expect_error(with_header("dup_field", R"({"a": {"dtype": "U8", "dtype": "U8", "shape": [0], "data_offsets": [0, 0]}})", 0),
+               "repeats the key 'dtype'");
+}
+
+// A NUL in a name used to cut it where C strings end, so "a\0x" replaced "a".
+TEST(Safetensors, NamesWithNulAreRejected) {
+  expect_error(with_header("nul", "{" + tensor_json("a\\u0000x", 0, 4) + "}", 4), "no NUL byte");
+  expect_error(with_header("empty_name", "{" + tensor_json("", 0, 4) + "}", 4), "non-empty");
+}
+
+TEST(Safetensors, DeepNestingIsBounded) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_error(with_header("deep", R"({"a": {"dtype": "U8", "shape": )" + deep + R"(, "data_offsets": [0, 0]}})", 0),
+               "nests deeper than 64 levels");
+  std::string ok_depth = std::string(60, '[') + std::string(60, ']');
+  expect_error(with_header("deepish", R"({"a": {"dtype": "U8", "shape": )" + ok_depth + R"(, "data_offsets": [0, 0]}})", 0),
+               "shape entries must be non-negative integers");
+}
+
+// Bytes of the file in a message are escaped: the message stays valid UTF-8
+// (Python would raise UnicodeDecodeError instead of lumen.Error otherwise).
+TEST(Safetensors, MessagesEscapeFileBytes) {
+  auto check = [](const std::string& path, const std::string& fragment) {
+    try {
+      SafetensorsFile::open(path);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      std::string m = e.what();
+      EXPECT_EQ(valid_utf8(m), m);
+      EXPECT_EQ(m.find('\x01'), std::string::npos) << m;
+      EXPECT_NE(m.find(fragment), std::string::npos) << m;
+    }
+  };
+  // Invalid UTF-8 in a string: the JSON parser's message quotes the bytes.
+  check(with_header("bad_utf8", "{\"a\xff\xfe\": 1}", 0), "not valid JSON");
+  check(with_header("bad_dtype_bytes", R"({"t": {"dtype": "\u0001X", "shape": [1], "data_offsets": [0, 4]}})", 4),
+        "dtype '\\x01X' is not supported");
 }
 
 TEST(Safetensors, I64ValuesOutsideI32AreRejected) {

@@ -48,7 +48,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& f) {
       t->added.push_back(a);
     }
   }
-  auto flag = [&](const char* key, bool fallback) { return f.has(key) ? std::get<bool>(f.at(key).scalar) : fallback; };
+  auto flag = [&](const char* key, bool fallback) { return f.has(key) ? f.at(key).as_bool(key) : fallback; };
   if (model == "llama") {
     std::vector<float> scores;
     for (const GgufValue& v : f.at("tokenizer.ggml.scores").array) scores.push_back(static_cast<float>(v.as_double("scores")));

@@ -1,0 +1,132 @@
+#include "lumen/io/ggml_blocks.h"
+
+#include <cstring>
+
+#include "lumen/core/error.h"
+
+namespace lumen::io {
+
+namespace {
+
+// clang-format off
+//   type            name    bytes elems readable plain  d   m   qh  q   bits bias
+const GgmlBlockFormat kFormats[] = {
+  {GgmlType::F32,  "F32",    4,   1,  true,  true},
+  {GgmlType::F16,  "F16",    2,   1,  true,  true},
+  {GgmlType::BF16, "BF16",   2,   1,  true,  true},
+  {GgmlType::Q8_0, "Q8_0",  34,  32,  true,  false, 0, -1, -1,  2, 8,  0},
+  {GgmlType::Q4_0, "Q4_0",  18,  32,  true,  false, 0, -1, -1,  2, 4,  8},
+  {GgmlType::Q4_1, "Q4_1",  20,  32,  true,  false, 0,  2, -1,  4, 4,  0},
+  {GgmlType::Q5_0, "Q5_0",  22,  32,  true,  false, 0, -1,  2,  6, 5, 16},
+  {GgmlType::Q5_1, "Q5_1",  24,  32,  true,  false, 0,  2,  4,  8, 5,  0},
+  // Known, sized, not yet loaded (the k-quants use 256-element super-blocks).
+  {GgmlType::Q8_1, "Q8_1",  36,  32,  false, false},
+  {GgmlType::Q2_K, "Q2_K",  84, 256,  false, false},
+  {GgmlType::Q3_K, "Q3_K", 110, 256,  false, false},
+  {GgmlType::Q4_K, "Q4_K", 144, 256,  false, false},
+  {GgmlType::Q5_K, "Q5_K", 176, 256,  false, false},
+  {GgmlType::Q6_K, "Q6_K", 210, 256,  false, false},
+  {GgmlType::Q8_K, "Q8_K", 292, 256,  false, false},
+};
+// clang-format on
+
+uint32_t read_u32_le(const unsigned char* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+// The 32 five-bit quants of a Q5 block, minus `bias`, one byte each.
+void expand_five_bits(const GgmlBlockFormat& f, const unsigned char* block, unsigned char* out) {
+  uint32_t qh = read_u32_le(block + f.high_bits_offset);
+  const unsigned char* q = block + f.values_offset;
+  for (int j = 0; j < 16; ++j) {
+    int low = (q[j] & 0x0f) | static_cast<int>((qh >> j) & 1u) << 4;
+    int high = (q[j] >> 4) | static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+    out[j] = static_cast<unsigned char>(low - f.value_bias);  // Q5_0: i8 in -16..15 (two's complement)
+    out[j + 16] = static_cast<unsigned char>(high - f.value_bias);
+  }
+}
+
+WeightFormat weight_format(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0: return WeightFormat::Q8_0;
+    case GgmlType::Q4_0: return WeightFormat::Q4_0;
+    case GgmlType::Q4_1: return WeightFormat::Q4_1;
+    case GgmlType::Q5_0: return WeightFormat::Q5_0;
+    case GgmlType::Q5_1: return WeightFormat::Q5_1;
+    default: return WeightFormat::Plain;
+  }
+}
+
+}  // namespace
+
+const GgmlBlockFormat* ggml_block_format(uint32_t type) {
+  for (const GgmlBlockFormat& f : kFormats) {
+    if (static_cast<uint32_t>(f.type) == type) return &f;
+  }
+  return nullptr;
+}
+
+std::string ggml_type_label(uint32_t type) {
+  const GgmlBlockFormat* f = ggml_block_format(type);
+  return std::string(f ? f->name : "unknown") + " (" + std::to_string(type) + ")";
+}
+
+std::string ggml_readable_types() {
+  std::vector<std::string> names;
+  for (const GgmlBlockFormat& f : kFormats) {
+    if (f.readable) names.push_back(f.name);
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+StoredWeight unpack_ggml_blocks(uint32_t type, const unsigned char* src, const std::vector<int64_t>& shape,
+                                const std::function<int64_t(int64_t)>& row_to) {
+  const GgmlBlockFormat* f = ggml_block_format(type);
+  if (!f || !f->readable || f->plain) fail("unpack_ggml_blocks: type ", ggml_type_label(type), " is not a quantized type lumen reads");
+  if (shape.empty() || shape.back() % f->block_elements != 0) {
+    fail("unpack_ggml_blocks: a ", f->name, " tensor of shape ", shape_string(shape), " does not hold whole blocks of ",
+         f->block_elements);
+  }
+  const int64_t cols = shape.back(), blocks = cols / f->block_elements;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  StoredWeight w;
+  w.format = weight_format(f->type);
+  w.shape = shape;
+  std::vector<int64_t> per_block(shape.begin(), shape.end() - 1), values_shape = per_block;
+  per_block.push_back(blocks);
+  if (f->value_bits == 4) {
+    values_shape.push_back(blocks);
+    values_shape.push_back(f->block_elements / 2);
+  } else {
+    values_shape.push_back(cols);
+  }
+  const bool signed_values = f->type == GgmlType::Q8_0 || f->type == GgmlType::Q5_0;
+  w.data = Array(signed_values ? DType::I8 : DType::U8, values_shape);
+  w.scales = Array(DType::F16, per_block);
+  if (f->min_offset >= 0) w.mins = Array(DType::F16, per_block);
+  const size_t value_bytes = f->value_bits == 4 ? f->block_elements / 2 : f->block_elements;
+  auto* values = static_cast<unsigned char*>(w.data.data());
+  auto* scales = static_cast<unsigned char*>(w.scales.data());
+  auto* mins = f->min_offset >= 0 ? static_cast<unsigned char*>(w.mins.data()) : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t to = row_to ? row_to(r) : r;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const unsigned char* block = src + static_cast<size_t>(r * blocks + b) * f->block_bytes;
+      const size_t at = static_cast<size_t>(to * blocks + b);
+      std::memcpy(scales + at * 2, block + f->scale_offset, 2);
+      if (mins) std::memcpy(mins + at * 2, block + f->min_offset, 2);
+      if (f->value_bits == 5) {
+        expand_five_bits(*f, block, values + at * value_bytes);
+      } else {
+        std::memcpy(values + at * value_bytes, block + f->values_offset, value_bytes);
+      }
+    }
+  }
+  return w;
+}
+
+}  // namespace lumen::io
