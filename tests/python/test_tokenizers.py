@@ -143,7 +143,7 @@ def test_gguf_gpt2_vocab_matches_hf(tmp_path):
     for token, i in vocab.items():
         tokens[i] = token
     merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
-    path = gguf_with_vocab(tmp_path / "gpt2.gguf", "gpt2", tokens, token_merges=merges)
+    path = gguf_with_vocab(tmp_path / "gpt2.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="gpt-2")
     ours = lumen.Tokenizer.from_gguf(path)
     hf = tokenizers.Tokenizer.from_str(t.to_str())
     for text in CORPUS:
