@@ -172,3 +172,57 @@ def test_bad_tokenizer_files_raise(tmp_path):
     assert wl.encode("a b a") == [0, 1, 0]
     with pytest.raises(lumen.Error, match="outside the vocabulary"):
         wl.id_to_token(7)
+
+
+def byte_level_vocab(extra=()):
+    """A small trained byte-level BPE vocabulary: (tokens, merges), with `extra` tokens appended."""
+    t = tokenizers.ByteLevelBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=400, min_frequency=1)
+    spec = json.loads(t.to_str())
+    tokens = [None] * len(spec["model"]["vocab"])
+    for token, i in spec["model"]["vocab"].items():
+        tokens[i] = token
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    return tokens + list(extra), merges
+
+
+def test_gguf_special_tokens_are_parsed_as_llama_cpp_does(tmp_path):
+    tokens, merges = byte_level_vocab(["<|im_start|>", "<|im_end|>", "<tool>", "<|endoftext|>", "<|im"])
+    n = len(tokens)
+    types = [1] * (n - 5) + [3, 3, 4, 1, 3]  # <|endoftext|> is stored as normal: llama.cpp makes it control
+    path = gguf_with_vocab(tmp_path / "chat.gguf", "gpt2", tokens, token_merges=merges, token_types=types,
+                           tokenizer_pre="smollm")
+    ours = lumen.Tokenizer.from_gguf(path)
+    start, end, tool, eot, prefix = n - 5, n - 4, n - 3, n - 2, n - 1
+    ids = ours.encode("<|im_start|>user\nHi<|im_end|>\n", False)
+    assert ids[0] == start and end in ids and ids.index(end) == len(ids) - 2
+    assert ours.decode(ids, False) == "<|im_start|>user\nHi<|im_end|>\n"
+    assert ours.decode(ids) == "user\nHi\n"  # control tokens are skipped by default
+    assert ours.encode("a<|endoftext|>b", False)[1] == eot
+    # Longest token first, over the whole text: "<|im_start|>" wins over its prefix "<|im".
+    assert ours.encode("<|im_start|><|im", False) == [start, prefix]
+    # Without parse_special, control tokens are text; user-defined tokens are still matched (as llama.cpp).
+    plain = ours.encode("<|im_start|>x<tool>", False, parse_special=False)
+    assert start not in plain and plain[-1] == tool
+    assert ours.decode(plain, False) == "<|im_start|>x<tool>"
+
+
+def test_gguf_bos_follows_llama_cpp_defaults(tmp_path):
+    tokens, merges = byte_level_vocab()
+    def load(name, **extra):
+        return lumen.Tokenizer.from_gguf(gguf_with_vocab(tmp_path / f"{name}.gguf", "gpt2", tokens,
+                                                         token_merges=merges, **extra))
+    assert load("smollm", tokenizer_pre="smollm", bos_token_id=5).encode("ab") == load(
+        "smollm2", tokenizer_pre="smollm", bos_token_id=5).encode("ab", False)  # smollm: no BOS by default
+    assert load("llama3", tokenizer_pre="llama-bpe", bos_token_id=5).encode("ab")[0] == 5  # llama 3: BOS by default
+    assert load("flag", tokenizer_pre="smollm", bos_token_id=5, add_bos_token=True).encode("ab")[0] == 5
+    assert load("default11", tokenizer_pre="gpt-2", add_bos_token=True).encode("ab")[0] == 11  # llama.cpp's BPE default
+    with pytest.raises(lumen.Error, match="no BOS token"):
+        load("glm", tokenizer_pre="chatglm-bpe", add_bos_token=True)
+
+
+def test_gguf_unknown_pre_tokenizer_is_an_error(tmp_path):
+    tokens, merges = byte_level_vocab()
+    path = gguf_with_vocab(tmp_path / "x.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="not-a-pre")
+    with pytest.raises(lumen.Error, match="'not-a-pre'.*unknown.*smollm"):
+        lumen.Tokenizer.from_gguf(path)
