@@ -226,3 +226,93 @@ def test_gguf_unknown_pre_tokenizer_is_an_error(tmp_path):
     path = gguf_with_vocab(tmp_path / "x.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="not-a-pre")
     with pytest.raises(lumen.Error, match="'not-a-pre'.*unknown.*smollm"):
         lumen.Tokenizer.from_gguf(path)
+
+
+def gguf_raw(path, entries):
+    """A GGUF file with exactly these metadata entries ({key: value}; lists become arrays)."""
+    gguf = pytest.importorskip("gguf")
+    w = gguf.GGUFWriter(str(path), "llama")
+    for key, value in entries.items():
+        if isinstance(value, list):
+            w.add_array(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        else:
+            w.add_uint32(key, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("model", ["llama", "gpt2"])
+def test_malformed_gguf_vocabularies_raise_clear_errors(tmp_path, model):
+    """Issue 14 item 12: these read out of bounds before (SIGSEGV in the gpt2 and score-BPE paths)."""
+    base = {"tokenizer.ggml.model": model, "tokenizer.ggml.tokens": ["a", "b", "ab"],
+            "tokenizer.ggml.scores": [0.0, 0.0, 1.0], "tokenizer.ggml.merges": ["a b"], "tokenizer.ggml.pre": "gpt-2"}
+    cases = {
+        "token_type longer": ({"tokenizer.ggml.token_type": [1, 1, 1, 3, 3, 3]}, "token_type' has 6 entries for 3 tokens"),
+        "token_type shorter": ({"tokenizer.ggml.token_type": [1]}, "token_type' has 1 entries for 3 tokens"),
+        "tokens empty": ({"tokenizer.ggml.tokens": []}, "tokens' is empty|has no vocabulary"),
+        "tokens not an array": ({"tokenizer.ggml.tokens": "abc"}, "tokens' must be an array"),
+        "duplicate token": ({"tokenizer.ggml.tokens": ["a", "b", "a"]}, "token 'a' twice"),
+    }
+    if model == "llama":
+        cases["scores shorter"] = ({"tokenizer.ggml.scores": [0.0]}, "scores' has 1 entries for 3 tokens")
+    else:
+        cases["merge not two tokens"] = ({"tokenizer.ggml.merges": ["ab"]}, "merge 'ab' is not two tokens")
+    for name, (change, message) in cases.items():
+        path = gguf_raw(tmp_path / f"{name}.gguf".replace(" ", "_"), {**base, **change})
+        with pytest.raises(lumen.Error, match=message):
+            lumen.Tokenizer.from_gguf(path)
+    assert lumen.Tokenizer.from_gguf(gguf_raw(tmp_path / "good.gguf", base)).vocab_size == 3
+
+
+def test_deeply_nested_tokenizer_json_is_refused():
+    """Issue 14 item 14: a Sequence nested 30k deep overflowed the stack."""
+    inner = {"type": "Lowercase"}
+    text = json.dumps(inner)
+    for _ in range(30000):
+        text = '{"type": "Sequence", "normalizers": [' + text + ']}'
+    spec = '{"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}, "normalizer": ' + text + '}'
+    with pytest.raises(lumen.Error, match="nested deeper than 64"):
+        lumen.Tokenizer.from_str(spec)
+    ok = {"type": "Lowercase"}
+    for _ in range(20):
+        ok = {"type": "Sequence", "normalizers": [ok]}
+    t = lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"},
+                                             "normalizer": ok}))
+    assert t.encode("A") == [0]
+
+
+def test_tokenizer_json_ids_are_never_narrowed():
+    """Issue 14 item 5: a special-token id 2^32 + 2 became 2."""
+    model = {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "c": 2}, "unk_token": "a"}
+    for added_id in (2**32 + 2, -1, 2**31):
+        spec = {"model": model, "added_tokens": [{"id": added_id, "content": "<s>", "special": True}]}
+        with pytest.raises(lumen.Error, match="bad id"):
+            lumen.Tokenizer.from_str(json.dumps(spec))
+    with pytest.raises(lumen.Error, match="bad id"):
+        lumen.Tokenizer.from_str(json.dumps({"model": {**model, "vocab": {"a": 2**32 + 1}}}))
+    with pytest.raises(lumen.Error, match="bad id"):
+        lumen.Tokenizer.from_str(json.dumps({"model": model, "padding": {"pad_id": 2**40}}))
+    sparse = lumen.Tokenizer.from_str(json.dumps({"model": {**model, "vocab": {"a": 0, "z": 2**31 - 1}}}))
+    assert sparse.id_to_token(2**31 - 1) == "z"  # a sparse id does not allocate 2^31 slots
+
+
+def test_decode_skips_ids_beyond_the_tokenizer_vocabulary(tmp_path):
+    """Issue 14 item 11: a model vocabulary padded beyond the tokenizer's must not stop decoding."""
+    tokens, merges = byte_level_vocab()
+    gpt2 = lumen.Tokenizer.from_gguf(gguf_with_vocab(tmp_path / "v.gguf", "gpt2", tokens, token_merges=merges,
+                                                     tokenizer_pre="gpt-2"))
+    wl = lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1}, "unk_token": "a"},
+                                              "pre_tokenizer": {"type": "WhitespaceSplit"},
+                                              "decoder": {"type": "WordPiece", "prefix": "##"}}))
+    for tok in (gpt2, wl):
+        ids = tok.encode("a b", False)
+        padded = ids[:1] + [tok.vocab_size + 5, 10**6] + ids[1:]
+        assert tok.decode(padded) == tok.decode(ids)
+        with pytest.raises(lumen.Error, match=f"cannot decode id {tok.vocab_size + 5}"):
+            tok.decode_strict(padded)
+        assert tok.decode_strict(ids) == tok.decode(ids)

@@ -43,7 +43,7 @@ class VocabModel : public Model {
   std::unordered_map<std::string, int32_t> vocab_;
 
  private:
-  std::vector<const std::string*> by_id_;
+  std::unordered_map<int32_t, const std::string*> by_id_;
 };
 
 struct AddedToken {
