@@ -316,3 +316,13 @@ def test_decode_skips_ids_beyond_the_tokenizer_vocabulary(tmp_path):
         with pytest.raises(lumen.Error, match=f"cannot decode id {tok.vocab_size + 5}"):
             tok.decode_strict(padded)
         assert tok.decode_strict(ids) == tok.decode(ids)
+
+
+def test_gguf_user_defined_tokens_decode_verbatim(tmp_path):
+    tokens, merges = byte_level_vocab(["<café \n>"])
+    path = gguf_with_vocab(tmp_path / "ud.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="gpt-2",
+                           token_types=[1] * (len(tokens) - 1) + [4])
+    ours = lumen.Tokenizer.from_gguf(path)
+    ids = ours.encode("x<café \n>y", False)
+    assert ids[1] == len(tokens) - 1
+    assert ours.decode(ids) == "x<café \n>y"  # not passed through the byte-level decoder (as llama.cpp)

@@ -222,6 +222,7 @@ void build_gpt2(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocabu
     return out;
   };
   t.decoder = tokenizer::make_decoder(tokenizer::Json::parse(R"({"type": "ByteLevel"})"));
+  t.added_tokens_verbatim = true;  // llama.cpp writes control and user-defined tokens' text as it is
   std::optional<int32_t> bos = special_id(f, "tokenizer.ggml.bos_token_id", rules.no_bos ? std::nullopt : std::optional<int32_t>(11),
                                           v.tokens.size());
   add_bos(t, flag(f, "tokenizer.ggml.add_bos_token", rules.add_bos), bos);

@@ -114,11 +114,22 @@ std::string PipelineTokenizer::decode_strict(const std::vector<int32_t>& ids, bo
 std::string PipelineTokenizer::decode_ids(const std::vector<int32_t>& ids, bool skip_special_tokens, bool strict) const {
   std::unordered_map<int32_t, const AddedToken*> by_id;
   for (const AddedToken& t : added) by_id.emplace(t.id, &t);
-  std::vector<std::string> tokens;
+  std::string out;
+  std::vector<std::string> tokens;  // waiting for the decoder
+  auto flush = [&] {
+    for (const std::string& p : decoder ? decoder(tokens) : tokens) out += p;
+    tokens.clear();
+  };
   for (int32_t id : ids) {
     auto special = by_id.find(id);
     if (special != by_id.end()) {
-      if (!(skip_special_tokens && special->second->special)) tokens.push_back(special->second->content);
+      if (skip_special_tokens && special->second->special) continue;
+      if (added_tokens_verbatim) {
+        flush();
+        out += special->second->content;
+      } else {
+        tokens.push_back(special->second->content);
+      }
       continue;
     }
     const std::string* token = model->id_to_token(id);
@@ -129,9 +140,7 @@ std::string PipelineTokenizer::decode_ids(const std::vector<int32_t>& ids, bool 
            " tokens (decode skips such ids; decode_strict refuses them)");
     }
   }
-  std::vector<std::string> pieces = decoder ? decoder(tokens) : tokens;
-  std::string out;
-  for (const std::string& p : pieces) out += p;
+  flush();
   return out;
 }
 

@@ -78,6 +78,7 @@ class PipelineTokenizer : public Tokenizer {
   // Splits raw text around added tokens (pieces with id >= 0 are tokens);
   // empty: Hugging Face's rules (split_added) over the unnormalized `added`.
   std::function<std::vector<std::pair<std::string, int32_t>>(const std::string& text, bool parse_special)> split_special;
+  bool added_tokens_verbatim = false;  // decode writes added tokens as they are, not through the decoder (llama.cpp)
   std::optional<int32_t> pad_;
   std::optional<int64_t> max_length_;
 
