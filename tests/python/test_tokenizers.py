@@ -219,6 +219,8 @@ def test_gguf_bos_follows_llama_cpp_defaults(tmp_path):
     assert load("default11", tokenizer_pre="gpt-2", add_bos_token=True).encode("ab")[0] == 11  # llama.cpp's BPE default
     with pytest.raises(lumen.Error, match="no BOS token"):
         load("glm", tokenizer_pre="chatglm-bpe", add_bos_token=True)
+    eos = load("eos", tokenizer_pre="gpt-2", eos_token_id=7, add_eos_token=True)
+    assert eos.encode("ab")[-1] == 7 and eos.encode("ab", False)[-1] != 7
 
 
 def test_gguf_unknown_pre_tokenizer_is_an_error(tmp_path):

@@ -170,10 +170,20 @@ std::optional<int32_t> special_id(const GgufFile& f, const char* key, std::optio
   return static_cast<int32_t>(id);
 }
 
-void add_bos(tokenizer::PipelineTokenizer& t, bool add, std::optional<int32_t> bos) {
-  if (!add) return;
-  if (!bos) fail("tokenizer: tokenizer.ggml.add_bos_token is true but the vocabulary has no BOS token (tokenizer.ggml.bos_token_id)");
-  t.post.prefix.push_back(*bos);
+// BOS and EOS around the text when special tokens are added: tokenizer.ggml.add_bos_token / add_eos_token,
+// else llama.cpp's defaults for the vocabulary (`add_bos`; EOS never), with its default ids.
+void add_bos_eos(tokenizer::PipelineTokenizer& t, const GgufFile& f, bool add_bos, std::optional<int32_t> bos,
+                 std::optional<int32_t> eos, size_t n_tokens) {
+  bos = special_id(f, "tokenizer.ggml.bos_token_id", bos, n_tokens);
+  eos = special_id(f, "tokenizer.ggml.eos_token_id", eos, n_tokens);
+  if (flag(f, "tokenizer.ggml.add_bos_token", add_bos)) {
+    if (!bos) fail("tokenizer: tokenizer.ggml.add_bos_token is true but the vocabulary has no BOS token (tokenizer.ggml.bos_token_id)");
+    t.post.prefix.push_back(*bos);
+  }
+  if (flag(f, "tokenizer.ggml.add_eos_token", false)) {
+    if (!eos) fail("tokenizer: tokenizer.ggml.add_eos_token is true but the vocabulary has no EOS token (tokenizer.ggml.eos_token_id)");
+    t.post.suffix.push_back(*eos);
+  }
 }
 
 void build_llama(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocabulary& v) {
@@ -191,7 +201,7 @@ void build_llama(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocab
   std::string steps = R"({"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"})";
   if (space) steps += R"(, {"type": "Strip", "content": " ", "start": 1, "stop": 0})";
   t.decoder = tokenizer::make_decoder(tokenizer::Json::parse(R"({"type": "Sequence", "decoders": [)" + steps + "]}"));
-  add_bos(t, flag(f, "tokenizer.ggml.add_bos_token", true), special_id(f, "tokenizer.ggml.bos_token_id", 1, v.tokens.size()));
+  add_bos_eos(t, f, true, 1, 2, v.tokens.size());
 }
 
 void build_gpt2(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocabulary& v) {
@@ -223,9 +233,7 @@ void build_gpt2(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocabu
   };
   t.decoder = tokenizer::make_decoder(tokenizer::Json::parse(R"({"type": "ByteLevel"})"));
   t.added_tokens_verbatim = true;  // llama.cpp writes control and user-defined tokens' text as it is
-  std::optional<int32_t> bos = special_id(f, "tokenizer.ggml.bos_token_id", rules.no_bos ? std::nullopt : std::optional<int32_t>(11),
-                                          v.tokens.size());
-  add_bos(t, flag(f, "tokenizer.ggml.add_bos_token", rules.add_bos), bos);
+  add_bos_eos(t, f, rules.add_bos, rules.no_bos ? std::nullopt : std::optional<int32_t>(11), 11, v.tokens.size());
 }
 
 }  // namespace
