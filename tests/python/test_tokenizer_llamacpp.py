@@ -80,7 +80,10 @@ def test_smollm2_chat_markup_is_special_tokens():
 
 PRE_TYPES = ["gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "command-r",
              "stablelm2", "olmo", "dbrx", "poro-chat", "tekken", "bloom", "viking", "chameleon", "gpt-4o", "superbpe",
-             "bailingmoe", "seed-coder", "exaone", "minerva-7b", "trillion", "jais", "mpt", "refact", "smaug-bpe"]
+             "bailingmoe", "seed-coder", "exaone", "minerva-7b", "trillion", "jais", "mpt", "refact", "smaug-bpe",
+             "smollm", "default", "jais-2", "youtu", "qwen35", "tiny_aya", "afmoe", "laguna", "exaone-moe", "minicpm5",
+             "granite-embed-multi-97m", "spark2_5", "deepseek-v3", "glm4", "chatglm-bpe", "gpt3-finnish", "llama4",
+             "ufakzeka", "grok-2", "hunyuan-dense"]
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +137,46 @@ def test_pre_tokenizers_equal_llama_cpp(tmp_path, byte_level_vocab, pre):
         assert ours.encode(text, False) == llama_ids(llm, text), f"{pre}: {text!r}"
         assert ours.encode(text) == llama_ids(llm, text, add_bos=True), f"{pre} with BOS rules: {text!r}"
         assert ours.decode(ours.encode(text, False), skip_special_tokens=False) == text
+
+
+def test_sentencepiece_vocab_equals_llama_cpp(tmp_path):
+    """A "llama" (SentencePiece BPE) vocabulary with user-defined tokens, against llama.cpp."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (it is the reference)")
+    spm = pytest.importorskip("sentencepiece")
+    gguf = pytest.importorskip("gguf")
+    text_file = tmp_path / "corpus.txt"
+    text_file.write_text("\n".join(CORPUS * 3))
+    spm.SentencePieceTrainer.train(input=str(text_file), minloglevel=2, model_prefix=str(tmp_path / "sp"),
+                                   vocab_size=400, model_type="bpe", byte_fallback=True, character_coverage=1.0,
+                                   normalization_rule_name="identity", add_dummy_prefix=True,
+                                   remove_extra_whitespaces=False, user_defined_symbols=["<|im_start|>", "<tool>"])
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    n = sp.get_piece_size()
+    tokens = [sp.id_to_piece(i) for i in range(n)]
+    types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else
+             4 if tokens[i] in ("<|im_start|>", "<tool>") else 1 for i in range(n)]
+    path = str(tmp_path / "spm.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_context_length(128)
+    w.add_embedding_length(64)
+    w.add_block_count(1)
+    w.add_feed_forward_length(128)
+    w.add_head_count(4)
+    w.add_head_count_kv(4)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([sp.get_score(i) for i in range(n)])
+    w.add_token_types(types)
+    w.add_bos_token_id(sp.bos_id())
+    w.add_eos_token_id(sp.eos_id())
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    llm = llama_tokenizer(path)
+    ours = lumen.Tokenizer.from_gguf(path)
+    for text in CORPUS:
+        assert ours.encode(text, False) == llama_ids(llm, text), text
+        assert ours.encode(text) == llama_ids(llm, text, add_bos=True), text
+        assert ours.encode(text, False, parse_special=False) == llama_ids(llm, text, special=False), text
