@@ -329,3 +329,16 @@ def test_gguf_user_defined_tokens_decode_verbatim(tmp_path):
     ids = ours.encode("x<café \n>y", False)
     assert ids[1] == len(tokens) - 1
     assert ours.decode(ids) == "x<café \n>y"  # not passed through the byte-level decoder (as llama.cpp)
+
+
+def test_gguf_phi3_special_tokens_strip_following_spaces(tmp_path):
+    """llama.cpp gives every special token of a model named Phi-3 rstrip (except <unk>, <s>, <|endoftext|>)."""
+    tokens, merges = byte_level_vocab(["<|user|>", "<|endoftext|>"])
+    types = [1] * (len(tokens) - 2) + [3, 3]
+    def load(name):
+        return lumen.Tokenizer.from_gguf(gguf_with_vocab(tmp_path / f"{name}.gguf", "gpt2", tokens, token_merges=merges,
+                                                         token_types=types, tokenizer_pre="gpt-2", name=name))
+    phi3, other = load("Phi-3-mini"), load("Other")
+    assert phi3.encode("<|user|>  \n x", False) == phi3.encode("<|user|>x", False)
+    assert other.encode("<|user|>  \n x", False) != other.encode("<|user|>x", False)
+    assert phi3.encode("<|endoftext|> x", False) != phi3.encode("<|endoftext|>x", False)

@@ -119,11 +119,15 @@ struct SpecialSplitter {
           next.emplace_back(std::move(piece), id);
           continue;
         }
+        auto space = [&](size_t i) { return std::string(" \t\n\v\f\r").find(piece[i]) != std::string::npos; };
         size_t at = 0;
         for (size_t hit = piece.find(t.content); hit != std::string::npos; hit = piece.find(t.content, at)) {
-          if (hit > at) next.emplace_back(piece.substr(at, hit - at), -1);
+          size_t left_end = hit;
+          while (t.lstrip && left_end > at && space(left_end - 1)) --left_end;
+          if (left_end > at) next.emplace_back(piece.substr(at, left_end - at), -1);
           next.emplace_back(t.content, t.id);
           at = hit + t.content.size();
+          while (t.rstrip && at < piece.size() && space(at)) ++at;
         }
         if (at < piece.size()) next.emplace_back(piece.substr(at), -1);
       }
@@ -132,6 +136,18 @@ struct SpecialSplitter {
     return pieces;
   }
 };
+
+std::string string_or_empty(const GgufFile& f, const std::string& key) {
+  if (!f.has(key)) return "";
+  const GgufValue& v = f.at(key);
+  const std::string* s = v.is_array ? nullptr : std::get_if<std::string>(&v.scalar);
+  return s ? *s : "";
+}
+
+std::string lowercase_ascii(std::string s) {
+  for (char& c : s) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return s;
+}
 
 struct Vocabulary {
   std::vector<std::string> tokens;
@@ -254,6 +270,16 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& f) {
     a.id = static_cast<int32_t>(i);
     a.special = type != kUserDefined;  // control and unknown tokens: parsed only on request, skipped when decoding
     t->added.push_back(a);
+  }
+  // Model-specific strip rules llama.cpp applies by name (general.name, tokenizer.ggml.pre).
+  std::string name = lowercase_ascii(string_or_empty(f, "general.name"));
+  std::string pre = string_or_empty(f, "tokenizer.ggml.pre");
+  for (AddedToken& a : t->added) {
+    if ((name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) &&
+        a.content != "<unk>" && a.content != "<s>" && a.content != "<|endoftext|>") {
+      a.rstrip = true;
+    }
+    if ((pre == "jina-v2-de" || pre == "jina-v2-es") && a.content == "<mask>") a.lstrip = true;
   }
   splitter.specials = t->added;
   std::stable_sort(splitter.specials.begin(), splitter.specials.end(),
