@@ -19,8 +19,12 @@ void bind_io(nb::module_& m) {
       .def_static("from_gguf", [](const std::string& path) { return io::tokenizer_from_gguf(io::GgufFile::open(path)); },
                   nb::arg("path"), "The vocabulary stored in a GGUF file.")
       .def("encode", &io::Tokenizer::encode, nb::arg("text"), nb::arg("add_special_tokens") = true,
+           nb::arg("parse_special") = true,
            nb::call_guard<nb::gil_scoped_release>())
-      .def("decode", &io::Tokenizer::decode, nb::arg("ids"), nb::arg("skip_special_tokens") = true)
+      .def("decode", &io::Tokenizer::decode, nb::arg("ids"), nb::arg("skip_special_tokens") = true,
+           "Text for ids; ids outside the tokenizer's vocabulary (a padded model vocabulary) are skipped.")
+      .def("decode_strict", &io::Tokenizer::decode_strict, nb::arg("ids"), nb::arg("skip_special_tokens") = true,
+           "As decode, but an id outside the vocabulary raises lumen.Error.")
       .def("token_to_id", &io::Tokenizer::token_to_id, nb::arg("token"))
       .def("id_to_token", &io::Tokenizer::id_to_token, nb::arg("id"))
       .def_prop_ro("vocab_size", &io::Tokenizer::vocab_size)

@@ -143,7 +143,7 @@ def test_gguf_gpt2_vocab_matches_hf(tmp_path):
     for token, i in vocab.items():
         tokens[i] = token
     merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
-    path = gguf_with_vocab(tmp_path / "gpt2.gguf", "gpt2", tokens, token_merges=merges)
+    path = gguf_with_vocab(tmp_path / "gpt2.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="gpt-2")
     ours = lumen.Tokenizer.from_gguf(path)
     hf = tokenizers.Tokenizer.from_str(t.to_str())
     for text in CORPUS:
@@ -172,3 +172,173 @@ def test_bad_tokenizer_files_raise(tmp_path):
     assert wl.encode("a b a") == [0, 1, 0]
     with pytest.raises(lumen.Error, match="outside the vocabulary"):
         wl.id_to_token(7)
+
+
+def byte_level_vocab(extra=()):
+    """A small trained byte-level BPE vocabulary: (tokens, merges), with `extra` tokens appended."""
+    t = tokenizers.ByteLevelBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=400, min_frequency=1)
+    spec = json.loads(t.to_str())
+    tokens = [None] * len(spec["model"]["vocab"])
+    for token, i in spec["model"]["vocab"].items():
+        tokens[i] = token
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    return tokens + list(extra), merges
+
+
+def test_gguf_special_tokens_are_parsed_as_llama_cpp_does(tmp_path):
+    tokens, merges = byte_level_vocab(["<|im_start|>", "<|im_end|>", "<tool>", "<|endoftext|>", "<|im"])
+    n = len(tokens)
+    types = [1] * (n - 5) + [3, 3, 4, 1, 3]  # <|endoftext|> is stored as normal: llama.cpp makes it control
+    path = gguf_with_vocab(tmp_path / "chat.gguf", "gpt2", tokens, token_merges=merges, token_types=types,
+                           tokenizer_pre="smollm")
+    ours = lumen.Tokenizer.from_gguf(path)
+    start, end, tool, eot, prefix = n - 5, n - 4, n - 3, n - 2, n - 1
+    ids = ours.encode("<|im_start|>user\nHi<|im_end|>\n", False)
+    assert ids[0] == start and end in ids and ids.index(end) == len(ids) - 2
+    assert ours.decode(ids, False) == "<|im_start|>user\nHi<|im_end|>\n"
+    assert ours.decode(ids) == "user\nHi\n"  # control tokens are skipped by default
+    assert ours.encode("a<|endoftext|>b", False)[1] == eot
+    # Longest token first, over the whole text: "<|im_start|>" wins over its prefix "<|im".
+    assert ours.encode("<|im_start|><|im", False) == [start, prefix]
+    # Without parse_special, control tokens are text; user-defined tokens are still matched (as llama.cpp).
+    plain = ours.encode("<|im_start|>x<tool>", False, parse_special=False)
+    assert start not in plain and plain[-1] == tool
+    assert ours.decode(plain, False) == "<|im_start|>x<tool>"
+
+
+def test_gguf_bos_follows_llama_cpp_defaults(tmp_path):
+    tokens, merges = byte_level_vocab()
+    def load(name, **extra):
+        return lumen.Tokenizer.from_gguf(gguf_with_vocab(tmp_path / f"{name}.gguf", "gpt2", tokens,
+                                                         token_merges=merges, **extra))
+    assert load("smollm", tokenizer_pre="smollm", bos_token_id=5).encode("ab") == load(
+        "smollm2", tokenizer_pre="smollm", bos_token_id=5).encode("ab", False)  # smollm: no BOS by default
+    assert load("llama3", tokenizer_pre="llama-bpe", bos_token_id=5).encode("ab")[0] == 5  # llama 3: BOS by default
+    assert load("flag", tokenizer_pre="smollm", bos_token_id=5, add_bos_token=True).encode("ab")[0] == 5
+    assert load("default11", tokenizer_pre="gpt-2", add_bos_token=True).encode("ab")[0] == 11  # llama.cpp's BPE default
+    with pytest.raises(lumen.Error, match="no BOS token"):
+        load("glm", tokenizer_pre="chatglm-bpe", add_bos_token=True)
+    eos = load("eos", tokenizer_pre="gpt-2", eos_token_id=7, add_eos_token=True)
+    assert eos.encode("ab")[-1] == 7 and eos.encode("ab", False)[-1] != 7
+
+
+def test_gguf_unknown_pre_tokenizer_is_an_error(tmp_path):
+    tokens, merges = byte_level_vocab()
+    path = gguf_with_vocab(tmp_path / "x.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="not-a-pre")
+    with pytest.raises(lumen.Error, match="'not-a-pre'.*unknown.*smollm"):
+        lumen.Tokenizer.from_gguf(path)
+
+
+def gguf_raw(path, entries):
+    """A GGUF file with exactly these metadata entries ({key: value}; lists become arrays)."""
+    gguf = pytest.importorskip("gguf")
+    w = gguf.GGUFWriter(str(path), "llama")
+    for key, value in entries.items():
+        if isinstance(value, list):
+            w.add_array(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        else:
+            w.add_uint32(key, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("model", ["llama", "gpt2"])
+def test_malformed_gguf_vocabularies_raise_clear_errors(tmp_path, model):
+    """Issue 14 item 12: these read out of bounds before (SIGSEGV in the gpt2 and score-BPE paths)."""
+    base = {"tokenizer.ggml.model": model, "tokenizer.ggml.tokens": ["a", "b", "ab"],
+            "tokenizer.ggml.scores": [0.0, 0.0, 1.0], "tokenizer.ggml.merges": ["a b"], "tokenizer.ggml.pre": "gpt-2"}
+    cases = {
+        "token_type longer": ({"tokenizer.ggml.token_type": [1, 1, 1, 3, 3, 3]}, "token_type' has 6 entries for 3 tokens"),
+        "token_type shorter": ({"tokenizer.ggml.token_type": [1]}, "token_type' has 1 entries for 3 tokens"),
+        "tokens empty": ({"tokenizer.ggml.tokens": []}, "tokens' is empty|has no vocabulary"),
+        "tokens not an array": ({"tokenizer.ggml.tokens": "abc"}, "tokens' must be an array"),
+        "duplicate token": ({"tokenizer.ggml.tokens": ["a", "b", "a"]}, "token 'a' twice"),
+        "flag not a bool": ({"tokenizer.ggml.add_bos_token": 1}, "add_bos_token' must be a boolean"),  # item 13
+    }
+    if model == "llama":
+        cases["scores shorter"] = ({"tokenizer.ggml.scores": [0.0]}, "scores' has 1 entries for 3 tokens")
+    else:
+        cases["merge not two tokens"] = ({"tokenizer.ggml.merges": ["ab"]}, "merge 'ab' is not two tokens")
+    for name, (change, message) in cases.items():
+        path = gguf_raw(tmp_path / f"{name}.gguf".replace(" ", "_"), {**base, **change})
+        with pytest.raises(lumen.Error, match=message):
+            lumen.Tokenizer.from_gguf(path)
+    assert lumen.Tokenizer.from_gguf(gguf_raw(tmp_path / "good.gguf", base)).vocab_size == 3
+
+
+def test_deeply_nested_tokenizer_json_is_refused():
+    """Issue 14 item 14: a Sequence nested 30k deep overflowed the stack."""
+    inner = {"type": "Lowercase"}
+    text = json.dumps(inner)
+    for _ in range(30000):
+        text = '{"type": "Sequence", "normalizers": [' + text + ']}'
+    spec = '{"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}, "normalizer": ' + text + '}'
+    with pytest.raises(lumen.Error, match="nested deeper than 64"):
+        lumen.Tokenizer.from_str(spec)
+    ok = {"type": "Lowercase"}
+    for _ in range(20):
+        ok = {"type": "Sequence", "normalizers": [ok]}
+    t = lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"},
+                                             "normalizer": ok}))
+    assert t.encode("A") == [0]
+
+
+def test_tokenizer_json_ids_are_never_narrowed():
+    """Issue 14 item 5: a special-token id 2^32 + 2 became 2."""
+    model = {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "c": 2}, "unk_token": "a"}
+    for added_id in (2**32 + 2, -1, 2**31):
+        spec = {"model": model, "added_tokens": [{"id": added_id, "content": "<s>", "special": True}]}
+        with pytest.raises(lumen.Error, match="bad id"):
+            lumen.Tokenizer.from_str(json.dumps(spec))
+    with pytest.raises(lumen.Error, match="bad id"):
+        lumen.Tokenizer.from_str(json.dumps({"model": {**model, "vocab": {"a": 2**32 + 1}}}))
+    with pytest.raises(lumen.Error, match="bad id"):
+        lumen.Tokenizer.from_str(json.dumps({"model": model, "padding": {"pad_id": 2**40}}))
+    sparse = lumen.Tokenizer.from_str(json.dumps({"model": {**model, "vocab": {"a": 0, "z": 2**31 - 1}}}))
+    assert sparse.id_to_token(2**31 - 1) == "z"  # a sparse id does not allocate 2^31 slots
+
+
+def test_decode_skips_ids_beyond_the_tokenizer_vocabulary(tmp_path):
+    """Issue 14 item 11: a model vocabulary padded beyond the tokenizer's must not stop decoding."""
+    tokens, merges = byte_level_vocab()
+    gpt2 = lumen.Tokenizer.from_gguf(gguf_with_vocab(tmp_path / "v.gguf", "gpt2", tokens, token_merges=merges,
+                                                     tokenizer_pre="gpt-2"))
+    wl = lumen.Tokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1}, "unk_token": "a"},
+                                              "pre_tokenizer": {"type": "WhitespaceSplit"},
+                                              "decoder": {"type": "WordPiece", "prefix": "##"}}))
+    for tok in (gpt2, wl):
+        ids = tok.encode("a b", False)
+        padded = ids[:1] + [tok.vocab_size + 5, 10**6] + ids[1:]
+        assert tok.decode(padded) == tok.decode(ids)
+        with pytest.raises(lumen.Error, match=f"cannot decode id {tok.vocab_size + 5}"):
+            tok.decode_strict(padded)
+        assert tok.decode_strict(ids) == tok.decode(ids)
+
+
+def test_gguf_user_defined_tokens_decode_verbatim(tmp_path):
+    tokens, merges = byte_level_vocab(["<café \n>"])
+    path = gguf_with_vocab(tmp_path / "ud.gguf", "gpt2", tokens, token_merges=merges, tokenizer_pre="gpt-2",
+                           token_types=[1] * (len(tokens) - 1) + [4])
+    ours = lumen.Tokenizer.from_gguf(path)
+    ids = ours.encode("x<café \n>y", False)
+    assert ids[1] == len(tokens) - 1
+    assert ours.decode(ids) == "x<café \n>y"  # not passed through the byte-level decoder (as llama.cpp)
+
+
+def test_gguf_phi3_special_tokens_strip_following_spaces(tmp_path):
+    """llama.cpp gives every special token of a model named Phi-3 rstrip (except <unk>, <s>, <|endoftext|>)."""
+    tokens, merges = byte_level_vocab(["<|user|>", "<|endoftext|>"])
+    types = [1] * (len(tokens) - 2) + [3, 3]
+    def load(name):
+        return lumen.Tokenizer.from_gguf(gguf_with_vocab(tmp_path / f"{name}.gguf", "gpt2", tokens, token_merges=merges,
+                                                         token_types=types, tokenizer_pre="gpt-2", name=name))
+    phi3, other = load("Phi-3-mini"), load("Other")
+    assert phi3.encode("<|user|>  \n x", False) == phi3.encode("<|user|>x", False)
+    assert other.encode("<|user|>  \n x", False) != other.encode("<|user|>x", False)
+    assert phi3.encode("<|endoftext|> x", False) != phi3.encode("<|endoftext|>x", False)

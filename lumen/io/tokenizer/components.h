@@ -16,6 +16,13 @@ PreTokenizer make_pre_tokenizer(const Json& j);
 Decoder make_decoder(const Json& j);
 PostProcessor make_post_processor(const Json& j, const Model& model);
 
+// A token id from tokenizer.json: an integer in [0, INT32_MAX], else
+// lumen::Error naming `what` (never narrowed: 2^32 + 2 is not 2).
+int32_t token_id(const Json& j, const std::string& what);
+
+// Components nest (Sequence of Sequence ...): tokenizer.json is refused past this depth.
+constexpr int kMaxJsonDepth = 64;
+
 // The GPT-2 pre-tokenization pattern (contractions, letters, numbers, other, spaces).
 extern const char* const kGpt2Pattern;
 

@@ -159,7 +159,7 @@ PostProcessor make_post_processor(const Json& j, const Model& model) {
   std::string type = j.at("type").get<std::string>();
   auto id_of = [&](const Json& pair) {
     // [token, id] pairs (BertProcessing / RobertaProcessing)
-    return pair.at(1).get<int32_t>();
+    return token_id(pair.at(1), "a post-processor token id");
   };
   if (type == "TemplateProcessing") {
     bool after = false;
@@ -170,7 +170,7 @@ PostProcessor make_post_processor(const Json& j, const Model& model) {
       }
       std::string name = item.at("SpecialToken").at("id").get<std::string>();
       const Json& special = j.at("special_tokens").at(name);
-      for (const Json& id : special.at("ids")) (after ? p.suffix : p.prefix).push_back(id.get<int32_t>());
+      for (const Json& id : special.at("ids")) (after ? p.suffix : p.prefix).push_back(token_id(id, "a post-processor token id"));
     }
     return p;
   }

@@ -55,11 +55,11 @@ std::vector<std::pair<std::string, int32_t>> split_added(const std::string& text
   return out;
 }
 
-void PipelineTokenizer::encode_segment(const std::string& text, std::vector<int32_t>& out) const {
+void PipelineTokenizer::encode_segment(const std::string& text, bool parse_special, std::vector<int32_t>& out) const {
   std::string normalized = normalizer ? normalizer(text) : text;
   std::vector<const AddedToken*> normalized_tokens;
   for (const AddedToken& t : added) {
-    if (t.normalized) normalized_tokens.push_back(&t);
+    if (t.normalized && (parse_special || !t.special)) normalized_tokens.push_back(&t);
   }
   for (const auto& [piece, id] : split_added(normalized, normalized_tokens)) {
     if (id >= 0) {
@@ -73,17 +73,23 @@ void PipelineTokenizer::encode_segment(const std::string& text, std::vector<int3
   }
 }
 
-std::vector<int32_t> PipelineTokenizer::encode(const std::string& text, bool add_special_tokens) const {
-  std::vector<const AddedToken*> raw_tokens;
-  for (const AddedToken& t : added) {
-    if (!t.normalized) raw_tokens.push_back(&t);
+std::vector<int32_t> PipelineTokenizer::encode(const std::string& text, bool add_special_tokens, bool parse_special) const {
+  std::vector<std::pair<std::string, int32_t>> pieces;
+  if (split_special) {
+    pieces = split_special(text, parse_special);
+  } else {
+    std::vector<const AddedToken*> raw_tokens;
+    for (const AddedToken& t : added) {
+      if (!t.normalized && (parse_special || !t.special)) raw_tokens.push_back(&t);
+    }
+    pieces = split_added(text, raw_tokens);
   }
   std::vector<int32_t> ids;
-  for (const auto& [piece, id] : split_added(text, raw_tokens)) {
+  for (const auto& [piece, id] : pieces) {
     if (id >= 0) {
       ids.push_back(id);
     } else {
-      encode_segment(piece, ids);
+      encode_segment(piece, parse_special, ids);
     }
   }
   if (!add_special_tokens) return ids;
@@ -98,18 +104,43 @@ std::vector<int32_t> PipelineTokenizer::encode(const std::string& text, bool add
 }
 
 std::string PipelineTokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
-  std::vector<std::string> tokens;
+  return decode_ids(ids, skip_special_tokens, false);
+}
+
+std::string PipelineTokenizer::decode_strict(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+  return decode_ids(ids, skip_special_tokens, true);
+}
+
+std::string PipelineTokenizer::decode_ids(const std::vector<int32_t>& ids, bool skip_special_tokens, bool strict) const {
+  std::unordered_map<int32_t, const AddedToken*> by_id;
+  for (const AddedToken& t : added) by_id.emplace(t.id, &t);
+  std::string out;
+  std::vector<std::string> tokens;  // waiting for the decoder
+  auto flush = [&] {
+    for (const std::string& p : decoder ? decoder(tokens) : tokens) out += p;
+    tokens.clear();
+  };
   for (int32_t id : ids) {
-    auto special = std::find_if(added.begin(), added.end(), [&](const AddedToken& t) { return t.id == id; });
-    if (special != added.end()) {
-      if (!(skip_special_tokens && special->special)) tokens.push_back(special->content);
+    auto special = by_id.find(id);
+    if (special != by_id.end()) {
+      if (skip_special_tokens && special->second->special) continue;
+      if (added_tokens_verbatim) {
+        flush();
+        out += special->second->content;
+      } else {
+        tokens.push_back(special->second->content);
+      }
       continue;
     }
-    tokens.push_back(id_to_token(id));
+    const std::string* token = model->id_to_token(id);
+    if (token) {
+      tokens.push_back(*token);
+    } else if (strict) {
+      fail("tokenizer: cannot decode id ", id, ": it is outside the vocabulary of ", vocab_size(),
+           " tokens (decode skips such ids; decode_strict refuses them)");
+    }
   }
-  std::vector<std::string> pieces = decoder ? decoder(tokens) : tokens;
-  std::string out;
-  for (const std::string& p : pieces) out += p;
+  flush();
   return out;
 }
 

@@ -43,7 +43,7 @@ class VocabModel : public Model {
   std::unordered_map<std::string, int32_t> vocab_;
 
  private:
-  std::vector<const std::string*> by_id_;
+  std::unordered_map<int32_t, const std::string*> by_id_;
 };
 
 struct AddedToken {
@@ -59,8 +59,9 @@ struct PostProcessor {
 
 class PipelineTokenizer : public Tokenizer {
  public:
-  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const override;
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true, bool parse_special = true) const override;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const override;
+  std::string decode_strict(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const override;
   int64_t vocab_size() const override;
   std::optional<int32_t> token_to_id(const std::string& token) const override;
   std::string id_to_token(int32_t id) const override;
@@ -74,11 +75,16 @@ class PipelineTokenizer : public Tokenizer {
   PostProcessor post;
   Decoder decoder;              // may be empty: tokens are concatenated
   std::vector<AddedToken> added;
+  // Splits raw text around added tokens (pieces with id >= 0 are tokens);
+  // empty: Hugging Face's rules (split_added) over the unnormalized `added`.
+  std::function<std::vector<std::pair<std::string, int32_t>>(const std::string& text, bool parse_special)> split_special;
+  bool added_tokens_verbatim = false;  // decode writes added tokens as they are, not through the decoder (llama.cpp)
   std::optional<int32_t> pad_;
   std::optional<int64_t> max_length_;
 
  private:
-  void encode_segment(const std::string& text, std::vector<int32_t>& out) const;
+  void encode_segment(const std::string& text, bool parse_special, std::vector<int32_t>& out) const;
+  std::string decode_ids(const std::vector<int32_t>& ids, bool skip_special_tokens, bool strict) const;
 };
 
 // Splits `text` around the added tokens that match it (longest first),

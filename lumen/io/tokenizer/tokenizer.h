@@ -20,9 +20,18 @@ class Tokenizer {
 
   // Token ids for `text`; with `add_special_tokens`, the model's template
   // (e.g. [CLS] ... [SEP], or a BOS token) is applied, and truncation to
-  // `max_length()` when the tokenizer defines one.
-  virtual std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const = 0;
+  // `max_length()` when the tokenizer defines one. With `parse_special`,
+  // special tokens written in the text (`<|im_start|>`) become their ids, as
+  // Hugging Face tokenizers do by default and llama.cpp with parse_special;
+  // without it they are tokenized as text (tokens that are not special, such
+  // as GGUF user-defined ones, are always matched).
+  virtual std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true,
+                                      bool parse_special = true) const = 0;
+  // Text for `ids`. Ids the tokenizer does not know (a model's vocabulary is
+  // often padded beyond its tokenizer's) are skipped, as Hugging Face does;
+  // decode_strict throws lumen::Error naming the first one instead.
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const = 0;
+  virtual std::string decode_strict(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const = 0;
 
   virtual int64_t vocab_size() const = 0;
   virtual std::optional<int32_t> token_to_id(const std::string& token) const = 0;

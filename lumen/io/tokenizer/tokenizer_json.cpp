@@ -8,18 +8,37 @@ namespace lumen::io {
 
 using tokenizer::Json;
 
+int32_t tokenizer::token_id(const Json& j, const std::string& what) {
+  bool ok = j.is_number_unsigned() ? j.get<uint64_t>() <= INT32_MAX
+                                   : j.is_number_integer() && j.get<int64_t>() >= 0 && j.get<int64_t>() <= INT32_MAX;
+  if (!ok) fail("tokenizer: ", what, " has a bad id ", j.dump(), " (ids are integers from 0 to 2^31 - 1)");
+  return static_cast<int32_t>(j.get<int64_t>());
+}
+
 namespace {
 
 std::unordered_map<std::string, int32_t> read_vocab(const Json& v, const std::string& origin) {
   if (!v.is_object()) fail("tokenizer '", origin, "': model.vocab must be an object of token -> id");
   std::unordered_map<std::string, int32_t> vocab;
-  for (const auto& [token, id] : v.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      fail("tokenizer '", origin, "': token '", token, "' has a bad id ", id.dump());
-    }
-    vocab[token] = id.get<int32_t>();
-  }
+  for (const auto& [token, id] : v.items()) vocab[token] = tokenizer::token_id(id, "token '" + token + "' in '" + origin + "'");
   return vocab;
+}
+
+// Parses JSON, refusing nesting deeper than kMaxJsonDepth before any
+// recursive code (component builders, copies) walks it.
+Json parse_bounded(const std::string& json_text, const std::string& origin) {
+  auto limit = [&](int depth, Json::parse_event_t, Json&) {
+    if (depth > tokenizer::kMaxJsonDepth) {
+      fail("tokenizer '", origin, "': JSON nested deeper than ", tokenizer::kMaxJsonDepth,
+           " levels (a Sequence inside a Sequence ...); tokenizer.json files are never this deep");
+    }
+    return true;
+  };
+  try {
+    return Json::parse(json_text, limit);
+  } catch (const Json::exception& e) {
+    fail("tokenizer '", origin, "': not valid JSON (", e.what(), ")");
+  }
 }
 
 // A vocabulary-only model: the word is a token, or unk.
@@ -85,12 +104,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
 }  // namespace
 
 std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, const std::string& origin) {
-  Json j;
-  try {
-    j = Json::parse(json_text);
-  } catch (const Json::exception& e) {
-    fail("tokenizer '", origin, "': not valid JSON (", e.what(), ")");
-  }
+  Json j = parse_bounded(json_text, origin);
   try {
     if (!j.is_object() || !j.contains("model")) fail("tokenizer '", origin, "': expected an object with a 'model'");
     auto t = std::make_unique<tokenizer::PipelineTokenizer>();
@@ -102,7 +116,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
     for (const Json& a : j.value("added_tokens", Json::array())) {
       tokenizer::AddedToken at;
       at.content = a.at("content").get<std::string>();
-      at.id = a.at("id").get<int32_t>();
+      at.id = tokenizer::token_id(a.at("id"), "added token '" + at.content + "' in '" + origin + "'");
       at.special = a.value("special", false);
       at.normalized = a.value("normalized", !at.special);
       at.lstrip = a.value("lstrip", false);
@@ -111,9 +125,13 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
       t->added.push_back(std::move(at));
     }
     const Json& trunc = j.value("truncation", Json());
-    if (trunc.is_object() && trunc.contains("max_length")) t->max_length_ = trunc["max_length"].get<int64_t>();
+    if (trunc.is_object() && trunc.contains("max_length")) {
+      int64_t m = trunc["max_length"].get<int64_t>();
+      if (m < 0) fail("tokenizer '", origin, "': truncation.max_length ", m, " is negative");
+      t->max_length_ = m;
+    }
     const Json& pad = j.value("padding", Json());
-    if (pad.is_object() && pad.contains("pad_id")) t->pad_ = pad["pad_id"].get<int32_t>();
+    if (pad.is_object() && pad.contains("pad_id")) t->pad_ = tokenizer::token_id(pad["pad_id"], "padding.pad_id in '" + origin + "'");
     return t;
   } catch (const Json::exception& e) {
     fail("tokenizer '", origin, "': a field has the wrong type or is missing (", e.what(), ")");

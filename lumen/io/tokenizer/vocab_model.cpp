@@ -6,8 +6,7 @@ namespace lumen::io::tokenizer {
 VocabModel::VocabModel(std::unordered_map<std::string, int32_t> vocab) : vocab_(std::move(vocab)) {
   for (const auto& [t, id] : vocab_) {
     if (id < 0) fail("tokenizer: token '", t, "' has negative id ", id);
-    if (static_cast<size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<size_t>(id) + 1, nullptr);
-    by_id_[static_cast<size_t>(id)] = &t;
+    by_id_.emplace(id, &t);  // a map: ids may be sparse (2^31 - 1 must not allocate 2^31 slots)
   }
 }
 
@@ -18,7 +17,8 @@ std::optional<int32_t> VocabModel::token_to_id(const std::string& token) const {
 }
 
 const std::string* VocabModel::id_to_token(int32_t id) const {
-  return id >= 0 && static_cast<size_t>(id) < by_id_.size() ? by_id_[static_cast<size_t>(id)] : nullptr;
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
 }
 
 }  // namespace lumen::io::tokenizer
