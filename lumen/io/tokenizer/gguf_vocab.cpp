@@ -41,12 +41,7 @@ std::vector<T> per_token(const GgufFile& f, const std::string& key, size_t n_tok
   return out;
 }
 
-bool flag(const GgufFile& f, const std::string& key, bool fallback) {
-  if (!f.has(key)) return fallback;
-  const GgufValue& v = f.at(key);
-  if (const bool* b = std::get_if<bool>(&v.scalar); b && !v.is_array) return *b;
-  fail("tokenizer: GGUF metadata '", key, "' must be a boolean");
-}
+bool flag(const GgufFile& f, const std::string& key, bool fallback) { return f.has(key) ? f.at(key).as_bool(key) : fallback; }
 
 // llama.cpp marks tokens that look like control tokens as control tokens
 // whatever their stored type (end-of-generation and fill-in-the-middle markers).
@@ -271,9 +266,6 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& f) {
     a.special = type != kUserDefined;  // control and unknown tokens: parsed only on request, skipped when decoding
     t->added.push_back(a);
   }
-<<<<<<< HEAD
-  auto flag = [&](const char* key, bool fallback) { return f.has(key) ? f.at(key).as_bool(key) : fallback; };
-=======
   // Model-specific strip rules llama.cpp applies by name (general.name, tokenizer.ggml.pre).
   std::string name = lowercase_ascii(string_or_empty(f, "general.name"));
   std::string pre = string_or_empty(f, "tokenizer.ggml.pre");
@@ -288,7 +280,6 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& f) {
   std::stable_sort(splitter.specials.begin(), splitter.specials.end(),
                    [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
   t->split_special = splitter;
->>>>>>> helper/tok
   if (model == "llama") {
     build_llama(*t, f, v);
   } else {
