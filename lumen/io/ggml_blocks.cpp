@@ -35,14 +35,19 @@ uint32_t read_u32_le(const unsigned char* p) {
          static_cast<uint32_t>(p[3]) << 24;
 }
 
-// The 32 five-bit quants of a Q5 block, minus `bias`, one byte each.
-void expand_five_bits(const GgmlBlockFormat& f, const unsigned char* block, unsigned char* out) {
-  uint32_t qh = read_u32_le(block + f.high_bits_offset);
+// The 32 four- or five-bit quants of a Q4 / Q5 block, minus the format's
+// bias, one byte each (Q4_0: i8 in -8..7, Q5_0: -16..15, two's complement).
+// Unpacked because a kernel reading two elements from one byte needs a select
+// between its nibbles that keeps the dot product from vectorizing (decode of
+// SmolLM2-135M Q4_1 ran ~30x slower with nibbles); memory doubles for 4-bit
+// weights until a graph rewrite can split the dot product by nibble instead.
+void expand_quants(const GgmlBlockFormat& f, const unsigned char* block, unsigned char* out) {
+  uint32_t qh = f.value_bits == 5 ? read_u32_le(block + f.high_bits_offset) : 0;
   const unsigned char* q = block + f.values_offset;
   for (int j = 0; j < 16; ++j) {
     int low = (q[j] & 0x0f) | static_cast<int>((qh >> j) & 1u) << 4;
     int high = (q[j] >> 4) | static_cast<int>((qh >> (j + 16)) & 1u) << 4;
-    out[j] = static_cast<unsigned char>(low - f.value_bias);  // Q5_0: i8 in -16..15 (two's complement)
+    out[j] = static_cast<unsigned char>(low - f.value_bias);
     out[j + 16] = static_cast<unsigned char>(high - f.value_bias);
   }
 }
@@ -98,17 +103,12 @@ StoredWeight unpack_ggml_blocks(uint32_t type, const unsigned char* src, const s
   w.shape = shape;
   std::vector<int64_t> per_block(shape.begin(), shape.end() - 1), values_shape = per_block;
   per_block.push_back(blocks);
-  if (f->value_bits == 4) {
-    values_shape.push_back(blocks);
-    values_shape.push_back(f->block_elements / 2);
-  } else {
-    values_shape.push_back(cols);
-  }
-  const bool signed_values = f->type == GgmlType::Q8_0 || f->type == GgmlType::Q5_0;
+  values_shape.push_back(cols);
+  const bool signed_values = f->value_bias > 0 || f->type == GgmlType::Q8_0;
   w.data = Array(signed_values ? DType::I8 : DType::U8, values_shape);
   w.scales = Array(DType::F16, per_block);
   if (f->min_offset >= 0) w.mins = Array(DType::F16, per_block);
-  const size_t value_bytes = f->value_bits == 4 ? f->block_elements / 2 : f->block_elements;
+  const auto value_bytes = static_cast<size_t>(f->block_elements);
   auto* values = static_cast<unsigned char*>(w.data.data());
   auto* scales = static_cast<unsigned char*>(w.scales.data());
   auto* mins = f->min_offset >= 0 ? static_cast<unsigned char*>(w.mins.data()) : nullptr;
@@ -119,8 +119,8 @@ StoredWeight unpack_ggml_blocks(uint32_t type, const unsigned char* src, const s
       const size_t at = static_cast<size_t>(to * blocks + b);
       std::memcpy(scales + at * 2, block + f->scale_offset, 2);
       if (mins) std::memcpy(mins + at * 2, block + f->min_offset, 2);
-      if (f->value_bits == 5) {
-        expand_five_bits(*f, block, values + at * value_bytes);
+      if (f->value_bits < 8) {
+        expand_quants(*f, block, values + at * value_bytes);
       } else {
         std::memcpy(values + at * value_bytes, block + f->values_offset, value_bytes);
       }

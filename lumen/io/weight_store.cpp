@@ -138,24 +138,14 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
   Tensor values;  // [.., blocks, 32] f32, the quants with their bias removed
   switch (w.format) {
     case WeightFormat::Q8_0:
+    case WeightFormat::Q4_0:  // unpacked to i8 q - 8 at load
     case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
       values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
       break;
+    case WeightFormat::Q4_1:  // unpacked to u8 at load
     case WeightFormat::Q5_1:
       values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
       break;
-    case WeightFormat::Q4_0:
-    case WeightFormat::Q4_1: {
-      Shape packed = lead;
-      packed.push_back(Expr(blocks));
-      packed.push_back(Expr(16));
-      Tensor bytes = g.parameter(name + ".q", packed, DType::U8).cast(DType::F32);
-      Tensor low = bytes.mod(bytes.scalar(16));
-      Tensor high = (bytes + (-low)) * bytes.scalar(1.0 / 16);
-      values = ops::concat({low, high}, -1);
-      if (w.format == WeightFormat::Q4_0) values = values + bytes.scalar(-8);
-      break;
-    }
     case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
   }
   Tensor out = values * scales;

@@ -26,8 +26,8 @@ enum class WeightFormat {
   Plain,  // an array of the tensor's shape (f32, f16, bf16, ...)
   // Blocks of 32 along the last dim, each with an f16 scale d ([.., K/32]):
   Q8_0,  // i8 values [.., K]: x = q * d
-  Q4_0,  // u8 nibbles [.., K/32, 16] (low nibbles = elements 0..15): x = (nibble - 8) * d
-  Q4_1,  // u8 nibbles as Q4_0, f16 mins m [.., K/32]: x = nibble * d + m
+  Q4_0,  // the nibbles unpacked at load to i8 q - 8 [.., K]: x = q * d (Q8_0's form)
+  Q4_1,  // the nibbles unpacked at load to u8 q [.., K], f16 mins m [.., K/32]: x = q * d + m
   Q5_0,  // the five-bit quants unpacked at load to i8 q - 16 [.., K]: x = q * d (Q8_0's form)
   Q5_1,  // the five-bit quants unpacked at load to u8 q [.., K], f16 mins: x = q * d + m
 };
