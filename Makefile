@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
 
-.PHONY: all setup configure build test demo docs bench sanitize clean
+.PHONY: all setup configure build test demo docs bench sanitize fuzz clean
 
 all: build
 
@@ -46,5 +46,11 @@ sanitize: setup
 	cmake --build build-sanitize -j $(JOBS)
 	cd build-sanitize && ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer targets for the file readers (clang, ASan + UBSan, build-fuzz/):
+# each runs 30 s over its checked-in corpus (LUMEN_SLOW=1: 300 s; or set
+# LUMEN_FUZZ_SECONDS). See tests/fuzz/README.md.
+fuzz:
+	JOBS=$(JOBS) bash scripts/fuzz
+
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) build-sanitize build-fuzz
