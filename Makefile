@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
 
-.PHONY: all setup configure build test demo docs bench sanitize clean
+.PHONY: all setup configure build test demo docs bench sanitize fuzz clean
 
 all: build
 
@@ -52,5 +52,11 @@ sanitize: setup
 	  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  LUMEN_PYTHON_DIR=$(SANITIZE_PY) LUMEN_BACKENDS=interp,cpu $(PYTHON) -m pytest -q -x tests/python
 
+# libFuzzer targets for the file readers (clang, ASan + UBSan, build-fuzz/):
+# each runs 30 s over its checked-in corpus (LUMEN_SLOW=1: 300 s; or set
+# LUMEN_FUZZ_SECONDS). See tests/fuzz/README.md.
+fuzz:
+	JOBS=$(JOBS) bash scripts/fuzz
+
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) build-sanitize build-fuzz
