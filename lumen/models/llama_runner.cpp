@@ -6,6 +6,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
+#include "lumen/models/unused_weights.h"
 
 namespace lumen::models {
 
@@ -17,6 +18,16 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Length: return "length";
+    case StopReason::Eos: return "eos";
+    case StopReason::ContextFull: return "context_full";
+    case StopReason::Callback: return "callback";
+  }
+  return "?";
+}
+
 LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightStore> weights, const LlamaRunnerOptions& options)
     : config_(config), weights_(std::move(weights)), options_(options) {
   config_.validate();
@@ -25,6 +36,9 @@ LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightSt
   double budget = options.compile.search_budget_s;
   // Decode runs once per generated token: it gets most of the search time.
   decode_ = build(1, true, budget * 0.6);
+  unused_weights_ = models::unused_weights(*weights_);
+  // Older Hugging Face checkpoints carry the rotary tables as buffers.
+  if (options.refuse_unused_weights) refuse_unused_weights(*weights_, {".rotary_emb.inv_freq"}, "llama");
   prefill_ = build(std::nullopt, true, budget * 0.4);
   prefill_->share_state(*decode_);
 }
@@ -86,11 +100,13 @@ Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens, bool padd
 }
 
 std::vector<float> LlamaRunner::forward(const std::vector<int32_t>& tokens) {
+  pending_ = -1;  // the caller feeds the sequence by hand from here
   bool one = tokens.size() == 1;
   return run(one ? *decode_ : *prefill_, tokens, !one).to_floats();
 }
 
 Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
+  pending_ = -1;
   if (!all_) {
     all_ = build(std::nullopt, false, 0);
     all_->share_state(*decode_);
@@ -103,21 +119,41 @@ Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
 }
 
 std::vector<int32_t> LlamaRunner::generate(const std::vector<int32_t>& prompt, int64_t max_new, Sampler& sampler,
-                                           const std::function<bool(int32_t)>& on_token, GenerationStats* stats) {
+                                           const std::function<bool(int32_t)>& on_token, GenerationStats* stats,
+                                           bool continue_sequence) {
+  if (max_new < 1) fail("generate: max_new must be at least 1, got ", max_new);
+  std::vector<int32_t> fed = prompt;
+  if (continue_sequence && pending_ >= 0) fed.insert(fed.begin(), pending_);
+  if (fed.empty()) fail("generate: the prompt is empty", continue_sequence ? " and there is no sequence to continue" : "");
+  if (!continue_sequence) reset();
   GenerationStats st;
   st.prompt_tokens = static_cast<int64_t>(prompt.size());
   std::vector<int32_t> out;
   auto start = std::chrono::steady_clock::now();
-  std::vector<float> logits = forward(prompt);
+  bool one = fed.size() == 1;
+  std::vector<float> logits = run(one ? *decode_ : *prefill_, fed, !one).to_floats();
+  pending_ = -1;
   st.prefill_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < max_new; ++i) {
+  for (int64_t i = 0;; ++i) {
     int32_t next = sampler(logits);
     out.push_back(next);
+    pending_ = next;
     ++st.generated_tokens;
     bool go_on = !on_token || on_token(next);
-    if (!go_on || next == config_.eos_token || i + 1 == max_new || past_ >= capacity_) break;
-    logits = forward({next});
+    if (config_.is_eos(next)) {
+      st.stop_reason = StopReason::Eos;
+    } else if (!go_on) {
+      st.stop_reason = StopReason::Callback;
+    } else if (i + 1 == max_new) {
+      st.stop_reason = StopReason::Length;
+    } else if (past_ >= capacity_) {
+      st.stop_reason = StopReason::ContextFull;
+    } else {
+      logits = run(*decode_, {next}, false).to_floats();
+      continue;
+    }
+    break;
   }
   st.decode_seconds = seconds_since(start);
   if (stats) *stats = st;
@@ -126,6 +162,7 @@ std::vector<int32_t> LlamaRunner::generate(const std::vector<int32_t>& prompt, i
 
 void LlamaRunner::reset() {
   past_ = 0;
+  pending_ = -1;
   decode_->reset_state();  // the programs share the buffers
 }
 
