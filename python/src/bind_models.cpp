@@ -162,6 +162,9 @@ void bind_models(nb::module_& m) {
            "Last hidden states [batch, seq, dim] of a padded batch.")
       .def("tokenize", &models::SentenceEncoder::tokenize, nb::arg("text"))
       .def_prop_ro("normalizes", &models::SentenceEncoder::normalizes)
+      .def_prop_ro("pooling", [](const models::SentenceEncoder& e) { return std::string(models::pooling_name(e.pooling())); })
+      .def_prop_ro("unused_weights", &models::SentenceEncoder::unused_weights,
+                   "Checkpoint tensors the encoder does not read (only known-unneeded ones, e.g. BERT's pooler).")
       .def_prop_ro("max_length", &models::SentenceEncoder::max_length)
       .def_prop_ro("compile_seconds", &models::SentenceEncoder::compile_seconds)
       .def_prop_ro("summary", [](const models::SentenceEncoder& e) { return e.config().summary(); })
