@@ -185,7 +185,9 @@ std::string LlamaConfig::summary() const {
   std::ostringstream s;
   s << model_type << ": " << layers << " layers, dim " << dim << ", " << heads << " heads (" << kv_heads << " kv, head_dim "
     << head_dim << "), mlp " << hidden << ", vocab " << vocab;
-  if (sliding_window > 0) s << ", sliding window " << sliding_window;
+  int64_t windowed_layers = 0;
+  for (int64_t l = 0; l < layers; ++l) windowed_layers += windowed(l) ? 1 : 0;
+  if (windowed_layers > 0) s << ", sliding window " << sliding_window << " in " << windowed_layers << " of " << layers << " layers";
   return s.str();
 }
 

@@ -36,9 +36,6 @@ LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightSt
   double budget = options.compile.search_budget_s;
   // Decode runs once per generated token: it gets most of the search time.
   decode_ = build(1, true, budget * 0.6);
-  unused_weights_ = models::unused_weights(*weights_);
-  // Older Hugging Face checkpoints carry the rotary tables as buffers.
-  if (options.refuse_unused_weights) refuse_unused_weights(*weights_, {".rotary_emb.inv_freq"}, "llama");
   prefill_ = build(std::nullopt, true, budget * 0.4);
   prefill_->share_state(*decode_);
 }
@@ -56,6 +53,11 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
     if (last_only) at = seq ? Expr(*seq - 1) : simplify(g.dim("real") - 1);
     // The cache has room for one block of padding beyond the capacity.
     logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at);
+  }
+  if (!decode_) {  // the first program declares every parameter: check the checkpoint before compiling
+    unused_weights_ = models::unused_weights(*weights_);
+    // Older Hugging Face checkpoints carry the rotary tables as buffers.
+    if (options_.refuse_unused_weights) refuse_unused_weights(*weights_, {".rotary_emb.inv_freq"}, "llama");
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;

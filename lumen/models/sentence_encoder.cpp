@@ -102,9 +102,6 @@ SentenceEncoder::SentenceEncoder(const std::string& dir, const SentenceEncoderOp
   max_length_ = std::min(max_length_, config_.max_position);
   tokenizer_->set_max_length(max_length_);
   pooled_ = build(true, options.compile.search_budget_s);
-  unused_weights_ = models::unused_weights(*weights_);
-  // The pooler (BertModel's CLS head) is not part of a sentence-transformers embedding.
-  refuse_unused_weights(*weights_, {"pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids"}, "sentence encoder");
 }
 
 std::unique_ptr<Program> SentenceEncoder::build(bool pooled, double budget_s) {
@@ -121,6 +118,11 @@ std::unique_ptr<Program> SentenceEncoder::build(bool pooled, double budget_s) {
     Tensor mask = g.input("mask", {batch, seq});
     Tensor hidden = model(ids, mask);
     out = pooled ? Bert::pool(hidden, mask, pooling_, normalize_) : hidden;
+  }
+  if (!pooled_) {  // the first program declares every parameter: check the checkpoint before compiling
+    unused_weights_ = models::unused_weights(*weights_);
+    // The pooler (BertModel's CLS head) is not part of a sentence-transformers embedding.
+    refuse_unused_weights(*weights_, {"pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids"}, "sentence encoder");
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;
