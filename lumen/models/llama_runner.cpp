@@ -16,6 +16,21 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// tie_word_embeddings with an lm_head.weight in the file: transformers 4 used
+// the embedding, transformers 5 uses the stored head when it differs. Equal,
+// it is redundant; different, the checkpoint contradicts its config.
+void check_tied_head(const LlamaConfig& c, const io::WeightStore& w) {
+  if (!c.tie_embeddings || !w.contains("lm_head.weight") || !w.contains("model.embed_tokens.weight")) return;
+  const io::StoredWeight& head = w.weight("lm_head.weight");
+  const io::StoredWeight& embed = w.weight("model.embed_tokens.weight");
+  bool same = head.format == io::WeightFormat::Plain && embed.format == io::WeightFormat::Plain && head.shape == embed.shape &&
+              head.data.to_floats() == embed.data.to_floats();
+  if (!same) {
+    fail("llama: '", w.origin, "': the config ties the LM head to the embedding (tie_word_embeddings) but the file holds an "
+         "lm_head.weight that differs from model.embed_tokens.weight; set tie_word_embeddings to false to use it");
+  }
+}
+
 }  // namespace
 
 const char* stop_reason_name(StopReason r) {
@@ -32,6 +47,7 @@ LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightSt
     : config_(config), weights_(std::move(weights)), options_(options) {
   config_.validate();
   if (!weights_) fail("llama: no weights");
+  check_tied_head(config_, *weights_);
   capacity_ = options.capacity > 0 ? options.capacity : std::min<int64_t>(config_.max_position, 2048);
   double budget = options.compile.search_budget_s;
   // Decode runs once per generated token: it gets most of the search time.
@@ -56,8 +72,12 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
   }
   if (!decode_) {  // the first program declares every parameter: check the checkpoint before compiling
     unused_weights_ = models::unused_weights(*weights_);
-    // Older Hugging Face checkpoints carry the rotary tables as buffers.
-    if (options_.refuse_unused_weights) refuse_unused_weights(*weights_, {".rotary_emb.inv_freq"}, "llama");
+    // Older Hugging Face checkpoints carry the rotary tables as buffers; with
+    // tied embeddings a stored lm_head equal to the embedding is redundant
+    // (check_tied_head refuses one that differs).
+    std::vector<std::string> known{".rotary_emb.inv_freq"};
+    if (config_.tie_embeddings) known.push_back("lm_head.weight");
+    if (options_.refuse_unused_weights) refuse_unused_weights(*weights_, known, "llama");
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;

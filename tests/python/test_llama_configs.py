@@ -123,6 +123,23 @@ def test_a_checkpoint_tensor_the_model_does_not_use_is_named(tmp_path):
     assert runner.unused_weights == ["model.layers.0.self_attn.rotary_emb.inv_freq"]
 
 
+def test_a_stored_lm_head_with_tied_embeddings_must_equal_the_embedding(tmp_path):
+    from safetensors.torch import load_file, save_file
+    model, path = make_model(tmp_path, tie_word_embeddings=True)
+    weights = load_file(str(tmp_path / "llama" / "model.safetensors"))
+    assert "lm_head.weight" not in weights
+    weights["lm_head.weight"] = weights["model.embed_tokens.weight"].clone()  # redundant: accepted, reported
+    save_file(weights, str(tmp_path / "llama" / "model.safetensors"), metadata={"format": "pt"})
+    runner = lumen.models.Llama(path, capacity=16)
+    assert runner.unused_weights == ["lm_head.weight"]
+    np.testing.assert_allclose(runner.forward_all(PROMPT)[0], hf_logits(model, PROMPT), atol=ATOL, rtol=0)
+    # a different head: transformers 4 ignored it, transformers 5 uses it; lumen refuses the contradiction
+    weights["lm_head.weight"] = torch.randn(96, 64)
+    save_file(weights, str(tmp_path / "llama" / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(lumen.Error, match="ties the LM head to the embedding.*differs from model.embed_tokens.weight"):
+        lumen.models.Llama(path, capacity=16)
+
+
 def test_a_gguf_tensor_lumen_does_not_know_is_named(tmp_path):
     _, path = make_model(tmp_path)
     f = export_llama(path, tmp_path / "m.gguf", "f32")
