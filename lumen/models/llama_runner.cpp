@@ -23,8 +23,12 @@ void check_tied_head(const LlamaConfig& c, const io::WeightStore& w) {
   if (!c.tie_embeddings || !w.contains("lm_head.weight") || !w.contains("model.embed_tokens.weight")) return;
   const io::StoredWeight& head = w.weight("lm_head.weight");
   const io::StoredWeight& embed = w.weight("model.embed_tokens.weight");
-  bool same = head.format == io::WeightFormat::Plain && embed.format == io::WeightFormat::Plain && head.shape == embed.shape &&
-              head.data.to_floats() == embed.data.to_floats();
+  bool same = head.format == io::WeightFormat::Plain && embed.format == io::WeightFormat::Plain && head.shape == embed.shape;
+  if (same && head.data.dtype() == embed.data.dtype()) {  // bytes: no float copies of a large matrix
+    same = std::memcmp(head.data.data(), embed.data.data(), head.data.nbytes()) == 0;
+  } else if (same) {
+    same = head.data.to_floats() == embed.data.to_floats();
+  }
   if (!same) {
     fail("llama: '", w.origin, "': the config ties the LM head to the embedding (tie_word_embeddings) but the file holds an "
          "lm_head.weight that differs from model.embed_tokens.weight; set tie_word_embeddings to false to use it");

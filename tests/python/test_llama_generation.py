@@ -177,9 +177,15 @@ def test_cpp_std_exceptions_become_lumen_errors(llama, tmp_path):
         assert "bad_variant_access" in r.stderr or "add_bos_token" in r.stderr
 
 
-def test_errors_keep_their_python_meaning():
-    # the translator leaves nanobind's own exceptions alone (TypeError for a wrong argument)
-    with pytest.raises(TypeError):
+def test_python_errors_raised_inside_cpp_keep_their_type(llama):
+    # the translator passes a pending Python error through: a warning turned into an error stays a RuntimeWarning
+    _, path = llama
+    runner = lumen.models.Llama(path, capacity=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="KV cache is full"):
+            runner.generate(PROMPT, max_new_tokens=5)
+    with pytest.raises(TypeError):  # and nanobind's own argument errors
         lumen.models.Llama(123)
 
 
