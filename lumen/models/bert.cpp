@@ -7,12 +7,24 @@
 
 #include "lumen/core/error.h"
 #include "lumen/io/text_file.h"
+#include "lumen/models/config_json.h"
 #include "lumen/nn/mlp.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/ops/movement.h"
 #include "lumen/ops/reduce.h"
 
 namespace lumen::models {
+
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Max: return "max";
+    case Pooling::LastToken: return "lasttoken";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -39,33 +51,25 @@ Tensor heads_first(const Tensor& x, int64_t heads) {
 }  // namespace
 
 BertConfig BertConfig::from_json(const std::string& text, const std::string& origin) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail("bert config '", origin, "': not valid JSON (", e.what(), ")");
-  }
-  auto need = [&](const char* key) -> int64_t {
-    if (!j.contains(key) || !j[key].is_number_integer()) fail("bert config '", origin, "': needs an integer '", key, "'");
-    return j[key].get<int64_t>();
-  };
+  ConfigJson j(text, "bert config '" + origin + "'");
   BertConfig c;
-  std::string type = j.value("model_type", std::string("bert"));
-  if (type != "bert") fail("bert config '", origin, "': model_type '", type, "' is not bert");
-  c.vocab = need("vocab_size");
-  c.dim = need("hidden_size");
-  c.layers = need("num_hidden_layers");
-  c.heads = need("num_attention_heads");
-  c.hidden = need("intermediate_size");
-  c.max_position = j.value("max_position_embeddings", int64_t{512});
-  c.type_vocab = j.value("type_vocab_size", int64_t{2});
-  c.norm_eps = j.value("layer_norm_eps", 1e-12);
-  c.activation = j.value("hidden_act", std::string("gelu"));
+  c.origin = j.what();
+  std::string type = j.text("model_type", "bert");
+  if (type != "bert") fail(j.what(), ": model_type '", type, "' is not bert");
+  c.vocab = j.integer("vocab_size");
+  c.dim = j.integer("hidden_size");
+  c.layers = j.integer("num_hidden_layers");
+  c.heads = j.integer("num_attention_heads");
+  c.hidden = j.integer("intermediate_size");
+  c.max_position = j.integer("max_position_embeddings", 512);
+  c.type_vocab = j.integer("type_vocab_size", 2);
+  c.norm_eps = j.number("layer_norm_eps", 1e-12);
+  c.activation = j.text("hidden_act", "gelu");
   if (c.activation != "gelu" && c.activation != "relu" && c.activation != "gelu_new") {
-    fail("bert config '", origin, "': hidden_act '", c.activation, "' is not supported (gelu, gelu_new, relu)");
+    fail(j.what(), ": hidden_act '", c.activation, "' is not supported (gelu, gelu_new, relu)");
   }
-  if (j.value("position_embedding_type", std::string("absolute")) != "absolute") {
-    fail("bert config '", origin, "': only absolute position embeddings are supported");
+  if (j.text("position_embedding_type", "absolute") != "absolute") {
+    fail(j.what(), ": only absolute position embeddings are supported");
   }
   c.validate();
   return c;
@@ -76,10 +80,15 @@ BertConfig BertConfig::from_file(const std::string& path) {
 }
 
 void BertConfig::validate() const {
-  if (vocab <= 0 || dim <= 0 || layers <= 0 || heads <= 0 || hidden <= 0 || max_position <= 0 || type_vocab <= 0) {
-    fail("bert config: sizes must be positive (", summary(), ")");
-  }
-  if (dim % heads != 0) fail("bert config: hidden size ", dim, " is not divisible by ", heads, " heads");
+  require_size(origin, "vocab_size", vocab);
+  require_size(origin, "hidden_size", dim);
+  require_size(origin, "num_hidden_layers", layers);
+  require_size(origin, "num_attention_heads", heads);
+  require_size(origin, "intermediate_size", hidden);
+  require_size(origin, "max_position_embeddings", max_position);
+  require_size(origin, "type_vocab_size", type_vocab);
+  require_divides(origin, "num_attention_heads", heads, "hidden_size", dim);
+  require_epsilon(origin, "layer_norm_eps", norm_eps);
 }
 
 std::string BertConfig::summary() const {
@@ -134,13 +143,27 @@ Tensor Bert::operator()(const Tensor& ids, const Tensor& mask) const {
 }
 
 Tensor Bert::mean_pool(const Tensor& hidden, const Tensor& mask, bool normalize) {
+  return pool(hidden, mask, Pooling::Mean, normalize);
+}
+
+Tensor Bert::pool(const Tensor& hidden, const Tensor& mask, Pooling mode, bool normalize) {
   Tensor m = mask.unsqueeze(-1);  // [batch, seq, 1]
-  Tensor summed = ops::sum(hidden * m, {1});
-  Tensor count = ops::clamp(ops::sum(m, {1}), 1e-9, std::nullopt);
-  Tensor mean = summed / count;
-  if (!normalize) return mean;
-  Tensor norm = ops::clamp(ops::sum(mean * mean, {-1}, true).sqrt(), 1e-12, std::nullopt);
-  return mean / norm;
+  const Expr& seq = hidden.shape()[1];
+  Tensor out;
+  if (mode == Pooling::Mean) {
+    Tensor count = ops::clamp(ops::sum(m, {1}), 1e-9, std::nullopt);
+    out = ops::sum(hidden * m, {1}) / count;
+  } else if (mode == Pooling::Max) {  // padding positions get -FLT_MAX, so they never win
+    out = ops::amax(hidden + (m.scalar(1.0) - m) * m.scalar(-FLT_MAX), {1});
+  } else if (mode == Pooling::Cls) {
+    out = hidden.slice(1, Expr(0), Expr(1)).squeeze(1);
+  } else {  // the last unmasked token: where mask[t] is 1 and mask[t + 1] is 0
+    Tensor next = ops::concat({m.slice(1, Expr(1), seq), m.slice(1, Expr(0), Expr(1)) * m.scalar(0.0)}, 1);
+    out = ops::sum(hidden * (m - next), {1});
+  }
+  if (!normalize) return out;
+  Tensor norm = ops::clamp(ops::sum(out * out, {-1}, true).sqrt(), 1e-12, std::nullopt);
+  return out / norm;
 }
 
 }  // namespace lumen::models

@@ -1,6 +1,6 @@
 // BERT-style encoders (BERT, MiniLM, sentence-transformers models): token,
 // position and segment embeddings, post-norm blocks (attention, GELU MLP),
-// and mean pooling. Parameter names are those of Hugging Face `BertModel`
+// and pooling (mean, CLS, max or last token, as sentence-transformers). Parameter names are those of Hugging Face `BertModel`
 // ("encoder.layer.0.attention.self.query.weight").
 #pragma once
 
@@ -11,10 +11,15 @@
 
 namespace lumen::models {
 
+// sentence-transformers' pooling modes lumen computes.
+enum class Pooling { Mean, Cls, Max, LastToken };
+const char* pooling_name(Pooling p);  // "mean", "cls", "max", "lasttoken"
+
 struct BertConfig {
   int64_t vocab = 0, dim = 0, layers = 0, heads = 0, hidden = 0, max_position = 512, type_vocab = 2;
   double norm_eps = 1e-12;
   std::string activation = "gelu";
+  std::string origin = "bert config";  // for messages
 
   static BertConfig from_json(const std::string& text, const std::string& origin = "config.json");
   static BertConfig from_file(const std::string& path);
@@ -33,6 +38,10 @@ class Bert : public nn::Module {
   // The mean of the hidden states over unmasked tokens [batch, dim],
   // L2-normalised when `normalize` (sentence-transformers' Normalize).
   static Tensor mean_pool(const Tensor& hidden, const Tensor& mask, bool normalize);
+  // One vector per sequence [batch, dim] by `mode` (padding on the right):
+  // the mean or the element-wise max over unmasked tokens, the first (CLS)
+  // token, or the last unmasked token; L2-normalised when `normalize`.
+  static Tensor pool(const Tensor& hidden, const Tensor& mask, Pooling mode, bool normalize);
 
   struct Layer {
     nn::Linear query, key, value, attn_out;

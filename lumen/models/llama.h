@@ -26,14 +26,31 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   int64_t max_position = 2048;
   bool tie_embeddings = false;
-  bool qkv_bias = false;  // Qwen2
-  int64_t bos_token = -1, eos_token = -1;
+  bool qkv_bias = false;  // Qwen2; Llama with attention_bias
+  bool out_bias = false;  // Llama with attention_bias (o_proj.bias)
+  bool mlp_bias = false;  // Llama with mlp_bias
+  // Sliding-window attention (Mistral sliding_window, Qwen2 use_sliding_window):
+  // in a windowed layer the query at position i sees keys j with
+  // i - sliding_window < j <= i. window_layers[l] says whether layer l is
+  // windowed (Qwen2: layers from max_window_layers on); empty: every layer.
+  int64_t sliding_window = 0;  // 0: full causal attention
+  std::vector<bool> window_layers;
+  int64_t bos_token = -1;
+  std::vector<int64_t> eos_tokens;  // generation stops at any of them
+  // Where the config came from and whether its keys are GGUF metadata keys (for messages).
+  std::string origin = "llama config";
+  bool gguf_keys = false;
 
   // From a Hugging Face config.json (llama, mistral, qwen2). Unsupported
   // features (rope scaling, other activations) are errors, not silent drift.
   static LlamaConfig from_json(const std::string& text, const std::string& origin = "config.json");
   static LlamaConfig from_file(const std::string& path);
+  // A model directory: config.json, and generation_config.json's eos_token_id when present.
+  static LlamaConfig from_directory(const std::string& dir);
+  // Throws lumen::Error naming the key, its value and what is allowed.
   void validate() const;
+  bool windowed(int64_t layer) const;
+  bool is_eos(int64_t token) const;
   int64_t parameter_count() const;
   std::string summary() const;  // "llama: 2 layers, dim 64, 4 heads (2 kv), vocab 256"
 };

@@ -32,7 +32,7 @@ std::string hf_name(const std::string& gguf) {
       if (m[2] == g) return "model.layers." + m[1].str() + "." + h + "." + m[3].str();
     }
   }
-  return "";  // not a parameter lumen's model uses (e.g. rope_freqs)
+  return "";  // not a parameter lumen's model uses
 }
 
 // Row r of the llama.cpp layout holds row source(r) of the Hugging Face one:
@@ -92,8 +92,11 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
     fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch), "' is not a Llama-family decoder (llama, mistral, qwen2)");
   }
   auto integer = [&](const std::string& key) { return f.at(arch + "." + key).as_int(arch + "." + key); };
+  auto number = [&](const std::string& key) { return f.at(arch + "." + key).as_double(arch + "." + key); };
   LlamaConfig c;
   c.model_type = arch;
+  c.origin = "gguf '" + f.path() + "'";
+  c.gguf_keys = true;
   c.dim = integer("embedding_length");
   c.layers = integer("block_count");
   c.hidden = integer("feed_forward_length");
@@ -101,30 +104,70 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   c.kv_heads = f.has(arch + ".attention.head_count_kv") ? integer("attention.head_count_kv") : c.heads;
   c.max_position = f.has(arch + ".context_length") ? integer("context_length") : 2048;
   c.head_dim = f.has(arch + ".attention.key_length") ? integer("attention.key_length") : (c.heads > 0 ? c.dim / c.heads : 0);
-  c.norm_eps = f.at(arch + ".attention.layer_norm_rms_epsilon").as_double(arch + ".attention.layer_norm_rms_epsilon");
-  c.rope_theta = f.has(arch + ".rope.freq_base") ? f.at(arch + ".rope.freq_base").as_double(arch + ".rope.freq_base") : 10000.0;
+  c.norm_eps = number("attention.layer_norm_rms_epsilon");
+  c.rope_theta = f.has(arch + ".rope.freq_base") ? number("rope.freq_base") : 10000.0;
   if (f.has(arch + ".rope.scaling.type")) {
     const std::string& t = f.at(arch + ".rope.scaling.type").as_string(arch + ".rope.scaling.type");
     if (t != "none") fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported");
   }
+  if (f.has(arch + ".attention.sliding_window")) {
+    fail("gguf '", f.path(), "': ", arch, ".attention.sliding_window is set; lumen reads sliding-window attention from "
+         "Hugging Face configs only (use the model directory)");
+  }
   const io::GgufTensor& embed = f.tensor("token_embd.weight");
+  if (embed.shape.size() != 2) fail("gguf '", f.path(), "': token_embd.weight has shape ", shape_string(embed.shape), " (expected [vocab, dim])");
   c.vocab = embed.shape[0];
-  c.tie_embeddings = true;
-  for (const io::GgufTensor& t : f.tensors()) c.tie_embeddings = c.tie_embeddings && t.name != "output.weight";
-  c.qkv_bias = arch == "qwen2";
-  if (f.has("tokenizer.ggml.bos_token_id")) c.bos_token = f.at("tokenizer.ggml.bos_token_id").as_int("bos");
-  if (f.has("tokenizer.ggml.eos_token_id")) c.eos_token = f.at("tokenizer.ggml.eos_token_id").as_int("eos");
+  // Which optional parameters exist is read from the tensors (as llama.cpp does).
+  auto has_tensor = [&](const std::string& name) {
+    for (const io::GgufTensor& t : f.tensors()) {
+      if (t.name == name) return true;
+    }
+    return false;
+  };
+  c.tie_embeddings = !has_tensor("output.weight");
+  c.qkv_bias = has_tensor("blk.0.attn_q.bias");
+  c.out_bias = has_tensor("blk.0.attn_output.bias");
+  c.mlp_bias = has_tensor("blk.0.ffn_up.bias");
+  if (f.has("tokenizer.ggml.bos_token_id")) c.bos_token = f.at("tokenizer.ggml.bos_token_id").as_int("tokenizer.ggml.bos_token_id");
+  // llama.cpp ends generation at eos, end-of-turn and end-of-message tokens.
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    if (!f.has(key)) continue;
+    int64_t id = f.at(key).as_int(key);
+    if (!c.is_eos(id)) c.eos_tokens.push_back(id);
+  }
   c.validate();
   return c;
 }
+
+namespace {
+
+// rope_freqs.weight holds llama.cpp's per-frequency rotary factors (Llama 3
+// rope scaling); all ones is plain rotary, which lumen computes.
+void check_rope_freqs(const io::GgufFile& f, const io::GgufTensor& t) {
+  for (float v : f.get(t.name).to_floats()) {
+    if (v != 1.0f) {
+      fail("gguf '", f.path(), "': ", t.name, " holds rotary frequency factors other than 1 (Llama 3 rope scaling); "
+           "lumen supports plain rotary embeddings only");
+    }
+  }
+}
+
+}  // namespace
 
 std::shared_ptr<io::WeightStore> llama_weights_from_gguf(const io::GgufFile& f, const LlamaConfig& c) {
   auto store = std::make_shared<io::WeightStore>();
   store->origin = f.path();
   bool interleaved = arch_of(f) == "llama" || arch_of(f) == "mistral";
   for (const io::GgufTensor& t : f.tensors()) {
+    if (t.name == "rope_freqs.weight") {
+      check_rope_freqs(f, t);
+      continue;
+    }
     std::string name = hf_name(t.name);
-    if (name.empty()) continue;
+    if (name.empty()) {
+      fail("gguf '", f.path(), "': tensor '", t.name, "' is not a parameter of a Llama-family decoder that lumen knows "
+           "(the file holds a variant lumen does not compute)");
+    }
     bool q = name.find("self_attn.q_proj") != std::string::npos, k = name.find("self_attn.k_proj") != std::string::npos;
     store->add(name, load_tensor(f, t, interleaved && (q || k), c.head_dim));
   }

@@ -6,6 +6,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
+#include "lumen/models/unused_weights.h"
 
 namespace lumen::models {
 
@@ -15,12 +16,42 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// tie_word_embeddings with an lm_head.weight in the file: transformers 4 used
+// the embedding, transformers 5 uses the stored head when it differs. Equal,
+// it is redundant; different, the checkpoint contradicts its config.
+void check_tied_head(const LlamaConfig& c, const io::WeightStore& w) {
+  if (!c.tie_embeddings || !w.contains("lm_head.weight") || !w.contains("model.embed_tokens.weight")) return;
+  const io::StoredWeight& head = w.weight("lm_head.weight");
+  const io::StoredWeight& embed = w.weight("model.embed_tokens.weight");
+  bool same = head.format == io::WeightFormat::Plain && embed.format == io::WeightFormat::Plain && head.shape == embed.shape;
+  if (same && head.data.dtype() == embed.data.dtype()) {  // bytes: no float copies of a large matrix
+    same = std::memcmp(head.data.data(), embed.data.data(), head.data.nbytes()) == 0;
+  } else if (same) {
+    same = head.data.to_floats() == embed.data.to_floats();
+  }
+  if (!same) {
+    fail("llama: '", w.origin, "': the config ties the LM head to the embedding (tie_word_embeddings) but the file holds an "
+         "lm_head.weight that differs from model.embed_tokens.weight; set tie_word_embeddings to false to use it");
+  }
+}
+
 }  // namespace
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Length: return "length";
+    case StopReason::Eos: return "eos";
+    case StopReason::ContextFull: return "context_full";
+    case StopReason::Callback: return "callback";
+  }
+  return "?";
+}
 
 LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightStore> weights, const LlamaRunnerOptions& options)
     : config_(config), weights_(std::move(weights)), options_(options) {
   config_.validate();
   if (!weights_) fail("llama: no weights");
+  check_tied_head(config_, *weights_);
   capacity_ = options.capacity > 0 ? options.capacity : std::min<int64_t>(config_.max_position, 2048);
   double budget = options.compile.search_budget_s;
   // Decode runs once per generated token: it gets most of the search time.
@@ -42,6 +73,15 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
     if (last_only) at = seq ? Expr(*seq - 1) : simplify(g.dim("real") - 1);
     // The cache has room for one block of padding beyond the capacity.
     logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at);
+  }
+  if (!decode_) {  // the first program declares every parameter: check the checkpoint before compiling
+    unused_weights_ = models::unused_weights(*weights_);
+    // Older Hugging Face checkpoints carry the rotary tables as buffers; with
+    // tied embeddings a stored lm_head equal to the embedding is redundant
+    // (check_tied_head refuses one that differs).
+    std::vector<std::string> known{".rotary_emb.inv_freq"};
+    if (config_.tie_embeddings) known.push_back("lm_head.weight");
+    if (options_.refuse_unused_weights) refuse_unused_weights(*weights_, known, "llama");
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;
@@ -86,11 +126,13 @@ Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens, bool padd
 }
 
 std::vector<float> LlamaRunner::forward(const std::vector<int32_t>& tokens) {
+  pending_ = -1;  // the caller feeds the sequence by hand from here
   bool one = tokens.size() == 1;
   return run(one ? *decode_ : *prefill_, tokens, !one).to_floats();
 }
 
 Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
+  pending_ = -1;
   if (!all_) {
     all_ = build(std::nullopt, false, 0);
     all_->share_state(*decode_);
@@ -103,21 +145,41 @@ Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
 }
 
 std::vector<int32_t> LlamaRunner::generate(const std::vector<int32_t>& prompt, int64_t max_new, Sampler& sampler,
-                                           const std::function<bool(int32_t)>& on_token, GenerationStats* stats) {
+                                           const std::function<bool(int32_t)>& on_token, GenerationStats* stats,
+                                           bool continue_sequence) {
+  if (max_new < 1) fail("generate: max_new must be at least 1, got ", max_new);
+  std::vector<int32_t> fed = prompt;
+  if (continue_sequence && pending_ >= 0) fed.insert(fed.begin(), pending_);
+  if (fed.empty()) fail("generate: the prompt is empty", continue_sequence ? " and there is no sequence to continue" : "");
+  if (!continue_sequence) reset();
   GenerationStats st;
   st.prompt_tokens = static_cast<int64_t>(prompt.size());
   std::vector<int32_t> out;
   auto start = std::chrono::steady_clock::now();
-  std::vector<float> logits = forward(prompt);
+  bool one = fed.size() == 1;
+  std::vector<float> logits = run(one ? *decode_ : *prefill_, fed, !one).to_floats();
+  pending_ = -1;
   st.prefill_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < max_new; ++i) {
+  for (int64_t i = 0;; ++i) {
     int32_t next = sampler(logits);
     out.push_back(next);
+    pending_ = next;
     ++st.generated_tokens;
     bool go_on = !on_token || on_token(next);
-    if (!go_on || next == config_.eos_token || i + 1 == max_new || past_ >= capacity_) break;
-    logits = forward({next});
+    if (config_.is_eos(next)) {
+      st.stop_reason = StopReason::Eos;
+    } else if (!go_on) {
+      st.stop_reason = StopReason::Callback;
+    } else if (i + 1 == max_new) {
+      st.stop_reason = StopReason::Length;
+    } else if (past_ >= capacity_) {
+      st.stop_reason = StopReason::ContextFull;
+    } else {
+      logits = run(*decode_, {next}, false).to_floats();
+      continue;
+    }
+    break;
   }
   st.decode_seconds = seconds_since(start);
   if (stats) *stats = st;
@@ -126,6 +188,7 @@ std::vector<int32_t> LlamaRunner::generate(const std::vector<int32_t>& prompt, i
 
 void LlamaRunner::reset() {
   past_ = 0;
+  pending_ = -1;
   decode_->reset_state();  // the programs share the buffers
 }
 

@@ -26,11 +26,24 @@ namespace lumen::models {
 struct LlamaRunnerOptions {
   int64_t capacity = 0;    // KV-cache positions; 0: min(max_position_embeddings, 2048)
   CompileOptions compile;  // backend, search budget (shared by the programs), tuning cache
+  // Every weight the model does not read is an error naming it (see
+  // unused_weights.h); off only where the model is cut on purpose (fewer layers).
+  bool refuse_unused_weights = true;
 };
+
+// Why generation stopped.
+enum class StopReason {
+  Length,       // max_new tokens were generated
+  Eos,          // an end-of-sequence token of the config was generated (it is included)
+  ContextFull,  // the KV cache is full: fewer tokens than asked
+  Callback,     // on_token returned false
+};
+const char* stop_reason_name(StopReason r);  // "length", "eos", "context_full", "callback"
 
 struct GenerationStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
+  StopReason stop_reason = StopReason::Length;
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? static_cast<double>(prompt_tokens) / prefill_seconds : 0; }
   double decode_tokens_per_second() const {
     return decode_seconds > 0 ? static_cast<double>(generated_tokens > 0 ? generated_tokens - 1 : 0) / decode_seconds : 0;
@@ -45,12 +58,19 @@ class LlamaRunner {
   std::vector<float> forward(const std::vector<int32_t>& tokens);
   // Feeds `tokens` at the current position; returns logits [seq, vocab] for all of them.
   Array forward_all(const std::vector<int32_t>& tokens);
-  // Prefill with `prompt`, then sample up to `max_new` tokens (stopping at the
-  // config's eos token, or when `on_token` returns false). Returns the new tokens.
+  // Prefill with `prompt`, then sample up to `max_new` tokens, stopping at
+  // any of the config's eos tokens, when `on_token` returns false, or when
+  // the KV cache is full (stats->stop_reason says which). Returns the new
+  // tokens. A fresh sequence unless `continue_sequence`: then the previous
+  // generate's last token and `prompt` extend the cached sequence.
   std::vector<int32_t> generate(const std::vector<int32_t>& prompt, int64_t max_new, Sampler& sampler,
-                                const std::function<bool(int32_t)>& on_token = {}, GenerationStats* stats = nullptr);
+                                const std::function<bool(int32_t)>& on_token = {}, GenerationStats* stats = nullptr,
+                                bool continue_sequence = false);
 
   void reset();  // empties the KV cache
+  // Checkpoint tensors the model does not read (known-unneeded ones such as
+  // rotary inv_freq buffers included); construction refuses any other.
+  const std::vector<std::string>& unused_weights() const { return unused_weights_; }
   int64_t position() const { return past_; }
   int64_t capacity() const { return capacity_; }
   const LlamaConfig& config() const { return config_; }
@@ -76,6 +96,10 @@ class LlamaRunner {
   LlamaRunnerOptions options_;
   int64_t capacity_ = 0;
   int64_t past_ = 0;
+  // The last token generate() sampled: not yet in the cache (a continued
+  // generate feeds it first); -1: none.
+  int32_t pending_ = -1;
+  std::vector<std::string> unused_weights_;
   double compile_seconds_ = 0;
   std::unique_ptr<Program> prefill_, decode_, all_;
 };

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "lumen/core/error.h"
+#include "lumen/models/unused_weights.h"
 
 namespace lumen::models {
 
@@ -26,6 +27,44 @@ nlohmann::json read_json(const fs::path& p) {
   }
 }
 
+// sentence-transformers' Pooling config: {"pooling_mode": "cls"} (current
+// versions) or booleans pooling_mode_<x>_token(s) (older ones; none set means
+// mean). One mode lumen computes, or an error naming what the file asks for.
+Pooling read_pooling(const fs::path& path) {
+  nlohmann::json p = read_json(path);
+  static const std::pair<const char*, const char*> legacy[] = {
+      {"pooling_mode_cls_token", "cls"},
+      {"pooling_mode_max_tokens", "max"},
+      {"pooling_mode_mean_tokens", "mean"},
+      {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
+      {"pooling_mode_weightedmean_tokens", "weightedmean"},
+      {"pooling_mode_lasttoken", "lasttoken"},
+  };
+  std::vector<std::string> modes;
+  if (p.contains("pooling_mode")) {
+    const nlohmann::json& m = p["pooling_mode"];
+    if (m.is_string()) modes.push_back(m.get<std::string>());
+    for (const nlohmann::json& e : m.is_array() ? m : nlohmann::json::array()) modes.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+    if (modes.empty()) fail("sentence encoder: '", path.string(), "': pooling_mode must be a mode name, got ", m.dump());
+  } else {
+    for (const auto& [key, mode] : legacy) {
+      if (!p.contains(key)) continue;
+      if (!p[key].is_boolean()) fail("sentence encoder: '", path.string(), "': ", key, " must be true or false, got ", p[key].dump());
+      if (p[key].get<bool>()) modes.push_back(mode);
+    }
+    if (modes.empty()) modes.push_back("mean");
+  }
+  if (modes.size() != 1) {
+    std::string all;
+    for (const std::string& m : modes) all += (all.empty() ? "" : ", ") + m;
+    fail("sentence encoder: '", path.string(), "' asks for several poolings at once (", all, "); lumen computes one");
+  }
+  for (Pooling known : {Pooling::Mean, Pooling::Cls, Pooling::Max, Pooling::LastToken}) {
+    if (modes[0] == pooling_name(known)) return known;
+  }
+  fail("sentence encoder: '", path.string(), "' asks for pooling mode '", modes[0], "'; lumen computes mean, cls, max and lasttoken");
+}
+
 }  // namespace
 
 SentenceEncoder::SentenceEncoder(const std::string& dir, const SentenceEncoderOptions& options) : options_(options) {
@@ -38,17 +77,12 @@ SentenceEncoder::SentenceEncoder(const std::string& dir, const SentenceEncoderOp
   // sentence-transformers: mean pooling unless the pooling config says otherwise; Normalize if listed.
   if (fs::exists(d / "modules.json")) {
     for (const auto& m : read_json(d / "modules.json")) {
-      std::string type = m.value("type", std::string());
+      std::string type = m.is_object() && m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
       if (type.find("Normalize") != std::string::npos) normalize_ = true;
       if (type.find("Pooling") != std::string::npos) {
-        fs::path pooling = d / m.value("path", std::string("1_Pooling")) / "config.json";
-        if (fs::exists(pooling)) {
-          nlohmann::json p = read_json(pooling);
-          if (!p.value("pooling_mode_mean_tokens", true) || p.value("pooling_mode_cls_token", false) ||
-              p.value("pooling_mode_max_tokens", false)) {
-            fail("sentence encoder: '", pooling.string(), "' asks for a pooling other than the mean of tokens");
-          }
-        }
+        std::string folder = m.contains("path") && m["path"].is_string() ? m["path"].get<std::string>() : "1_Pooling";
+        fs::path pooling = d / folder / "config.json";
+        if (fs::exists(pooling)) pooling_ = read_pooling(pooling);
       } else if (type.find("Transformer") == std::string::npos && type.find("Normalize") == std::string::npos) {
         fail("sentence encoder: module '", type, "' in modules.json is not supported (Transformer, Pooling, Normalize)");
       }
@@ -56,7 +90,13 @@ SentenceEncoder::SentenceEncoder(const std::string& dir, const SentenceEncoderOp
   }
   max_length_ = options.max_length;
   if (max_length_ <= 0 && fs::exists(d / "sentence_bert_config.json")) {
-    max_length_ = read_json(d / "sentence_bert_config.json").value("max_seq_length", int64_t{0});
+    nlohmann::json sb = read_json(d / "sentence_bert_config.json");
+    if (sb.contains("max_seq_length") && !sb["max_seq_length"].is_null()) {
+      if (!sb["max_seq_length"].is_number_integer()) {
+        fail("sentence encoder: sentence_bert_config.json: max_seq_length must be an integer, got ", sb["max_seq_length"].dump());
+      }
+      max_length_ = sb["max_seq_length"].get<int64_t>();
+    }
   }
   if (max_length_ <= 0) max_length_ = tokenizer_->max_length().value_or(512);
   max_length_ = std::min(max_length_, config_.max_position);
@@ -77,7 +117,12 @@ std::unique_ptr<Program> SentenceEncoder::build(bool pooled, double budget_s) {
     Tensor ids = g.input("ids", {batch, seq}, DType::I32);
     Tensor mask = g.input("mask", {batch, seq});
     Tensor hidden = model(ids, mask);
-    out = pooled ? Bert::mean_pool(hidden, mask, normalize_) : hidden;
+    out = pooled ? Bert::pool(hidden, mask, pooling_, normalize_) : hidden;
+  }
+  if (!pooled_) {  // the first program declares every parameter: check the checkpoint before compiling
+    unused_weights_ = models::unused_weights(*weights_);
+    // The pooler (BertModel's CLS head) is not part of a sentence-transformers embedding.
+    refuse_unused_weights(*weights_, {"pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids"}, "sentence encoder");
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;

@@ -1,6 +1,7 @@
 // SentenceEncoder — a BERT-style sentence-transformers model, compiled and
-// ready to embed text: tokenize, pad a batch, run, mean-pool (and normalize,
-// when the model's modules.json says so). Batch size and sequence length are
+// ready to embed text: tokenize, pad a batch, run, pool as the model's
+// 1_Pooling/config.json says (mean, cls, max, lasttoken; both its old boolean
+// form and the new "pooling_mode" one), and normalize when modules.json says so. Batch size and sequence length are
 // dynamic dims: one compiled program serves every batch.
 //
 // Like LlamaRunner, this is an application of compile(), not part of it.
@@ -39,6 +40,10 @@ class SentenceEncoder {
 
   const BertConfig& config() const { return config_; }
   bool normalizes() const { return normalize_; }
+  Pooling pooling() const { return pooling_; }
+  // Checkpoint tensors the encoder does not read (only known-unneeded ones:
+  // BERT's pooler, the position_ids buffer); construction refuses any other.
+  const std::vector<std::string>& unused_weights() const { return unused_weights_; }
   int64_t max_length() const { return max_length_; }
   double compile_seconds() const { return compile_seconds_; }
   Program& program() { return *pooled_; }
@@ -54,6 +59,8 @@ class SentenceEncoder {
   std::unique_ptr<io::Tokenizer> tokenizer_;
   SentenceEncoderOptions options_;
   bool normalize_ = false;
+  Pooling pooling_ = Pooling::Mean;
+  std::vector<std::string> unused_weights_;
   int64_t max_length_ = 512;
   int32_t pad_id_ = 0;
   double compile_seconds_ = 0;

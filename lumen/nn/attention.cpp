@@ -17,6 +17,9 @@ AttentionConfig resolved(AttentionConfig c, const std::string& prefix) {
     if (c.dim % c.heads != 0) fail("MultiHeadAttention '", prefix, "': dim ", c.dim, " is not divisible by ", c.heads, " heads");
     c.head_dim = c.dim / c.heads;
   }
+  if (c.sliding_window < 0 || (c.sliding_window > 0 && !c.causal)) {
+    fail("MultiHeadAttention '", prefix, "': sliding_window ", c.sliding_window, " needs causal attention and must be >= 0");
+  }
   if (c.heads % c.kv_heads != 0) {
     fail("MultiHeadAttention '", prefix, "': ", c.heads, " query heads cannot share ", c.kv_heads, " key/value heads");
   }
@@ -65,9 +68,12 @@ MultiHeadAttention::Output MultiHeadAttention::operator()(const Tensor& x, const
     v = ops::concat({*past_values, v}, 2);
   }
   std::optional<Tensor> mask;
-  if (config.causal) {  // query i (at position past + i) sees keys j <= past + i
+  if (config.causal) {  // query i (at position past + i) sees keys j <= past + i (and > past + i - window)
     Shape s{seq, simplify(past + seq)};
-    mask = graph().iota(le(loop_index(s, 1), loop_index(s, 0) + past), s, DType::Bool);
+    Expr key = loop_index(s, 1), query = loop_index(s, 0) + past;
+    Expr visible = le(key, query);
+    if (config.sliding_window > 0) visible = logical_and(visible, gt(key, query - Expr(config.sliding_window)));
+    mask = graph().iota(visible, s, DType::Bool);
   }
   Tensor attended = ops::scaled_dot_product_attention(q, k, v, mask, false, std::nullopt,
                                                       config.kv_heads != config.heads);

@@ -15,6 +15,9 @@ struct AttentionConfig {
   int64_t kv_heads = 0;  // 0 means heads (plain multi-head attention)
   int64_t head_dim = 0;  // 0 means dim / heads
   bool causal = true;
+  // With causal masking: the query at position i sees only keys j with
+  // i - sliding_window < j <= i (Mistral, Qwen2; as transformers). 0: all j <= i.
+  int64_t sliding_window = 0;
   std::optional<double> rope_theta;  // rotary embeddings when set
   bool qkv_bias = false;
   bool out_bias = false;

@@ -33,7 +33,7 @@ std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t
   if (!fs::is_directory(path)) {
     fail("llama: '", path, "' is neither a GGUF file nor a model directory (config.json + model.safetensors)");
   }
-  models::LlamaConfig config = models::LlamaConfig::from_file((fs::path(path) / "config.json").string());
+  models::LlamaConfig config = models::LlamaConfig::from_directory(path);
   return std::make_unique<models::LlamaRunner>(config, io::WeightStore::from_safetensors(path), o);
 }
 
@@ -48,6 +48,32 @@ nb::object padded_batch(models::SentenceEncoder& e, nb::handle ids, nb::handle m
     out = (e.*Run)(i, m);
   }
   return array_to_python(out.clone());
+}
+
+nb::tuple generate(models::LlamaRunner& r, const std::vector<int32_t>& prompt, int64_t max_new, double temperature,
+                   int64_t top_k, double top_p, uint64_t seed, bool continue_) {
+  models::Sampler sampler({temperature, top_k, top_p, seed});
+  models::GenerationStats stats;
+  std::vector<int32_t> out;
+  {
+    nb::gil_scoped_release release;
+    out = r.generate(prompt, max_new, sampler, {}, &stats, continue_);
+  }
+  nb::dict s;
+  s["prompt_tokens"] = stats.prompt_tokens;
+  s["generated_tokens"] = stats.generated_tokens;
+  s["stop_reason"] = models::stop_reason_name(stats.stop_reason);
+  s["prefill_tokens_per_second"] = stats.prefill_tokens_per_second();
+  s["decode_tokens_per_second"] = stats.decode_tokens_per_second();
+  s["prefill_seconds"] = stats.prefill_seconds;
+  s["decode_seconds"] = stats.decode_seconds;
+  if (stats.stop_reason == models::StopReason::ContextFull) {
+    std::string message = "generate: the KV cache is full (capacity " + std::to_string(r.capacity()) + " positions): " +
+                          std::to_string(out.size()) + " of " + std::to_string(max_new) +
+                          " tokens generated (load the model with a larger capacity)";
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) != 0) throw nb::python_error();
+  }
+  return nb::make_tuple(out, s);
 }
 
 }  // namespace
@@ -83,27 +109,16 @@ void bind_models(nb::module_& m) {
              return array_to_python(a.clone());
            },
            nb::arg("tokens"), "Feeds tokens at the current position; returns logits [1, seq, vocab].")
-      .def("generate",
-           [](models::LlamaRunner& r, const std::vector<int32_t>& prompt, int64_t max_new, double temperature,
-              int64_t top_k, double top_p, uint64_t seed) {
-             models::Sampler sampler({temperature, top_k, top_p, seed});
-             models::GenerationStats stats;
-             std::vector<int32_t> out;
-             {
-               nb::gil_scoped_release release;
-               out = r.generate(prompt, max_new, sampler, {}, &stats);
-             }
-             nb::dict s;
-             s["prefill_tokens_per_second"] = stats.prefill_tokens_per_second();
-             s["decode_tokens_per_second"] = stats.decode_tokens_per_second();
-             s["prefill_seconds"] = stats.prefill_seconds;
-             s["decode_seconds"] = stats.decode_seconds;
-             return nb::make_tuple(out, s);
-           },
-           nb::arg("prompt"), nb::arg("max_new_tokens") = 32, nb::arg("temperature") = 0.0, nb::arg("top_k") = 0,
-           nb::arg("top_p") = 1.0, nb::arg("seed") = 0,
-           "Prefills the prompt and samples new tokens; returns (tokens, stats).")
+      .def("generate", &generate, nb::arg("prompt"), nb::arg("max_new_tokens") = 32, nb::arg("temperature") = 0.0,
+           nb::arg("top_k") = 0, nb::arg("top_p") = 1.0, nb::arg("seed") = 0, nb::arg("continue_") = false,
+           "Prefills the prompt and samples new tokens; returns (tokens, stats). A fresh sequence each call unless\n"
+           "continue_=True (then the prompt extends the previous call's sequence, its last token included).\n"
+           "stats['stop_reason'] is 'eos', 'length' or 'context_full' (the KV cache is full: fewer tokens than\n"
+           "asked, with a RuntimeWarning).")
       .def("reset", &models::LlamaRunner::reset)
+      .def_prop_ro("unused_weights", &models::LlamaRunner::unused_weights,
+                   "Checkpoint tensors the model does not read (only known-unneeded ones, e.g. rotary inv_freq buffers).")
+      .def_prop_ro("eos_tokens", [](const models::LlamaRunner& r) { return r.config().eos_tokens; })
       .def_prop_ro("position", &models::LlamaRunner::position)
       .def_prop_ro("capacity", &models::LlamaRunner::capacity)
       .def_prop_ro("compile_seconds", &models::LlamaRunner::compile_seconds)
@@ -147,6 +162,9 @@ void bind_models(nb::module_& m) {
            "Last hidden states [batch, seq, dim] of a padded batch.")
       .def("tokenize", &models::SentenceEncoder::tokenize, nb::arg("text"))
       .def_prop_ro("normalizes", &models::SentenceEncoder::normalizes)
+      .def_prop_ro("pooling", [](const models::SentenceEncoder& e) { return std::string(models::pooling_name(e.pooling())); })
+      .def_prop_ro("unused_weights", &models::SentenceEncoder::unused_weights,
+                   "Checkpoint tensors the encoder does not read (only known-unneeded ones, e.g. BERT's pooler).")
       .def_prop_ro("max_length", &models::SentenceEncoder::max_length)
       .def_prop_ro("compile_seconds", &models::SentenceEncoder::compile_seconds)
       .def_prop_ro("summary", [](const models::SentenceEncoder& e) { return e.config().summary(); })

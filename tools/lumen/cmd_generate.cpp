@@ -59,10 +59,15 @@ void add_generate_command(CLI::App& app) {
       }
       return true;
     }, &stats);
-    std::cout << "\n";
-    std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s)\ndecode: %lld tokens in %.3f s (%.1f tokens/s)\n",
+    std::cout << std::endl;  // the text ends its line, and is out before the statistics on stderr
+    std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s)\ndecode: %lld tokens in %.3f s (%.1f tokens/s); stop: %s\n",
                  static_cast<long long>(stats.prompt_tokens), stats.prefill_seconds, stats.prefill_tokens_per_second(),
-                 static_cast<long long>(stats.generated_tokens), stats.decode_seconds, stats.decode_tokens_per_second());
+                 static_cast<long long>(stats.generated_tokens), stats.decode_seconds, stats.decode_tokens_per_second(),
+                 models::stop_reason_name(stats.stop_reason));
+    if (stats.stop_reason == models::StopReason::ContextFull) {
+      fail("generate: the KV cache is full (capacity ", d.runner->capacity(), " positions): ", stats.generated_tokens, " of ",
+           a.max_tokens, " tokens generated (raise --capacity)");
+    }
   });
 }
 

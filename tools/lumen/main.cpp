@@ -2,10 +2,27 @@
 // (cmd_<name>.cpp) and registers itself here.
 #include <CLI/CLI.hpp>
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <new>
+#include <typeinfo>
 
 #include "lumen/core/error.h"
 #include "tools/lumen/commands.h"
+
+namespace {
+
+// "std::bad_variant_access" rather than "St18bad_variant_access".
+std::string exception_type(const std::exception& e) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? name.get() : typeid(e).name();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lumen: a deep learning compiler whose optimizer is search"};
@@ -24,6 +41,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const lumen::Error& e) {
     std::cerr << "lumen: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "lumen: out of memory (the model or its KV cache does not fit; try a smaller --capacity)\n";
+    return 1;
+  } catch (const std::exception& e) {  // a bug or an unchecked input: still a message, never an abort
+    std::cerr << "lumen: unexpected error (" << exception_type(e) << "): " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "lumen: unexpected error of an unknown type\n";
     return 1;
   }
   return 0;

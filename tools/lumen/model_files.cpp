@@ -76,14 +76,18 @@ Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
       d.chat = models::chat_format_from_gguf(f, *d.tokenizer);
     }
   } else {
-    config = models::LlamaConfig::from_file((fs::path(o.model) / "config.json").string());
+    config = models::LlamaConfig::from_directory(o.model);
     weights = io::WeightStore::from_safetensors(o.model);
     if (fs::exists(fs::path(o.model) / "tokenizer.json")) {
       d.tokenizer = io::load_tokenizer_json((fs::path(o.model) / "tokenizer.json").string());
       d.chat = models::chat_format_from_directory(o.model, *d.tokenizer);
     }
   }
-  if (layers_override > 0) config.layers = std::min(config.layers, layers_override);
+  if (layers_override > 0 && layers_override < config.layers) {
+    config.layers = layers_override;
+    ro.refuse_unused_weights = false;  // the later layers' weights stay unread on purpose
+    if (!config.window_layers.empty()) config.window_layers.resize(static_cast<size_t>(layers_override));
+  }
   d.runner = std::make_unique<models::LlamaRunner>(config, weights, ro);
   return d;
 }
