@@ -93,10 +93,10 @@ TEST(UnusedWeights, EveryCheckpointTensorIsReadOrNamed) {
       const Node& n = probe.node(id);
       std::vector<int64_t> shape;
       for (const Expr& d : n.shape) shape.push_back(d.value());
-      store.add(n.name, {io::WeightFormat::Plain, shape, Array(DType::F32, shape), {}, n.name});
+      store.add(n.name, {io::WeightFormat::Plain, shape, Array(DType::F32, shape), {}, {}, n.name});
     }
   }
-  store.add("model.layers.0.self_attn.o_proj.bias", {io::WeightFormat::Plain, {16}, Array(DType::F32, {16}), {}, "bias"});
+  store.add("model.layers.0.self_attn.o_proj.bias", {io::WeightFormat::Plain, {16}, Array(DType::F32, {16}), {}, {}, "bias"});
   Graph g;
   {
     nn::ScopedParameterSource source(store);
