@@ -143,7 +143,7 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) {
   Tensor xf = to_float(x), yf = to_float(y);
   Tensor r = xf.mod(yf);
   // (x - r) is an exact multiple of y; divide and round to that integer.
-  Tensor q = (xf - r) * yf.recip();
+  Tensor q = div(xf - r, yf);
   Tensor zero = scalar_like(r, 0, r.dtype());
   Tensor adjust = logical_and(ne(r, zero), logical_xor(r.less_than(zero), yf.less_than(zero))).cast(r.dtype());
   Tensor fq = floor(q);

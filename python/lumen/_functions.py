@@ -153,9 +153,9 @@ def _reduce(op, x, dim, keepdim):
 
 def _nonempty(x, dim, name):
     """PyTorch refuses max/min-style reductions over an empty axis (they have no identity)."""
-    dims = range(x.ndim) if dim is None else [d % builtins.max(x.ndim, 1) for d in _axes(dim)]
+    dims = range(x.ndim) if dim is None else [d % x.ndim for d in _axes(dim) if -x.ndim <= d < x.ndim]
     for d in dims:
-        if x.ndim and isinstance(x.shape[d], int) and x.shape[d] == 0:
+        if isinstance(x.shape[d], int) and x.shape[d] == 0:
             raise Error(f"{name}: cannot reduce over dim {d} of size 0 (shape {tuple(x.shape)}); "
                         "the reduction has no identity (PyTorch refuses it too)")
 

@@ -198,3 +198,10 @@ def test_remainder_fmod_by_infinity(backend):
     b = np.array([inf, inf, -inf, -inf, inf, -inf, inf, 3.0, -3.0, 2.0, inf, np.nan], dtype=np.float32)
     check("remainder", lambda x, y: x % y, torch.remainder, [a, b], backend, exact=True)
     check("fmod", lumen.fmod, torch.fmod, [a, b], backend, exact=True)
+
+
+def test_floor_divide_by_subnormal(backend):
+    a = np.array([1e-39, 3e-39, -5e-39, 7.0, 2.5e-39, 6e-39], dtype=np.float32)
+    b = np.array([1e-39, 1e-39, 2e-39, 2.0, -1e-39, 3e-39], dtype=np.float32)
+    a, b = np.tile(a, 3), np.tile(b, 3)
+    check("floor_divide", lambda x, y: x // y, torch.floor_divide, [a, b], backend, exact=True)

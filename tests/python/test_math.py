@@ -86,20 +86,25 @@ def _wide_range_arguments():
     around = rng.uniform(-1e5, 1e5, 200).astype(np.float32)  # near and past the fast path's 8192 limit
     specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 8192.0, -8192.0, 8192.001, 1e9, 3.4028235e38],
                         dtype=np.float32)
-    return np.concatenate([magnitudes, -magnitudes[::3], around, specials])
+    return np.concatenate([specials, magnitudes, -magnitudes[::3], around])
+
+
+def _whole_vectors(x):
+    """x cut to a multiple of 16 elements (specials first, so they stay): the kernels take the SIMD path."""
+    return x[:len(x) // 16 * 16]
 
 
 @pytest.mark.parametrize("name", ["sin", "cos"])
 def test_sin_cos_large_arguments(backend, name):
     # Issue 14 item 3: the vectorized sin reduced |x| >~ 1e8 wrongly (sin(1e9) = 13.29, larger -> -inf).
     fn, ref, _ = UNARY[name]
-    check(name, fn, ref, [_wide_range_arguments()], backend, rtol=1e-5, atol=3e-7)
+    check(name, fn, ref, [_whole_vectors(_wide_range_arguments())], backend, rtol=1e-5, atol=3e-7)
 
 
 def test_tan_large_arguments(backend):
     x = _wide_range_arguments()
     with np.errstate(invalid="ignore"):
-        x = x[~np.isfinite(x) | (np.abs(np.cos(x.astype(np.float64))) > 1e-2)]  # away from the poles
+        x = _whole_vectors(x[~np.isfinite(x) | (np.abs(np.cos(x.astype(np.float64))) > 1e-2)])  # away from poles
     check("tan", lumen.tan, torch.tan, [x], backend, rtol=1e-4, atol=1e-6)
 
 
@@ -129,7 +134,7 @@ def test_sin_large_arguments_on_narrower_isa(isa):
     import sys
     x = _wide_range_arguments()
     with np.errstate(invalid="ignore"):
-        x = x[~np.isfinite(x) | (np.abs(np.cos(x.astype(np.float64))) > 1e-2)]
+        x = _whole_vectors(x[~np.isfinite(x) | (np.abs(np.cos(x.astype(np.float64))) > 1e-2)])
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = SIN_ON_ISA.format(python=os.path.join(root, "python"), values=[repr(float(v)) for v in x])
     result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "LUMEN_ISA": isa},
