@@ -86,9 +86,35 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return x.mul(y);
 }
 
+namespace {
+
+// Whether t is a single float constant whose reciprocal is a normal float
+// (then x * (1/y) needs no rescaling).
+bool has_normal_reciprocal(const Tensor& t) {
+  const Node& n = t.graph()->node(t.node_id());
+  if (n.op != Op::Constant || n.pattern.defined()) return false;
+  double v = std::fabs(n.number);
+  return v == 0 || !std::isfinite(v) || (v >= 0x1p-126 && v <= 0x1p126);
+}
+
+}  // namespace
+
+// x / y as x * (1/y). For f32, a subnormal y would give 1/y = inf and a y
+// above 2^126 a subnormal 1/y short of bits, so both operands are first
+// scaled by a power of two (exact) that brings y into the normal range:
+// 2^24 when |y| < 2^-126, 2^-24 when |y| > 2^126. Whenever x·s overflows or
+// underflows, the quotient does too.
 Tensor div(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(to_float(a), to_float(b));
-  return x.mul(y.recip());
+  if (x.dtype() != DType::F32 || has_normal_reciprocal(y)) return x.mul(y.recip());
+  Tensor magnitude = abs(y);
+  Tensor tiny = magnitude.less_than(scalar_like(y, 0x1p-126, DType::F32)).cast(DType::F32);
+  Tensor huge = scalar_like(y, 0x1p126, DType::F32).less_than(magnitude).cast(DType::F32);
+  // 1 + tiny·(2^24 - 1) + huge·(2^-24 - 1): every sum here is exact.
+  Tensor scale = tiny.mul(scalar_like(y, 0x1p24 - 1, DType::F32))
+                     .add(huge.mul(scalar_like(y, 0x1p-24 - 1, DType::F32)))
+                     .add(scalar_like(y, 1, DType::F32));
+  return x.mul(scale).mul(y.mul(scale).recip());
 }
 
 Tensor fmod(const Tensor& a, const Tensor& b) {
@@ -96,14 +122,19 @@ Tensor fmod(const Tensor& a, const Tensor& b) {
   return x.mod(y);
 }
 
+// As PyTorch: r = fmod(x, y), plus y where r is nonzero and its sign differs
+// from y's. So remainder(1, inf) = 1, remainder(-1, inf) = inf, and a zero r
+// keeps its sign (remainder(-0, 1) = -0).
 Tensor remainder(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
   Tensor r = x.mod(y);
   Tensor zero = scalar_like(r, 0, r.dtype());
   Tensor nonzero = ne(r, zero);
   Tensor signs_differ = logical_xor(r.less_than(zero), y.less_than(zero));
-  Tensor fix = logical_and(nonzero, signs_differ).cast(r.dtype());
-  return r.add(y.mul(fix));
+  Tensor fix = logical_and(nonzero, signs_differ);
+  if (!is_float(r.dtype())) return r.add(y.mul(fix.cast(r.dtype())));
+  // A select, not r + y·fix: y = ±inf with fix = 0 would give inf·0 = NaN.
+  return where(fix, r.add(y), r);
 }
 
 Tensor floor_divide(const Tensor& a, const Tensor& b) {
@@ -112,7 +143,7 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) {
   Tensor xf = to_float(x), yf = to_float(y);
   Tensor r = xf.mod(yf);
   // (x - r) is an exact multiple of y; divide and round to that integer.
-  Tensor q = (xf - r) * yf.recip();
+  Tensor q = div(xf - r, yf);
   Tensor zero = scalar_like(r, 0, r.dtype());
   Tensor adjust = logical_and(ne(r, zero), logical_xor(r.less_than(zero), yf.less_than(zero))).cast(r.dtype());
   Tensor fq = floor(q);

@@ -220,7 +220,9 @@ Tensor var(const Tensor& x, const Axes& axes, double correction, bool keepdim) {
   return compute_in_f32(x, [&](const Tensor& f) {
     Tensor centred = f - mean(f, axes, true);
     Tensor n = count_tensor(f, axes_numel(f, ax), f.dtype());
-    return sum(centred * centred, axes, keepdim) / (n - correction);
+    // As PyTorch: the divisor is max(0, n - correction), so a slice with too
+    // few elements (an empty one included) gives NaN (0/0) or inf, never -0.
+    return sum(centred * centred, axes, keepdim) / maximum(n - correction, c(n, 0));
   });
 }
 

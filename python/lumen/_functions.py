@@ -1,6 +1,7 @@
 """Module-level functions with PyTorch-style signatures, over lumen.ops."""
 from __future__ import annotations
 
+import builtins
 import collections
 import numbers
 
@@ -9,6 +10,7 @@ from ._lumen import ops as _ops
 from . import _convert
 
 _MaxResult = collections.namedtuple("max", ["values", "indices"])
+_cxx_transpose = Tensor.transpose  # before _tensor installs the Python one
 
 
 def _axes(dim):
@@ -17,6 +19,19 @@ def _axes(dim):
     if isinstance(dim, numbers.Integral):
         return [int(dim)]
     return [int(d) for d in dim]
+
+
+def _scalar_axes_ok(x, dims):
+    """PyTorch treats a 0-d tensor as having one axis that dim 0 and -1 name."""
+    return x.ndim == 0 and builtins.all(int(d) in (0, -1) for d in dims)
+
+
+def _on_scalar(x, dims, fn):
+    """fn applied to a 0-d `x` seen as shape (1,) with `dims` naming axis 0, and the result back to 0-d."""
+    out = fn(x.reshape_((1,)), [0 for _ in dims])
+    if isinstance(out, tuple):
+        return type(out)(*(o.reshape_(()) for o in out))
+    return out.reshape_(())
 
 
 def _pair(a, b):
@@ -128,92 +143,138 @@ isfinite = _ops.isfinite
 
 
 # reductions
+def _reduce(op, x, dim, keepdim):
+    """op(x, axes, keepdim); a 0-d x accepts dim 0 / -1 (its one wrappable axis)."""
+    axes = _axes(dim)
+    if axes and _scalar_axes_ok(x, axes):
+        return _on_scalar(x, axes, lambda v, a: op(v, a, False))
+    return op(x, axes, keepdim)
+
+
+def _nonempty(x, dim, name):
+    """PyTorch refuses max/min-style reductions over an empty axis (they have no identity)."""
+    dims = range(x.ndim) if dim is None else [d % x.ndim for d in _axes(dim) if -x.ndim <= d < x.ndim]
+    for d in dims:
+        if isinstance(x.shape[d], int) and x.shape[d] == 0:
+            raise Error(f"{name}: cannot reduce over dim {d} of size 0 (shape {tuple(x.shape)}); "
+                        "the reduction has no identity (PyTorch refuses it too)")
+
+
 def sum(x, dim=None, keepdim=False, dtype=None):
-    r = _ops.sum(x, _axes(dim), keepdim)
+    r = _reduce(_ops.sum, x, dim, keepdim)
     return r if dtype is None else r.cast(_convert.dtype(dtype))
 
 
 def mean(x, dim=None, keepdim=False):
-    return _ops.mean(x, _axes(dim), keepdim)
+    return _reduce(_ops.mean, x, dim, keepdim)
 
 
 def amax(x, dim=None, keepdim=False):
-    return _ops.amax(x, _axes(dim), keepdim)
+    _nonempty(x, dim, "amax")
+    return _reduce(_ops.amax, x, dim, keepdim)
 
 
 def amin(x, dim=None, keepdim=False):
-    return _ops.amin(x, _axes(dim), keepdim)
+    _nonempty(x, dim, "amin")
+    return _reduce(_ops.amin, x, dim, keepdim)
 
 
 def max(x, dim=None, keepdim=False):
     """torch.max: the maximum over everything, over `dim` as (values, indices), or elementwise with a tensor."""
     if isinstance(dim, Tensor):
         return maximum(x, dim)
+    _nonempty(x, dim, "max")
     if dim is None:
         return _ops.amax(x, [], False)
-    return _MaxResult(_ops.amax(x, [dim], keepdim), _ops.argmax(x, dim, keepdim))
+    return _MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
 
 
 def min(x, dim=None, keepdim=False):
     if isinstance(dim, Tensor):
         return minimum(x, dim)
+    _nonempty(x, dim, "min")
     if dim is None:
         return _ops.amin(x, [], False)
-    return _MaxResult(_ops.amin(x, [dim], keepdim), _ops.argmin(x, dim, keepdim))
+    return _MaxResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
 
 
 def prod(x, dim=None, keepdim=False):
-    return _ops.prod(x, _axes(dim), keepdim)
+    return _reduce(_ops.prod, x, dim, keepdim)
 
 
 def _correction(correction, unbiased):
     if correction is not None:
+        if unbiased is not None:
+            raise Error("var/std: give either unbiased or correction, not both")
         return float(correction)
     return 1.0 if unbiased is None or unbiased else 0.0
 
 
+def _moment(op, x, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):  # torch.var(input, unbiased) overload: a positional bool is `unbiased`, not a dim
+        if unbiased is not None:
+            raise Error("var/std: the second argument is a bool (unbiased); give dim before it")
+        dim, unbiased = None, dim
+    c = _correction(correction, unbiased)
+    return _reduce(lambda v, a, k: op(v, a, c, k), x, dim, keepdim)
+
+
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _ops.var(x, _axes(dim), _correction(correction, unbiased), keepdim)
+    return _moment(_ops.var, x, dim, unbiased, keepdim, correction)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _ops.std(x, _axes(dim), _correction(correction, unbiased), keepdim)
+    return _moment(_ops.std, x, dim, unbiased, keepdim, correction)
 
 
 def logsumexp(x, dim, keepdim=False):
-    return _ops.logsumexp(x, _axes(dim), keepdim)
+    return _reduce(_ops.logsumexp, x, dim, keepdim)
 
 
 def all(x, dim=None, keepdim=False):
-    return _ops.all(x, _axes(dim), keepdim)
+    return _reduce(_ops.all, x, dim, keepdim)
 
 
 def any(x, dim=None, keepdim=False):
-    return _ops.any(x, _axes(dim), keepdim)
+    return _reduce(_ops.any, x, dim, keepdim)
+
+
+def _arg(op, name, x, dim, keepdim):
+    _nonempty(x, dim, name)
+    if dim is not None and _scalar_axes_ok(x, [dim]):
+        return _on_scalar(x, [dim], lambda v, a: op(v, 0, False))
+    return op(x, dim, keepdim)
 
 
 def argmax(x, dim=None, keepdim=False):
-    return _ops.argmax(x, dim, keepdim)
+    return _arg(_ops.argmax, "argmax", x, dim, keepdim)
 
 
 def argmin(x, dim=None, keepdim=False):
-    return _ops.argmin(x, dim, keepdim)
+    return _arg(_ops.argmin, "argmin", x, dim, keepdim)
+
+
+def _along(op, x, dim):
+    """op(x, dim) for ops that keep the shape (cumsum, softmax); a 0-d x accepts dim 0 / -1."""
+    if _scalar_axes_ok(x, [dim]):
+        return _on_scalar(x, [dim], lambda v, a: op(v, 0))
+    return op(x, dim)
 
 
 def cumsum(x, dim):
-    return _ops.cumsum(x, dim)
+    return _along(_ops.cumsum, x, dim)
 
 
 def cumprod(x, dim):
-    return _ops.cumprod(x, dim)
+    return _along(_ops.cumprod, x, dim)
 
 
 def softmax(x, dim=-1):
-    return _ops.softmax(x, dim)
+    return _along(_ops.softmax, x, dim)
 
 
 def log_softmax(x, dim=-1):
-    return _ops.log_softmax(x, dim)
+    return _along(_ops.log_softmax, x, dim)
 
 
 # movement
@@ -234,14 +295,22 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
-    return x.transpose(dim0, dim1)
+    if _scalar_axes_ok(x, [dim0, dim1]):  # a 0-d tensor transposed with its one axis is itself
+        return x
+    return _cxx_transpose(x, dim0, dim1)
 
 
 swapaxes = transpose
 
 
 def squeeze(x, dim=None):
-    return _ops.squeeze(x, _axes(dim))
+    """torch.squeeze: every size-1 axis (dim=None), or those of `dim` that have size 1; dim=() squeezes none."""
+    if dim is None:
+        return _ops.squeeze(x, [])
+    axes = _axes(dim)
+    if not axes or _scalar_axes_ok(x, axes):
+        return x
+    return _ops.squeeze(x, axes)
 
 
 def unsqueeze(x, dim):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import builtins
 import numbers
 
+import numpy as np
+
 from ._lumen import Dim, Error, Graph, Program, Tensor
 from ._lumen import ops as _ops
 from . import _convert
@@ -15,9 +17,48 @@ def _reflected(fn):
     return lambda self, other: fn(other, self)
 
 
+def _list_index(x: Tensor, values, dim: int) -> Tensor:
+    """A list of ints (nested for a multi-dim index) as a constant i32 index tensor into `dim` of `x`."""
+    array = np.asarray(values)
+    if array.dtype == np.bool_:
+        raise Error("boolean mask indexing gives a data-dependent shape; use where() instead")
+    if array.size and array.dtype.kind not in "iu":
+        raise IndexError(f"list indices must be integers, got {values!r}")
+    size = x.shape[dim]
+    if not isinstance(size, int):
+        raise Error(f"list index into dynamic dim {size}: use an index tensor")
+    flat = [int(v) for v in array.reshape(-1)]
+    for v in flat:
+        if not -size <= v < size:
+            raise IndexError(f"index {v} is out of range for dim {dim} of size {size}")
+    flat = [v + size if v < 0 else v for v in flat]
+    if len(flat) > _MAX_LIST_INDEX:
+        raise Error(f"a list index of {len(flat)} entries is too long to build as constants "
+                    f"(at most {_MAX_LIST_INDEX}); pass an index tensor as an input")
+    g = x.graph
+    if len(flat) == 1:
+        t = g.constant(flat[0], _convert.int32).reshape_((1,))
+    elif len(flat) > 1 and builtins.all(b - a == flat[1] - flat[0] for a, b in zip(flat, flat[1:])) and flat[1] > flat[0]:
+        t = _ops.arange(g, float(flat[0]), float(flat[-1] + (flat[1] - flat[0])), float(flat[1] - flat[0]), _convert.int32)
+    else:
+        t = _ops.stack([g.constant(v, _convert.int32) for v in flat], 0) if flat else \
+            _ops.full(g, (0,), 0.0, _convert.int32)
+    return t.reshape_(tuple(int(d) for d in array.shape))
+
+
+_MAX_LIST_INDEX = 4096
+
+
 def _getitem(x: Tensor, key):
+    if isinstance(key, list) and builtins.any(isinstance(k, (list, tuple, Tensor)) for k in key):
+        raise Error("a nested list as the whole index is read by PyTorch as one index per axis (paired "
+                    "elementwise), which lumen does not do; pass an index tensor, or wrap it: x[(nested,)]")
     if not isinstance(key, tuple):
         key = (key,)
+    advanced = builtins.sum(1 for k in key if isinstance(k, (Tensor, list)))
+    if advanced > 1:
+        raise Error("indexing with more than one index tensor or list: PyTorch pairs them elementwise, which lumen "
+                    "does not do; index one axis at a time, or use gather / take_along_dim")
     specified = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
     if specified > x.ndim:
         raise IndexError(f"too many indices for a tensor of shape {x.shape}")
@@ -51,6 +92,9 @@ def _getitem(x: Tensor, key):
             else:
                 out = _ops.slice(out, dim, k.start, k.stop, step)
             dim += 1
+        elif isinstance(k, list):
+            out = out.gather_axis(_list_index(out, k, dim), dim)
+            dim += np.asarray(k).ndim
         elif isinstance(k, Tensor):
             if k.dtype == _convert.bool_:
                 raise Error("boolean mask indexing gives a data-dependent shape; use where() instead")
@@ -120,7 +164,7 @@ def _install():
                  "neg", "abs", "sign", "exp", "log", "log2", "log10", "rsqrt", "cos", "tan", "tanh", "erf",
                  "sigmoid", "relu", "floor", "ceil", "round", "trunc", "reciprocal", "isnan", "isinf",
                  "isfinite", "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "logsumexp",
-                 "all", "any", "argmax", "argmin", "cumsum", "cumprod", "softmax", "log_softmax", "squeeze",
+                 "all", "any", "argmax", "argmin", "cumsum", "cumprod", "softmax", "log_softmax", "squeeze", "transpose",
                  "flatten", "narrow", "matmul", "gather", "index_select", "clamp", "clip", "split", "chunk",
                  "tile", "roll", "tril", "triu"]:
         setattr(T, name, _method(getattr(F, name)))

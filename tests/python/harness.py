@@ -44,7 +44,8 @@ def data(shape, dtype=lumen.float32, seed=0, low=-3.0, high=3.0):
 
 
 def to_torch(array, dtype):
-    return torch.from_numpy(np.ascontiguousarray(array)).to(TORCH_DTYPE[dtype])
+    array = np.asarray(array)  # (ascontiguousarray alone would make a 0-d array 1-d)
+    return torch.from_numpy(np.ascontiguousarray(array).reshape(array.shape)).to(TORCH_DTYPE[dtype])
 
 
 class Input:

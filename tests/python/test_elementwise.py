@@ -180,3 +180,28 @@ def test_elementwise_errors():
     t = g.input("t", (3,), lumen.bool_)
     expect_error(lambda: -t, "neg", "bool")
     expect_error(lambda: t - t, "sub", "bool")
+
+
+def test_division_by_subnormal_and_huge(backend):
+    # Issue 14 item 4: x / y was x * (1/y), and 1/y overflows for a subnormal y (1e-39 / 1e-39 gave inf).
+    a = np.array([1e-39, 1.0, 3e38, 1e-39, 2.5e-39, -7e-40, 1e-45, 3e38, 1.0, 0.0, 1e30, -2.0, 6.0], dtype=np.float32)
+    b = np.array([1e-39, 1e-39, 3e38, 3e38, -5e-40, 7e-40, 1e-45, 1e-39, 0.0, 0.0, 2e38, 1e-44, 3.0], dtype=np.float32)
+    a, b = np.tile(a, 3), np.tile(b, 3)  # vector lanes and a scalar tail
+    check("div", lambda x, y: x / y, torch.div, [a, b], backend, rtol=2e-7, atol=0)
+
+
+def test_remainder_fmod_by_infinity(backend):
+    # Issue 14 item 4: remainder(x, ±inf) gave NaN (y·0 for the sign fix); PyTorch gives x, or ±inf when the
+    # signs differ.
+    inf = np.inf
+    a = np.array([1.0, -1.0, 1.0, -1.0, 0.0, 2.5, -3e38, 7.0, -7.0, inf, np.nan, 1.0], dtype=np.float32)
+    b = np.array([inf, inf, -inf, -inf, inf, -inf, inf, 3.0, -3.0, 2.0, inf, np.nan], dtype=np.float32)
+    check("remainder", lambda x, y: x % y, torch.remainder, [a, b], backend, exact=True)
+    check("fmod", lumen.fmod, torch.fmod, [a, b], backend, exact=True)
+
+
+def test_floor_divide_by_subnormal(backend):
+    a = np.array([1e-39, 3e-39, -5e-39, 7.0, 2.5e-39, 6e-39], dtype=np.float32)
+    b = np.array([1e-39, 1e-39, 2e-39, 2.0, -1e-39, 3e-39], dtype=np.float32)
+    a, b = np.tile(a, 3), np.tile(b, 3)
+    check("floor_divide", lambda x, y: x // y, torch.floor_divide, [a, b], backend, exact=True)

@@ -77,3 +77,66 @@ def test_log_of_zero_and_negative(backend):
     x = np.array([0.0, -1.0, 1.0], dtype=np.float32)
     check("log", lumen.log, torch.log, [x], backend)
     check("sqrt", lumen.sqrt, torch.sqrt, [x], backend)
+
+
+def _wide_range_arguments():
+    """Magnitudes 1e-30 .. 3e38 with both signs, plus the special values (odd length: a scalar tail too)."""
+    magnitudes = np.logspace(-30, np.log10(3e38), 997).astype(np.float32)
+    rng = np.random.default_rng(5)
+    around = rng.uniform(-1e5, 1e5, 200).astype(np.float32)  # near and past the fast path's 8192 limit
+    specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 8192.0, -8192.0, 8192.001, 1e9, 3.4028235e38],
+                        dtype=np.float32)
+    return np.concatenate([specials, magnitudes, -magnitudes[::3], around])
+
+
+def _whole_vectors(x):
+    """x cut to a multiple of 16 elements (specials first, so they stay): the kernels take the SIMD path."""
+    return x[:len(x) // 16 * 16]
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_large_arguments(backend, name):
+    # Issue 14 item 3: the vectorized sin reduced |x| >~ 1e8 wrongly (sin(1e9) = 13.29, larger -> -inf).
+    fn, ref, _ = UNARY[name]
+    check(name, fn, ref, [_whole_vectors(_wide_range_arguments())], backend, rtol=1e-5, atol=3e-7)
+
+
+def test_tan_large_arguments(backend):
+    x = _wide_range_arguments()
+    with np.errstate(invalid="ignore"):
+        x = _whole_vectors(x[~np.isfinite(x) | (np.abs(np.cos(x.astype(np.float64))) > 1e-2)])  # away from poles
+    check("tan", lumen.tan, torch.tan, [x], backend, rtol=1e-4, atol=1e-6)
+
+
+SIN_ON_ISA = """
+import sys, numpy as np, torch
+sys.path.insert(0, {python!r})
+import lumen
+x = np.asarray([float(v) for v in {values!r}], dtype=np.float32)
+g = lumen.Graph()
+t = g.input("x", x.shape, lumen.float32)
+outs = [lumen.sin(t), lumen.cos(t), lumen.tan(t)]
+p = lumen.compile(g, outs, backend="cpu")
+p.set("x", x)
+p.run()
+for out, ref in zip(outs, [torch.sin, torch.cos, torch.tan]):
+    want = ref(torch.from_numpy(x)).numpy()
+    rtol = 1e-4 if ref is torch.tan else 1e-5
+    np.testing.assert_allclose(p.get(out), want, rtol=rtol, atol=3e-7, equal_nan=True, err_msg=str(ref))
+"""
+
+
+@pytest.mark.parametrize("isa", ["sse", "avx2"])
+def test_sin_large_arguments_on_narrower_isa(isa):
+    """The SSE (4 lanes) and AVX2 (8 lanes) builds of the vector sin, in a process limited by LUMEN_ISA."""
+    import os
+    import subprocess
+    import sys
+    x = _wide_range_arguments()
+    with np.errstate(invalid="ignore"):
+        x = _whole_vectors(x[~np.isfinite(x) | (np.abs(np.cos(x.astype(np.float64))) > 1e-2)])
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = SIN_ON_ISA.format(python=os.path.join(root, "python"), values=[repr(float(v)) for v in x])
+    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "LUMEN_ISA": isa},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -147,7 +147,10 @@ def test_reductions_with_few_outputs(backend, shape, dim):
     x = data(shape, seed=5)
     td = tuple(range(len(shape))) if dim is None else dim
     tol = dict(rtol=1e-4, atol=1e-3)
-    check("sum", lambda t: lumen.sum(t, dim), lambda t: torch.sum(t, td), [x], backend, **tol)
+    # A sum of 2^19 values in [-3, 3] that nearly cancel (|sum| ~ 3, Σ|x| ~ 8e5): f32 rounding in any order
+    # leaves an absolute error of ~1e-3 (one standard deviation), so the sum gets 1e-2 (1.3e-8 of Σ|x|).
+    check("sum", lambda t: lumen.sum(t, dim), lambda t: torch.sum(t, td), [x], backend, rtol=1e-4,
+          atol=1e-2 if dim is None else 1e-3)
     check("mean", lambda t: lumen.mean(t, dim), lambda t: torch.mean(t, td), [x], backend, **tol)
     check("amax", lambda t: lumen.amax(t, dim), lambda t: torch.amax(t, td), [x], backend)
     check("amin", lambda t: lumen.amin(t, dim), lambda t: torch.amin(t, td), [x], backend)

@@ -14,6 +14,7 @@
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/bounded_sum.h"
 
 namespace lumen::cpu {
 
@@ -471,7 +472,29 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
 
 // ---- entry points -----------------------------------------------------------------------------
 
-std::string render_kernel(const Kernel& k) { return KernelWriter(k, host_isa().f32_lanes()).render(); }
+namespace {
+
+// The block of bounded float sums: kSumBlock, or LUMEN_SUM_BLOCK (tests set
+// a tiny one so that every reduction of the differential fuzzer is cut).
+int64_t sum_block() {
+  static const int64_t block = [] {
+    const char* v = std::getenv("LUMEN_SUM_BLOCK");
+    int64_t b = v ? std::atoll(v) : 0;
+    return b > 0 ? b : kernel::kSumBlock;
+  }();
+  return block;
+}
+
+// `k` with its float sums bounded (kernel/bounded_sum.h) for this CPU's SIMD width.
+Kernel bounded(const Kernel& k) {
+  Kernel out = k;
+  kernel::bound_float_sums(out, host_isa().f32_lanes(), sum_block());
+  return out;
+}
+
+}  // namespace
+
+std::string render_kernel(const Kernel& k) { return KernelWriter(bounded(k), host_isa().f32_lanes()).render(); }
 
 std::string render_source(const std::vector<Kernel>& kernels) { return render_sources(kernels, 1).at(0); }
 
@@ -484,7 +507,8 @@ std::vector<std::string> render_sources(const std::vector<Kernel>& kernels, int 
   std::set<std::string> seen;
   for (const Kernel& k : kernels) {
     if (!seen.insert(k.name).second) continue;
-    KernelWriter w(k, host_isa().f32_lanes());
+    Kernel b = bounded(k);
+    KernelWriter w(b, host_isa().f32_lanes());
     std::string text = w.render();
     unique.push_back({std::move(text), w.uses_vectors()});
   }

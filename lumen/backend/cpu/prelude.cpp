@@ -287,12 +287,18 @@ inline lumen_f32v lumen_log2v(lumen_f32v x) {
   return x != x ? x : r;
 }
 
-// sin(x): quadrant k = round(2x/pi), three-part pi/2 reduction, minimax polynomials.
+// sin(x): quadrant k = round(2x/pi), three-part pi/2 reduction, minimax
+// polynomials. The reduction is exact enough (absolute error < 1e-7) while
+// k·1.5703125 is exact, |x| <= 8192 without FMA; lanes beyond that (and
+// inf/NaN) take libm's sinf, whose Payne-Hanek reduction is right for every
+// float. Common inputs never pay for that branch.
 inline lumen_f32v lumen_sinv(lumen_f32v x) {
-  lumen_f32v finite = (x - x) == 0.0f ? x : lumen_splat_f32(0.0f);
-  lumen_i32v k = lumen_floor_iv(finite * 0.636619772f + 0.5f);
+  lumen_f32v ax = (lumen_f32v)((lumen_i32v)x & 0x7fffffff);
+  lumen_i32v far = (lumen_i32v)(!(ax <= 8192.0f));  // NaN too
+  lumen_f32v near = far ? lumen_splat_f32(0.0f) : x;
+  lumen_i32v k = lumen_floor_iv(near * 0.636619772f + 0.5f);
   lumen_f32v kf = __builtin_convertvector(k, lumen_f32v);
-  lumen_f32v r = finite - kf * 1.5703125f;
+  lumen_f32v r = near - kf * 1.5703125f;
   r = r - kf * 4.837512969970703125e-4f;
   r = r - kf * 7.549789954891882e-8f;
   lumen_f32v r2 = r * r;
@@ -300,7 +306,12 @@ inline lumen_f32v lumen_sinv(lumen_f32v x) {
   lumen_f32v c = 1.0f - 0.5f * r2 + r2 * r2 * (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
   lumen_f32v v = (k & 1) != 0 ? c : s;
   v = (k & 2) != 0 ? -v : v;
-  return (x - x) == 0.0f ? v : lumen_splat_f32(NAN);
+  if (__builtin_expect(lumen_hany(far), 0)) {
+    for (int i = 0; i < LANES; ++i) {
+      if (far[i]) v[i] = sinf(x[i]);
+    }
+  }
+  return v;
 }
 
 }  // namespace
