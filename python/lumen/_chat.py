@@ -1,6 +1,8 @@
 """lumen.models.Llama with chat(): the compiled model (the C++ class) plus the
 file it was loaded from, whose tokenizer and chat template chat() loads on
 first use (lumen.models.ChatSession)."""
+import os
+
 from ._lumen import models as _models
 
 
@@ -8,8 +10,9 @@ class Llama(_models.Llama):
     __doc__ = _models.Llama.__doc__
 
     def __init__(self, path, *args, **kwargs):
-        super().__init__(str(path), *args, **kwargs)
-        self.path = str(path)
+        path = os.fspath(path) if isinstance(path, os.PathLike) else path
+        super().__init__(path, *args, **kwargs)
+        self.path = path
         self._chat_session = None
 
     def chat(self, messages, max_new_tokens=256, temperature=0.0, top_k=0, top_p=1.0, seed=0):
