@@ -342,3 +342,29 @@ def test_gguf_phi3_special_tokens_strip_following_spaces(tmp_path):
     assert phi3.encode("<|user|>  \n x", False) == phi3.encode("<|user|>x", False)
     assert other.encode("<|user|>  \n x", False) != other.encode("<|user|>x", False)
     assert phi3.encode("<|endoftext|> x", False) != phi3.encode("<|endoftext|>x", False)
+
+
+def test_mutated_gguf_vocabularies_load_or_raise(tmp_path):
+    """Byte mutations of small GGUF vocabularies (gpt2 with special tokens, llama): each loads and
+    tokenizes, or raises lumen.Error; nothing crashes."""
+    tokens, merges = byte_level_vocab(["<|im_start|>", "<|im_end|>"])
+    files = [gguf_with_vocab(tmp_path / "g.gguf", "gpt2", tokens[:120], token_merges=[m for m in merges[:40]
+                             if all(p in tokens[:120] for p in m.split(" ")) and m.replace(" ", "") in tokens[:120]],
+                             token_types=[1] * 118 + [3, 4], tokenizer_pre="smollm", bos_token_id=118),
+             gguf_with_vocab(tmp_path / "l.gguf", "llama", ["<unk>", "<s>", "</s>", "\u2581a", "a", "b"],
+                             token_scores=[0.0, 0.0, 0.0, -1.0, -2.0, -3.0], token_types=[2, 3, 3, 1, 1, 1])]
+    rng = np.random.default_rng(7)
+    for src in files:
+        data = open(src, "rb").read()
+        for i in range(150):
+            b = bytearray(data)
+            for _ in range(int(rng.integers(1, 4))):
+                b[int(rng.integers(0, len(b)))] = int(rng.integers(0, 256))
+            path = tmp_path / f"m{i}.gguf"
+            path.write_bytes(bytes(b))
+            try:
+                t = lumen.Tokenizer.from_gguf(str(path))
+                ids = t.encode("<|im_start|>user\nab ba\n\n  <s>", True)
+                t.decode(ids + [10**6], False)
+            except lumen.Error:
+                pass
