@@ -368,3 +368,18 @@ def test_mutated_gguf_vocabularies_load_or_raise(tmp_path):
                 t.decode(ids + [10**6], False)
             except lumen.Error:
                 pass
+
+
+def test_parse_special_off_matches_hf_encode_special_tokens():
+    """encode(parse_special=False) is Hugging Face's encode_special_tokens: special added tokens are text,
+    other added tokens are still matched."""
+    t = tokenizers.ByteLevelBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=400, min_frequency=1, special_tokens=["<|im_start|>"])
+    t.add_tokens(["<tool>"])
+    hf = tokenizers.Tokenizer.from_str(t.to_str())
+    ours = lumen.Tokenizer.from_str(t.to_str())
+    texts = CORPUS + ["a<|im_start|>b<tool>c", "<|im_start|><|im_start|> <tool>"]
+    check_same(ours, hf, texts)
+    hf.encode_special_tokens = True
+    for text in texts:
+        assert ours.encode(text, True, parse_special=False) == hf.encode(text).ids, text
