@@ -383,3 +383,20 @@ def test_parse_special_off_matches_hf_encode_special_tokens():
     hf.encode_special_tokens = True
     for text in texts:
         assert ours.encode(text, True, parse_special=False) == hf.encode(text).ids, text
+
+
+def test_gguf_errors_escape_bytes_that_are_not_utf8(tmp_path):
+    """A message quoting a damaged token reaches Python as lumen.Error, not UnicodeDecodeError."""
+    gguf = pytest.importorskip("gguf")
+    path = str(tmp_path / "bad.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt-2")
+    w.add_array("tokenizer.ggml.tokens", [b"a\xff", b"b", b"a\xff"])
+    w.add_array("tokenizer.ggml.merges", [b"a b"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(lumen.Error, match=r"token 'a\\xFF' twice"):
+        lumen.Tokenizer.from_gguf(path)

@@ -3,6 +3,7 @@
 #include "lumen/core/error.h"
 #include "lumen/io/text_file.h"
 #include "lumen/io/tokenizer/components.h"
+#include "lumen/io/tokenizer/unicode.h"
 
 namespace lumen::io {
 
@@ -20,7 +21,7 @@ namespace {
 std::unordered_map<std::string, int32_t> read_vocab(const Json& v, const std::string& origin) {
   if (!v.is_object()) fail("tokenizer '", origin, "': model.vocab must be an object of token -> id");
   std::unordered_map<std::string, int32_t> vocab;
-  for (const auto& [token, id] : v.items()) vocab[token] = tokenizer::token_id(id, "token '" + token + "' in '" + origin + "'");
+  for (const auto& [token, id] : v.items()) vocab[token] = tokenizer::token_id(id, "token '" + unicode::printable(token) + "' in '" + origin + "'");
   return vocab;
 }
 
@@ -55,7 +56,7 @@ class WordLevel : public tokenizer::VocabModel {
     } else if (unk_) {
       out.push_back(*unk_);
     } else {
-      fail("tokenizer: '", word, "' is not in the vocabulary and there is no unk token");
+      fail("tokenizer: '", unicode::printable(word), "' is not in the vocabulary and there is no unk token");
     }
   }
 
@@ -79,7 +80,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
       if (merge.is_string()) {  // "a b"
         std::string s = merge.get<std::string>();
         size_t space = s.find(' ', 1);
-        if (space == std::string::npos) fail("tokenizer '", origin, "': merge '", s, "' is not two tokens");
+        if (space == std::string::npos) fail("tokenizer '", origin, "': merge '", unicode::printable(s), "' is not two tokens");
         merges.emplace_back(s.substr(0, space), s.substr(space + 1));
       } else if (merge.is_array() && merge.size() == 2) {
         merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
@@ -98,7 +99,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
     return tokenizer::make_bpe(read_vocab(m.at("vocab"), origin), merges, o);
   }
   if (type == "WordLevel") return std::make_unique<WordLevel>(read_vocab(m.at("vocab"), origin), m.value("unk_token", std::string()));
-  fail("tokenizer '", origin, "': model type '", type, "' is not supported (WordPiece, BPE, WordLevel)");
+  fail("tokenizer '", origin, "': model type '", unicode::printable(type), "' is not supported (WordPiece, BPE, WordLevel)");
 }
 
 }  // namespace
@@ -116,7 +117,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
     for (const Json& a : j.value("added_tokens", Json::array())) {
       tokenizer::AddedToken at;
       at.content = a.at("content").get<std::string>();
-      at.id = tokenizer::token_id(a.at("id"), "added token '" + at.content + "' in '" + origin + "'");
+      at.id = tokenizer::token_id(a.at("id"), "added token '" + unicode::printable(at.content) + "' in '" + origin + "'");
       at.special = a.value("special", false);
       at.normalized = a.value("normalized", !at.special);
       at.lstrip = a.value("lstrip", false);
