@@ -400,3 +400,14 @@ def test_gguf_errors_escape_bytes_that_are_not_utf8(tmp_path):
     w.close()
     with pytest.raises(lumen.Error, match=r"token 'a\\xFF' twice"):
         lumen.Tokenizer.from_gguf(path)
+
+
+def test_tokenizer_json_integer_fields_reject_floats_out_of_range():
+    """Found by tokenizer_json_fuzz: 1e82 where an integer belongs was converted with undefined behaviour."""
+    wordpiece = {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}, "unk_token": "[UNK]"}
+    for spec in ({"model": {**wordpiece, "max_input_chars_per_word": 1e82}},
+                 {"model": wordpiece, "truncation": {"max_length": 1e82}},
+                 {"model": wordpiece, "truncation": {"max_length": -3}},
+                 {"model": wordpiece, "decoder": {"type": "Strip", "content": " ", "start": 1e82, "stop": 0}}):
+        with pytest.raises(lumen.Error, match="expected an integer"):
+            lumen.Tokenizer.from_str(json.dumps(spec))

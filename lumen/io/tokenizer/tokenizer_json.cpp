@@ -16,6 +16,15 @@ int32_t tokenizer::token_id(const Json& j, const std::string& what) {
   return static_cast<int32_t>(j.get<int64_t>());
 }
 
+int64_t tokenizer::integer_field(const Json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
+  const Json& v = j[key];
+  bool ok = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                   : v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!ok) fail("tokenizer: field '", key, "' is ", v.dump(), "; expected an integer from ", lo, " to ", hi);
+  return v.get<int64_t>();
+}
+
 namespace {
 
 std::unordered_map<std::string, int32_t> read_vocab(const Json& v, const std::string& origin) {
@@ -69,7 +78,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
   if (type == "WordPiece") {
     return tokenizer::make_wordpiece(read_vocab(m.at("vocab"), origin), m.value("unk_token", std::string("[UNK]")),
                                      m.value("continuing_subword_prefix", std::string("##")),
-                                     m.value("max_input_chars_per_word", int64_t{100}));
+                                     tokenizer::integer_field(m, "max_input_chars_per_word", 100, 0, INT32_MAX));
   }
   if (type == "BPE") {
     if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() > 0) {
@@ -127,9 +136,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
     }
     const Json& trunc = j.value("truncation", Json());
     if (trunc.is_object() && trunc.contains("max_length")) {
-      int64_t m = trunc["max_length"].get<int64_t>();
-      if (m < 0) fail("tokenizer '", origin, "': truncation.max_length ", m, " is negative");
-      t->max_length_ = m;
+      t->max_length_ = tokenizer::integer_field(trunc, "max_length", 0, 0, INT64_MAX);
     }
     const Json& pad = j.value("padding", Json());
     if (pad.is_object() && pad.contains("pad_id")) t->pad_ = tokenizer::token_id(pad["pad_id"], "padding.pad_id in '" + origin + "'");
