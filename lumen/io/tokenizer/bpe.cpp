@@ -111,7 +111,7 @@ class Bpe : public SymbolModel {
       : SymbolModel(std::move(vocab)), options_(std::move(options)) {
     for (size_t r = 0; r < merges.size(); ++r) {
       const auto& [a, b] = merges[r];
-      if (!vocab_.count(a + b)) fail("tokenizer: BPE merge '", a, " ", b, "' makes '", a + b, "', which is not in the vocabulary");
+      if (!vocab_.count(a + b)) fail("tokenizer: BPE merge '", unicode::printable(a + " " + b), "' makes '", unicode::printable(a + b), "', which is not in the vocabulary");
       ranks_.emplace(a + '\0' + b, static_cast<int32_t>(r));  // the first listing of a pair wins
     }
     if (options_.unk) {
@@ -144,7 +144,7 @@ class Bpe : public SymbolModel {
         last_unknown = false;
         continue;
       }
-      if (!unk_) fail("tokenizer: '", s.text, "' is not in the vocabulary and the BPE model has no unk token");
+      if (!unk_) fail("tokenizer: '", unicode::printable(s.text), "' is not in the vocabulary and the BPE model has no unk token");
       if (!(options_.fuse_unk && last_unknown)) out.push_back(*unk_);
       last_unknown = true;
     }
@@ -184,7 +184,7 @@ class ScoreBpe : public SymbolModel {
       } else if (unk_) {
         out.push_back(*unk_);
       } else {
-        fail("tokenizer: '", s.text, "' is not in the vocabulary, which has no byte tokens or unknown token");
+        fail("tokenizer: '", unicode::printable(s.text), "' is not in the vocabulary, which has no byte tokens or unknown token");
       }
     }
   }

@@ -20,6 +20,10 @@ PostProcessor make_post_processor(const Json& j, const Model& model);
 // lumen::Error naming `what` (never narrowed: 2^32 + 2 is not 2).
 int32_t token_id(const Json& j, const std::string& what);
 
+// An integer field of a component: `fallback` when absent, else an integer
+// in [lo, hi] (never a float converted out of range), else lumen::Error.
+int64_t integer_field(const Json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi);
+
 // Components nest (Sequence of Sequence ...): tokenizer.json is refused past this depth.
 constexpr int kMaxJsonDepth = 64;
 

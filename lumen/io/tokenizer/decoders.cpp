@@ -118,7 +118,7 @@ Decoder make_decoder(const Json& j) {
   }
   if (type == "Strip") {
     std::string content = j.value("content", std::string(" "));
-    int64_t start = j.value("start", 0), stop = j.value("stop", 0);
+    int64_t start = integer_field(j, "start", 0, 0, INT32_MAX), stop = integer_field(j, "stop", 0, 0, INT32_MAX);
     return per_token([=](const std::string& t, size_t) {
       std::string s = t;
       for (int64_t k = 0; k < start && s.compare(0, content.size(), content) == 0; ++k) s = s.substr(content.size());

@@ -6,6 +6,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/io/tokenizer/llama_split.h"
+#include "lumen/io/tokenizer/unicode.h"
 
 namespace lumen::io::tokenizer {
 
@@ -206,10 +207,10 @@ const GgufPreTokenizer& gguf_pre_tokenizer(const std::string& pre) {
   std::string known;
   for (const std::string& n : gguf_pre_tokenizer_names()) known += (known.empty() ? "" : ", ") + n;
   if (std::find(kUnsupported.begin(), kUnsupported.end(), name) != kUnsupported.end()) {
-    fail("tokenizer: GGUF pre-tokenizer '", name, "' (tokenizer.ggml.pre) is known to llama.cpp but not supported by lumen "
+    fail("tokenizer: GGUF pre-tokenizer '", unicode::printable(name), "' (tokenizer.ggml.pre) is known to llama.cpp but not supported by lumen "
          "(it needs a tokenizer other than byte-level BPE); lumen supports: ", known);
   }
-  fail("tokenizer: GGUF pre-tokenizer '", name, "' (tokenizer.ggml.pre) is unknown; the known values are: ", known);
+  fail("tokenizer: GGUF pre-tokenizer '", unicode::printable(name), "' (tokenizer.ggml.pre) is unknown; the known values are: ", known);
 }
 
 }  // namespace lumen::io::tokenizer

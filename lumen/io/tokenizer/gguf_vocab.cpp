@@ -6,6 +6,7 @@
 #include "lumen/io/gguf.h"
 #include "lumen/io/tokenizer/components.h"
 #include "lumen/io/tokenizer/llama_split.h"
+#include "lumen/io/tokenizer/unicode.h"
 
 namespace lumen::io {
 
@@ -161,7 +162,7 @@ Vocabulary read_vocabulary(const GgufFile& f) {
   std::unordered_map<std::string, size_t> seen;
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     auto [it, fresh] = seen.emplace(v.tokens[i], i);
-    if (!fresh) fail("tokenizer: GGUF vocabulary has token '", v.tokens[i], "' twice (ids ", it->second, " and ", i, ")");
+    if (!fresh) fail("tokenizer: GGUF vocabulary has token '", unicode::printable(v.tokens[i]), "' twice (ids ", it->second, " and ", i, ")");
   }
   v.types = per_token<int32_t>(f, "tokenizer.ggml.token_type", v.tokens.size(), [](const GgufValue& x) {
     int64_t t = x.as_int("tokenizer.ggml.token_type");
@@ -224,7 +225,7 @@ void build_gpt2(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocabu
   std::vector<std::pair<std::string, std::string>> merges;
   for (const std::string& m : strings(f, "tokenizer.ggml.merges")) {
     size_t space = m.find(' ', 1);
-    if (space == std::string::npos) fail("tokenizer: GGUF merge '", m, "' is not two tokens separated by a space");
+    if (space == std::string::npos) fail("tokenizer: GGUF merge '", unicode::printable(m), "' is not two tokens separated by a space");
     merges.emplace_back(m.substr(0, space), m.substr(space + 1));
   }
   tokenizer::BpeOptions options;
@@ -252,7 +253,7 @@ void build_gpt2(tokenizer::PipelineTokenizer& t, const GgufFile& f, const Vocabu
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& f) {
   std::string model = f.has("tokenizer.ggml.model") ? f.at("tokenizer.ggml.model").as_string("tokenizer.ggml.model") : "";
   if (model != "llama" && model != "gpt2") {
-    fail("tokenizer: GGUF tokenizer model '", model, "' (tokenizer.ggml.model) is not supported (llama, gpt2)");
+    fail("tokenizer: GGUF tokenizer model '", unicode::printable(model), "' (tokenizer.ggml.model) is not supported (llama, gpt2)");
   }
   Vocabulary v = read_vocabulary(f);
   auto t = std::make_unique<tokenizer::PipelineTokenizer>();

@@ -141,7 +141,7 @@ std::string PipelineTokenizer::decode_ids(const std::vector<int32_t>& ids, bool 
     }
   }
   flush();
-  return out;
+  return unicode::encode(unicode::decode(out));  // valid UTF-8 (a token's bytes may be cut or damaged), as Hugging Face
 }
 
 int64_t PipelineTokenizer::vocab_size() const {

@@ -8,6 +8,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/io/tokenizer/pipeline.h"
+#include "lumen/io/tokenizer/unicode.h"
 
 namespace lumen::io::tokenizer {
 
@@ -27,7 +28,7 @@ std::shared_ptr<pcre2_code> compiled(const std::string& pattern) {
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
-    fail("tokenizer: regex '", pattern, "' does not compile at offset ", offset, ": ", reinterpret_cast<char*>(message));
+    fail("tokenizer: regex '", unicode::printable(pattern), "' does not compile at offset ", offset, ": ", reinterpret_cast<char*>(message));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // best effort
   std::shared_ptr<pcre2_code> p(code, pcre2_code_free);
@@ -45,7 +46,7 @@ std::vector<std::pair<size_t, size_t>> matches(const std::string& text, const st
   while (at <= text.size()) {
     int rc = pcre2_match(code.get(), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at, 0, data.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) fail("tokenizer: regex '", pattern, "' failed on the input (error ", rc, ")");
+    if (rc < 0) fail("tokenizer: regex '", unicode::printable(pattern), "' failed on the input (error ", rc, ")");
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data.get());
     size_t b = ov[0], e = ov[1];
     if (e == b) {  // empty match: skip one character

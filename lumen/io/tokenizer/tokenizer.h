@@ -48,7 +48,10 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path);
 std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, const std::string& origin = "tokenizer.json");
 
 // The vocabulary stored in a GGUF file (tokenizer.ggml.*): "llama"
-// (SentencePiece scores with byte fallback) or "gpt2" (byte-level BPE).
+// (SentencePiece scores with byte fallback) or "gpt2" (byte-level BPE, split
+// by the rules llama.cpp has for tokenizer.ggml.pre), giving llama.cpp's ids:
+// its special tokens, BOS/EOS defaults and parse_special. Malformed or
+// unknown metadata is a lumen::Error naming the key.
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& file);
 
 }  // namespace lumen::io

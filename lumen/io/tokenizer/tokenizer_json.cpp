@@ -3,6 +3,7 @@
 #include "lumen/core/error.h"
 #include "lumen/io/text_file.h"
 #include "lumen/io/tokenizer/components.h"
+#include "lumen/io/tokenizer/unicode.h"
 
 namespace lumen::io {
 
@@ -15,12 +16,21 @@ int32_t tokenizer::token_id(const Json& j, const std::string& what) {
   return static_cast<int32_t>(j.get<int64_t>());
 }
 
+int64_t tokenizer::integer_field(const Json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
+  const Json& v = j[key];
+  bool ok = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                   : v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!ok) fail("tokenizer: field '", key, "' is ", v.dump(), "; expected an integer from ", lo, " to ", hi);
+  return v.get<int64_t>();
+}
+
 namespace {
 
 std::unordered_map<std::string, int32_t> read_vocab(const Json& v, const std::string& origin) {
   if (!v.is_object()) fail("tokenizer '", origin, "': model.vocab must be an object of token -> id");
   std::unordered_map<std::string, int32_t> vocab;
-  for (const auto& [token, id] : v.items()) vocab[token] = tokenizer::token_id(id, "token '" + token + "' in '" + origin + "'");
+  for (const auto& [token, id] : v.items()) vocab[token] = tokenizer::token_id(id, "token '" + unicode::printable(token) + "' in '" + origin + "'");
   return vocab;
 }
 
@@ -55,7 +65,7 @@ class WordLevel : public tokenizer::VocabModel {
     } else if (unk_) {
       out.push_back(*unk_);
     } else {
-      fail("tokenizer: '", word, "' is not in the vocabulary and there is no unk token");
+      fail("tokenizer: '", unicode::printable(word), "' is not in the vocabulary and there is no unk token");
     }
   }
 
@@ -68,7 +78,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
   if (type == "WordPiece") {
     return tokenizer::make_wordpiece(read_vocab(m.at("vocab"), origin), m.value("unk_token", std::string("[UNK]")),
                                      m.value("continuing_subword_prefix", std::string("##")),
-                                     m.value("max_input_chars_per_word", int64_t{100}));
+                                     tokenizer::integer_field(m, "max_input_chars_per_word", 100, 0, INT32_MAX));
   }
   if (type == "BPE") {
     if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() > 0) {
@@ -79,7 +89,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
       if (merge.is_string()) {  // "a b"
         std::string s = merge.get<std::string>();
         size_t space = s.find(' ', 1);
-        if (space == std::string::npos) fail("tokenizer '", origin, "': merge '", s, "' is not two tokens");
+        if (space == std::string::npos) fail("tokenizer '", origin, "': merge '", unicode::printable(s), "' is not two tokens");
         merges.emplace_back(s.substr(0, space), s.substr(space + 1));
       } else if (merge.is_array() && merge.size() == 2) {
         merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
@@ -98,7 +108,7 @@ std::unique_ptr<tokenizer::Model> make_model(const Json& m, const std::string& o
     return tokenizer::make_bpe(read_vocab(m.at("vocab"), origin), merges, o);
   }
   if (type == "WordLevel") return std::make_unique<WordLevel>(read_vocab(m.at("vocab"), origin), m.value("unk_token", std::string()));
-  fail("tokenizer '", origin, "': model type '", type, "' is not supported (WordPiece, BPE, WordLevel)");
+  fail("tokenizer '", origin, "': model type '", unicode::printable(type), "' is not supported (WordPiece, BPE, WordLevel)");
 }
 
 }  // namespace
@@ -116,7 +126,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
     for (const Json& a : j.value("added_tokens", Json::array())) {
       tokenizer::AddedToken at;
       at.content = a.at("content").get<std::string>();
-      at.id = tokenizer::token_id(a.at("id"), "added token '" + at.content + "' in '" + origin + "'");
+      at.id = tokenizer::token_id(a.at("id"), "added token '" + unicode::printable(at.content) + "' in '" + origin + "'");
       at.special = a.value("special", false);
       at.normalized = a.value("normalized", !at.special);
       at.lstrip = a.value("lstrip", false);
@@ -126,9 +136,7 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(const std::string& json_text, co
     }
     const Json& trunc = j.value("truncation", Json());
     if (trunc.is_object() && trunc.contains("max_length")) {
-      int64_t m = trunc["max_length"].get<int64_t>();
-      if (m < 0) fail("tokenizer '", origin, "': truncation.max_length ", m, " is negative");
-      t->max_length_ = m;
+      t->max_length_ = tokenizer::integer_field(trunc, "max_length", 0, 0, INT64_MAX);
     }
     const Json& pad = j.value("padding", Json());
     if (pad.is_object() && pad.contains("pad_id")) t->pad_ = tokenizer::token_id(pad["pad_id"], "padding.pad_id in '" + origin + "'");

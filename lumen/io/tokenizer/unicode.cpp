@@ -40,6 +40,26 @@ std::string encode(const std::vector<char32_t>& cps) {
   return out;
 }
 
+std::string printable(const std::string& text) {
+  std::string out;
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
+  while (left > 0) {
+    utf8proc_int32_t c;
+    utf8proc_ssize_t n = utf8proc_iterate(p, left, &c);
+    if (n <= 0) {
+      static const char* hex = "0123456789ABCDEF";
+      out += std::string("\\x") + hex[*p >> 4] + hex[*p & 15];
+      n = 1;
+    } else {
+      out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+    }
+    p += n;
+    left -= n;
+  }
+  return out;
+}
+
 namespace {
 utf8proc_category_t category(char32_t c) { return utf8proc_category(static_cast<utf8proc_int32_t>(c)); }
 }  // namespace

@@ -13,6 +13,9 @@ namespace lumen::io::unicode {
 std::vector<char32_t> decode(const std::string& text);
 std::string encode(char32_t c);
 std::string encode(const std::vector<char32_t>& cps);
+// `text` for an error message: valid UTF-8 kept, other bytes written as \xNN
+// (messages reach Python, which needs UTF-8).
+std::string printable(const std::string& text);
 
 bool is_whitespace(char32_t c);   // Unicode White_Space (Rust char::is_whitespace)
 bool is_control(char32_t c);      // categories Cc Cf Cs Co Cn, except \t \n \r (BERT's definition)

@@ -1,11 +1,12 @@
 #include "lumen/core/error.h"
 #include "lumen/io/tokenizer/pipeline.h"
+#include "lumen/io/tokenizer/unicode.h"
 
 namespace lumen::io::tokenizer {
 
 VocabModel::VocabModel(std::unordered_map<std::string, int32_t> vocab) : vocab_(std::move(vocab)) {
   for (const auto& [t, id] : vocab_) {
-    if (id < 0) fail("tokenizer: token '", t, "' has negative id ", id);
+    if (id < 0) fail("tokenizer: token '", unicode::printable(t), "' has negative id ", id);
     by_id_.emplace(id, &t);  // a map: ids may be sparse (2^31 - 1 must not allocate 2^31 slots)
   }
 }

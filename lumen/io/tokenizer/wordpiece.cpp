@@ -13,7 +13,7 @@ class WordPiece : public VocabModel {
   WordPiece(std::unordered_map<std::string, int32_t> vocab, std::string unk, std::string prefix, int64_t max_chars)
       : VocabModel(std::move(vocab)), prefix_(std::move(prefix)), max_chars_(max_chars) {
     auto it = vocab_.find(unk);
-    if (it == vocab_.end()) fail("tokenizer: WordPiece unk token '", unk, "' is not in the vocabulary");
+    if (it == vocab_.end()) fail("tokenizer: WordPiece unk token '", unicode::printable(unk), "' is not in the vocabulary");
     unk_ = it->second;
   }
 
