@@ -18,8 +18,11 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# The file readers' libFuzzer targets run briefly too (scripts/fuzz: 30 s
+# each; LUMEN_SLOW=1 for 300 s).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	JOBS=$(JOBS) bash scripts/fuzz
 	rm -f $(BUILD)/ops_coverage.json
 	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --check --coverage $(BUILD)/ops_coverage.json
