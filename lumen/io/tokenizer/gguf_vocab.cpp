@@ -115,7 +115,7 @@ struct SpecialSplitter {
           next.emplace_back(std::move(piece), id);
           continue;
         }
-        auto space = [&](size_t i) { return std::string(" \t\n\v\f\r").find(piece[i]) != std::string::npos; };
+        auto space = [&text = piece](size_t i) { return std::string(" \t\n\v\f\r").find(text[i]) != std::string::npos; };
         size_t at = 0;
         for (size_t hit = piece.find(t.content); hit != std::string::npos; hit = piece.find(t.content, at)) {
           size_t left_end = hit;
