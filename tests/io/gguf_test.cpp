@@ -196,7 +196,8 @@ TEST(Gguf, TruncatedQuantizedTensorNamesTensorAndType) {
   Writer w;
   w.tensor("blk.3.attn_q.weight", {64, 2}, 3, std::vector<unsigned char>(4 * 20, 7));  // Q4_1
   std::vector<unsigned char> b = w.bytes();
-  b.resize(b.size() - 40);
+  ASSERT_GT(b.size(), 40u);
+  b.erase(b.end() - 40, b.end());
   expect_error(b, "tensor 'blk.3.attn_q.weight' (Q4_1 (3), 80 bytes at offset 0) lies outside");
 }
 

@@ -259,7 +259,7 @@ def test_malformed_gguf_vocabularies_raise_clear_errors(tmp_path, model):
         "tokens empty": ({"tokenizer.ggml.tokens": []}, "tokens' is empty|has no vocabulary"),
         "tokens not an array": ({"tokenizer.ggml.tokens": "abc"}, "tokens' must be an array"),
         "duplicate token": ({"tokenizer.ggml.tokens": ["a", "b", "a"]}, "token 'a' twice"),
-        "flag not a bool": ({"tokenizer.ggml.add_bos_token": 1}, "add_bos_token' must be a boolean"),  # item 13
+        "flag not a bool": ({"tokenizer.ggml.add_bos_token": 1}, "add_bos_token' is u32, expected bool"),  # item 13
     }
     if model == "llama":
         cases["scores shorter"] = ({"tokenizer.ggml.scores": [0.0]}, "scores' has 1 entries for 3 tokens")
