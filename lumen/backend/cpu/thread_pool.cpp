@@ -86,7 +86,7 @@ void ThreadPool::run(int64_t tasks, Task task, void* context) {
   // On a machine busier than its cores a worker may be descheduled: give the
   // core up now and then instead of spinning through its time slice.
   for (int spin = 1; pending_.load(std::memory_order_acquire) > 0; ++spin) {
-    if (spin % 4096 == 0) std::this_thread::yield();
+    if (spin % 256 == 0) std::this_thread::yield();
     _mm_pause();
   }
 }
