@@ -241,18 +241,12 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   std::vector<Expr> probe = loop_indices(product.shape);
   auto k_dim = static_cast<size_t>(r.axis);
   size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
+  double reuse = f.numel / assumed(last);  // how often an operand panel is read
   bool all_friendly = true;
   for (int j = 0; j < 2; ++j) {
     Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
     std::vector<Expr> used = expr_vars(index);
     if (!mentions(used, probe[n_dim])) continue;  // broadcast along n (A): read as scalars
-    // How often each element is read: the output rows that share it (the dims
-    // its index does not use). A batched product with one row per batch (a
-    // decode step's attention) reads each element once: a pack only copies it.
-    double reuse = 1;
-    for (size_t d = 0; d < probe.size(); ++d) {
-      if (d != k_dim && !mentions(used, probe[d])) reuse *= assumed(product.shape[d]);
-    }
     int64_t coef_n = linear_coefficient(index, probe[n_dim]), coef_k = linear_coefficient(index, probe[k_dim]);
     bool friendly = coef_n == 1 && coef_k >= 0 && coef_k < 64;
     if (!friendly) all_friendly = false;
