@@ -216,8 +216,19 @@ void Graph::require(const Expr& condition, const std::string& message) {
 
 void Graph::bind_dims(const std::vector<std::pair<std::string, std::vector<int64_t>>>& input_shapes,
                       Bindings& bindings) const {
-  for (const auto& [name, dims] : input_shapes) {  // bare symbols bind directly
-    const Node& n = node(find_input(name));
+  std::vector<std::pair<NodeId, std::vector<int64_t>>> by_id;
+  for (const auto& [name, dims] : input_shapes) {
+    NodeId id = find_input(name);
+    if (id < 0) fail("bind: the graph has no input named '", name, "'");
+    by_id.emplace_back(id, dims);
+  }
+  bind_dims(by_id, bindings);
+}
+
+void Graph::bind_dims(const std::vector<std::pair<NodeId, std::vector<int64_t>>>& input_shapes, Bindings& bindings) const {
+  for (const auto& [id, dims] : input_shapes) {  // bare symbols bind directly
+    const Node& n = node(id);
+    const std::string& name = n.name;
     if (n.shape.size() != dims.size()) {
       fail("input '", name, "' expects rank ", n.shape.size(), " (shape ", to_string(n.shape), "), got shape ",
            shape_string(dims));
@@ -235,8 +246,9 @@ void Graph::bind_dims(const std::vector<std::pair<std::string, std::vector<int64
     }
   }
   check_dims(bindings);
-  for (const auto& [name, dims] : input_shapes) {  // then every dim must agree
-    const Node& n = node(find_input(name));
+  for (const auto& [id, dims] : input_shapes) {  // then every dim must agree
+    const Node& n = node(id);
+    const std::string& name = n.name;
     for (size_t d = 0; d < dims.size(); ++d) {
       int64_t want = evaluate(n.shape[d], bindings);
       if (want != dims[d]) {

@@ -108,6 +108,8 @@ class Graph {
   // every dim is bound, non-negative and satisfies the constraints.
   void bind_dims(const std::vector<std::pair<std::string, std::vector<int64_t>>>& input_shapes,
                  Bindings& bindings) const;
+  // The same by input node id (no name look-ups: a run binds every input).
+  void bind_dims(const std::vector<std::pair<NodeId, std::vector<int64_t>>>& input_shapes, Bindings& bindings) const;
   // Checks run-time inputs (every needed input set, dtypes, no unknown names)
   // and completes `bindings` from their shapes. `needed` marks nodes in use.
   template <typename ArrayMap>
@@ -135,7 +137,7 @@ std::string dot_escape(const std::string& s);
 
 template <typename ArrayMap>
 void Graph::bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+  std::vector<std::pair<NodeId, std::vector<int64_t>>> shapes;
   for (NodeId id : input_ids()) {
     const Node& n = node(id);
     auto it = inputs.find(n.name);
@@ -148,10 +150,12 @@ void Graph::bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed,
       fail("run: input '", n.name, "' is declared ", dtype_name(n.dtype), " but was set with ",
            dtype_name(it->second.dtype()), " data");
     }
-    shapes.emplace_back(n.name, it->second.shape());
+    shapes.emplace_back(id, it->second.shape());
   }
-  for (const auto& entry : inputs) {
-    if (find_input(entry.first) < 0) fail("run: the graph has no input named '", entry.first, "'");
+  if (shapes.size() != inputs.size()) {  // input names are unique: some given name is no input
+    for (const auto& entry : inputs) {
+      if (find_input(entry.first) < 0) fail("run: the graph has no input named '", entry.first, "'");
+    }
   }
   bind_dims(shapes, bindings);
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/core/error.h"
 #include "lumen/core/host_memory.h"
+#include "lumen/core/int_math.h"
 #include "lumen/kernel/fusion.h"
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/lower.h"
@@ -375,46 +377,68 @@ std::map<std::string, double> CpuExecutor::stats() const {
           {"search_cache_hits", static_cast<double>(search_report_.cache_hits)}};
 }
 
-void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bindings) {
-  if (planned_ && dims == planned_dims_) return;
-  std::vector<BufferLife> lives;
+void CpuExecutor::find_lifetimes() {
+  lives_.clear();
+  life_keys_.clear();
   buffer_index_.assign(graph_->size(), -1);
   scratch_index_.assign(scratch_.size(), -1);
   std::vector<bool> is_output(graph_->size(), false);
   for (const Edge& e : outputs_) is_output[static_cast<size_t>(e.node)] = true;
   // A buffer lives from the launch that writes it to the last launch that reads it.
-  auto last_use = [&](NodeId key, size_t from) {
-    int last = static_cast<int>(from);
-    for (size_t j = from + 1; j < launches_.size(); ++j) {
-      for (NodeId b : launches_[j].buffers) {
-        if (b == key) last = static_cast<int>(j);
-      }
-    }
-    return last;
+  std::map<NodeId, int> last_use;
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    for (NodeId b : launches_[k].buffers) last_use[b] = static_cast<int>(k);
+  }
+  auto life = [&](NodeId key, size_t k) {
+    life_keys_.push_back(key);
+    lives_.push_back({0, static_cast<int>(k), std::max(static_cast<int>(k), last_use[key])});
+    return static_cast<int64_t>(lives_.size() - 1);
   };
   for (size_t k = 0; k < launches_.size(); ++k) {
     NodeId n = kernel_nodes_[k];
-    if (n >= 0 && !is_output[static_cast<size_t>(n)]) {
-      const Node& node = graph_->node(n);
-      int64_t bytes = bytes_of(node.shape, node.dtype, bindings);
-      buffer_index_[static_cast<size_t>(n)] = static_cast<int64_t>(lives.size());
-      lives.push_back({bytes, static_cast<int>(k), last_use(n, k)});
-    }
+    if (n >= 0 && !is_output[static_cast<size_t>(n)]) buffer_index_[static_cast<size_t>(n)] = life(n, k);
     // A scratch buffer lives from the first launch that uses it: the pre-kernel
     // that packs it, or the kernel that packs it inside (pack_inline).
     for (NodeId key : launches_[k].buffers) {
       if (key >= 0) continue;
       auto s = static_cast<size_t>(-1 - key);
       if (kept_[s].defined() || scratch_index_[s] >= 0) continue;  // packed parameters live outside the arena
-      int64_t bytes = checked_byte_size({evaluate(scratch_[s].elements, bindings)}, scratch_[s].dtype, "run: a scratch buffer");
-      scratch_index_[s] = static_cast<int64_t>(lives.size());
-      lives.push_back({bytes, static_cast<int>(k), last_use(key, k)});
+      scratch_index_[s] = life(key, k);
     }
   }
-  plan_ = plan_memory(lives);
-  if (plan_.arena_bytes > arena_capacity_) {
-    arena_ = allocate_host(static_cast<size_t>(plan_.arena_bytes), false);
-    arena_capacity_ = plan_.arena_bytes;
+  slot_bytes_.assign(lives_.size(), -1);
+}
+
+void CpuExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bindings) {
+  if (planned_ && dims == planned_dims_) return;
+  if (!planned_) find_lifetimes();
+  std::vector<int64_t> bytes(lives_.size());
+  bool fits = planned_;
+  for (size_t i = 0; i < lives_.size(); ++i) {
+    NodeId key = life_keys_[i];
+    if (key >= 0) {
+      const Node& node = graph_->node(key);
+      bytes[i] = bytes_of(node.shape, node.dtype, bindings);
+    } else {
+      const kernel::ScratchBuffer& sb = scratch_[static_cast<size_t>(-1 - key)];
+      bytes[i] = checked_byte_size({evaluate(sb.elements, bindings)}, sb.dtype, "run: a scratch buffer");
+    }
+    fits = fits && bytes[i] <= slot_bytes_[i];
+  }
+  if (!fits) {
+    // A replan after the first gives growing buffers an eighth more room, so
+    // a dim that grows step by step replans a logarithmic number of times.
+    for (size_t i = 0; i < lives_.size(); ++i) {
+      bool grew = planned_ && bytes[i] > slot_bytes_[i];
+      lives_[i].bytes = grew ? checked_add(bytes[i], bytes[i] / 8) : bytes[i];
+    }
+    plan_ = plan_memory(lives_);
+    for (size_t i = 0; i < lives_.size(); ++i) slot_bytes_[i] = lives_[i].bytes;
+    if (plan_.arena_bytes > arena_capacity_) {
+      int64_t bytes_wanted = planned_ ? checked_add(plan_.arena_bytes, plan_.arena_bytes / 8) : plan_.arena_bytes;
+      arena_ = allocate_host(static_cast<size_t>(bytes_wanted), false);
+      arena_capacity_ = bytes_wanted;
+    }
   }
   planned_dims_ = dims;
   planned_ = true;

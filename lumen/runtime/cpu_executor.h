@@ -73,6 +73,7 @@ class CpuExecutor : public Executor {
   void prepare_updates();
   void build(const CpuOptions& options);
   void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
+  void find_lifetimes();
   void find_kept_packs();
 
   std::shared_ptr<Graph> graph_;
@@ -104,6 +105,12 @@ class CpuExecutor : public Executor {
   MemoryPlan plan_;
   std::vector<int64_t> buffer_index_;   // node -> index into plan offsets (-1: not in the arena)
   std::vector<int64_t> scratch_index_;  // scratch -> index into plan offsets
+  // Lifetimes do not depend on the dims (found once); each buffer's slot in
+  // the plan is at least its size at the last planned dims. New dims whose
+  // buffers all fit their slots keep the plan (a decode step's growing `past`).
+  std::vector<BufferLife> lives_;
+  std::vector<NodeId> life_keys_;  // node id, or -1 - scratch number
+  std::vector<int64_t> slot_bytes_;
   std::shared_ptr<unsigned char> arena_;
   int64_t arena_capacity_ = 0;
   std::vector<Array> results_;

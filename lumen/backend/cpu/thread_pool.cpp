@@ -22,9 +22,9 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  stop_ = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
     generation_++;
   }
   wake_.notify_all();
@@ -66,21 +66,29 @@ void ThreadPool::run(int64_t tasks, Task task, void* context) {
     task(context, 0, tasks);
     return;
   }
-  pending_ = parts - 1;
-  {
-    // Workers read these together with the generation, under the lock.
-    std::lock_guard<std::mutex> lock(mutex_);
-    tasks_ = tasks;
-    task_ = task;
-    context_ = context;
-    active_ = parts;
-    generation_++;
+  // Every worker acknowledges the run, those without a part too: the fields
+  // below stay untouched until all have read them.
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  tasks_ = tasks;
+  task_ = task;
+  context_ = context;
+  active_ = parts;
+  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the fields
+  // A worker counts itself a sleeper before it checks the generation under the
+  // mutex: either it sees this run there or we see it here and wake it.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   int64_t begin, end;
   chunk(tasks, parts, 0, &begin, &end);
   task(context, begin, end);
-  while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
+  // On a machine busier than its cores a worker may be descheduled: give the
+  // core up now and then instead of spinning through its time slice.
+  for (int spin = 1; pending_.load(std::memory_order_acquire) > 0; ++spin) {
+    if (spin % 256 == 0) std::this_thread::yield();
+    _mm_pause();
+  }
 }
 
 void ThreadPool::work(int index) {
@@ -89,26 +97,22 @@ void ThreadPool::work(int index) {
     // Spin a little for the next run, then sleep.
     // ~30 µs: enough for back-to-back kernels, short enough not to steal the core from other work.
     for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen && !stop_; ++spin) _mm_pause();
-    int64_t tasks;
-    Task task;
-    void* context;
-    int active;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load() != seen || stop_; });
-      if (stop_) return;
-      seen = generation_.load();
-      tasks = tasks_;
-      task = task_;
-      context = context_;
-      active = active_;
+    if (generation_.load(std::memory_order_acquire) == seen && !stop_) {
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen || stop_; });
+      }
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    if (index < active) {
+    if (stop_) return;
+    seen = generation_.load(std::memory_order_acquire);
+    if (index < active_) {
       int64_t begin, end;
-      chunk(tasks, active, index, &begin, &end);
-      task(context, begin, end);
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
+      chunk(tasks_, active_, index, &begin, &end);
+      task_(context_, begin, end);
     }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -1,7 +1,9 @@
 // A persistent pool of worker threads for parallel loops. run() splits
 // [0, tasks) into one contiguous chunk per thread; the caller runs a chunk
 // too and returns when all are done. Threads spin briefly before sleeping so
-// back-to-back kernels do not pay a wake-up each.
+// back-to-back kernels do not pay a wake-up each. A run is published without a
+// lock (the task fields, then the generation); the mutex and condition
+// variable are touched only when a worker has gone to sleep.
 //
 // Several threads may call run() at once (two programs run from two threads):
 // one of them gets the workers, the others run their tasks on their own
@@ -46,7 +48,11 @@ class ThreadPool {
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};  // workers blocked (or about to block) on wake_
   std::atomic<bool> stop_{false};
+  // Written by the run's owner before the generation is bumped; read by the
+  // workers after they see it. Every worker acknowledges every run (pending_),
+  // so the owner never rewrites them while a worker still reads them.
   int64_t tasks_ = 0;
   Task task_ = nullptr;
   void* context_ = nullptr;
