@@ -78,14 +78,14 @@ def test_prompt_tokens_logits_and_greedy_tokens_match_llamacpp(peers):
     assert diff <= LOGIT_TOL
 
     tokens, stats = llm.generate(ids, max_new_tokens=TOKENS)
-    assert len(tokens) == TOKENS and stats["stop_reason"] == "length"
+    assert (len(tokens), stats["stop_reason"]) == (TOKENS, "length") or stats["stop_reason"] == "eos"
     # llama.cpp driven token by token with the argmax of its own logits (pure greedy, not its sampler); lumen's
     # logits at each step come from continuing its own sequence.
     ref.reset()
     ref.eval(ref_ids)
     llm.reset()
     mine = np.asarray(llm.forward(ids), np.float32).reshape(-1)
-    for step in range(TOKENS):
+    for step in range(len(tokens)):
         theirs = last_logits(ref)
         want, got = int(np.argmax(theirs)), int(np.argmax(mine))
         assert got == tokens[step], "lumen's generate() and its step-by-step forward() disagree"
@@ -99,4 +99,4 @@ def test_prompt_tokens_logits_and_greedy_tokens_match_llamacpp(peers):
             return
         ref.eval([want])
         mine = np.asarray(llm.forward([got]), np.float32).reshape(-1)
-    print(f"{TOKENS} greedy tokens equal: {tokenizer.decode(tokens)!r}")
+    print(f"{len(tokens)} greedy tokens equal: {tokenizer.decode(tokens)!r}")
