@@ -108,3 +108,28 @@ def compare(llm, tokenizer, ref, text, max_new):
                    lumen_margin=float(my_steps[n][a] - my_steps[n][b]),
                    llamacpp_margin=float(ref_steps[n][b] - ref_steps[n][a]))
     return row
+
+
+def parity(threads=2, max_new=64):
+    """compare() over PARITY_PROMPTS with lumen's heuristic schedules (the schedules do not change the results)."""
+    import lumen
+    lumen.set_threads(threads)
+    path = model_path()
+    llm = lumen.models.Llama(path, capacity=512, budget_s=0, tuning_cache=False)
+    tokenizer = lumen.io.Tokenizer.from_gguf(path)
+    ref = open_llamacpp(path, threads, n_ctx=512)
+    template = lumen.io.ChatTemplate(ref.metadata["tokenizer.chat_template"])
+    rows = []
+    for prompt in PARITY_PROMPTS:
+        row = compare(llm, tokenizer, ref, prompt_text(prompt, template), max_new)
+        row["kind"] = "chat" if isinstance(prompt, list) else "raw"
+        row["prompt"] = (prompt[-1]["content"] if isinstance(prompt, list) else prompt)[:48]
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":  # bench/run.py runs the parity check in a process of its own: bench/smollm2.py THREADS
+    import json
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    print(json.dumps(parity(int(sys.argv[1]) if len(sys.argv) > 1 else 2)))
