@@ -270,8 +270,9 @@ def real_model_demo(path, args):
         print(f"{name:24}{pre:18.0f}{dec:18.1f}")
     print(f"(one run on a shared machine: other processes on these cores slow every row; `make bench` measures "
           f"interleaved medians)")
-    if len(rows) > 2:
-        (_, (lp, ld)), (_, (rp, rd)) = rows[0], rows[2]
+    peer = dict(rows).get("llama.cpp")
+    if peer:
+        (lp, ld), (rp, rd) = rows[0][1], peer
         print(f"lumen (searched) over llama.cpp: prefill x{lp / rp:.2f}, decode x{ld / rd:.2f}")
     print()
     if same is None:
