@@ -46,10 +46,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--prompt,-p", a.prompt, "One message: print the reply and exit");
   cmd->add_option("--system", a.system, "A system message before the conversation");
   cmd->add_option("--max-tokens,-n", a.max_tokens, "Most tokens in one reply")->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", a.sampling.temperature, "0: greedy")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-k", a.sampling.top_k, "0: no limit")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", a.sampling.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--seed", a.sampling.seed, "Sampling seed");
+  add_sampling_options(cmd, a.sampling);
   cmd->callback([] {
     auto start = std::chrono::steady_clock::now();
     a.common.progress = true;

@@ -23,10 +23,7 @@ void add_generate_command(CLI::App& app) {
   auto* tokens = cmd->add_option("--tokens", a.tokens, "Prompt token ids, comma-separated (instead of --prompt)");
   prompt->excludes(tokens);
   cmd->add_option("--max-tokens,-n", a.max_tokens, "Tokens to generate")->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", a.sampling.temperature, "0: greedy")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-k", a.sampling.top_k, "0: no limit")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", a.sampling.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--seed", a.sampling.seed, "Sampling seed");
+  add_sampling_options(cmd, a.sampling);
   cmd->callback([] {
     if (a.prompt.empty() && a.tokens.empty()) fail("generate: give --prompt TEXT or --tokens IDS");
     auto start = std::chrono::steady_clock::now();

@@ -36,6 +36,13 @@ CompileOptions CommonOptions::compile() const {
   return c;
 }
 
+void add_sampling_options(CLI::App* cmd, models::SamplingOptions& sampling) {
+  cmd->add_option("--temperature", sampling.temperature, "0: greedy")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", sampling.top_k, "0: no limit")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", sampling.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", sampling.seed, "Sampling seed");
+}
+
 ModelKind model_kind(const std::string& path) {
   if (fs::is_regular_file(path)) {
     std::ifstream in(path, std::ios::binary);

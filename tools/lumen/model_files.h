@@ -31,6 +31,9 @@ struct CommonOptions {
   CompileOptions compile() const;  // also applies --threads
 };
 
+// --temperature, --top-k, --top-p, --seed for commands that sample tokens.
+void add_sampling_options(CLI::App* cmd, models::SamplingOptions& sampling);
+
 ModelKind model_kind(const std::string& path);
 
 struct Decoder {
