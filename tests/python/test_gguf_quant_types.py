@@ -5,44 +5,19 @@ mix types as llama.cpp writes them load as they are; a truncated file and an
 unsupported type give clear errors."""
 import numpy as np
 import pytest
-import torch
 
 import lumen
-from lumen.gguf_export import export_llama, gguf_name
+from lumen.gguf_export import export_llama
 
 gguf = pytest.importorskip("gguf")
 transformers = pytest.importorskip("transformers")
 
 from test_llama import ATOL, hf_logits, make_model  # noqa: E402
+from test_llama_gguf import dequantized_model as reference_model  # noqa: E402
 
 # In-memory bytes per 32 weights (values + f16 scale (+ f16 min)); Q5 quants are unpacked to a byte each.
 # Bytes per 32 weights in memory: quants unpacked to a byte each, f16 scales (and mins).
 MEMORY_PER_BLOCK = {"q4_1": 36, "q5_0": 34, "q5_1": 36}
-
-
-def reference_model(model, gguf_path):
-    """The HF model with the GGUF file's weights, dequantized by `gguf` and un-interleaved."""
-    reader = gguf.GGUFReader(str(gguf_path))
-    by_name = {t.name: t for t in reader.tensors}
-    cfg = model.config
-    out = {}
-    for name, value in model.state_dict().items():
-        g = gguf_name(name)
-        if g == "output.weight" and g not in by_name:
-            g = "token_embd.weight"  # tied embeddings
-        if g is None or g not in by_name:
-            out[name] = value
-            continue
-        t = by_name[g]
-        w = gguf.quants.dequantize(t.data, t.tensor_type).reshape(value.shape).astype(np.float32)
-        if ".self_attn.q_proj." in name or ".self_attn.k_proj." in name:
-            heads = cfg.num_attention_heads if "q_proj" in name else cfg.num_key_value_heads
-            d = w.shape[0] // heads
-            w = w.reshape(heads, d // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-        out[name] = torch.from_numpy(np.ascontiguousarray(w))
-    clone = type(model)(cfg).eval()
-    clone.load_state_dict(out)
-    return clone
 
 
 def check_against_reference(model, path, decode_steps=8):

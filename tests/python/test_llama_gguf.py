@@ -16,14 +16,15 @@ from test_llama import ATOL, hf_logits, make_model  # noqa: E402
 
 
 def dequantized_model(model, gguf_path):
-    """The HF model with the GGUF file's (dequantized, un-interleaved) weights."""
+    """The HF model with the GGUF file's weights, dequantized by `gguf` and un-interleaved."""
     reader = gguf.GGUFReader(str(gguf_path))
     by_name = {t.name: t for t in reader.tensors}
     cfg = model.config
-    state = model.state_dict()
     out = {}
-    for name, value in state.items():
+    for name, value in model.state_dict().items():
         g = lumen.gguf_export.gguf_name(name)
+        if g == "output.weight" and g not in by_name:
+            g = "token_embd.weight"  # tied embeddings
         if g is None or g not in by_name:
             out[name] = value
             continue
