@@ -14,6 +14,7 @@
 
 #include "lumen/core/graph.h"
 #include "lumen/kernel/ir.h"
+#include "lumen/kernel/kernel_roots.h"
 #include "lumen/kernel/schedule.h"
 
 namespace lumen::kernel {
@@ -49,20 +50,6 @@ struct LowerOptions {
 
 LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& materialized,
                     const Schedule& schedule, const std::string& name, const LowerOptions& options = {});
-
-// Reductions over at most this many elements (a static extent) are expanded
-// inline into a value expression instead of a loop with an accumulator.
-inline constexpr int64_t kInlineReduceExtent = 4;
-bool is_small_reduce(const Node& node);
-
-// The contraction (an inlined sum of an inlined product) a kernel for `node`
-// computes at its output points: the node itself, or one reached through
-// inlined elementwise consumers with the same shape (an epilogue such as a
-// bias and an activation). -1 if there is none.
-NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
-// The reduction (any sum or max over a loop) a kernel for `node` computes at
-// its output points, found the same way: what rfactor cuts. -1 if none.
-NodeId outer_reduction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 
 // The flat position of `coords` in a contiguous buffer of `shape`.
 Expr flat_index(const Shape& shape, const std::vector<Expr>& coords);

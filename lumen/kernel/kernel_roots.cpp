@@ -1,0 +1,46 @@
+#include "lumen/kernel/kernel_roots.h"
+
+namespace lumen::kernel {
+
+namespace {
+
+// The first node satisfying `wanted` that a kernel for `node` computes at its
+// output points: the node itself, or one reached through inlined elementwise
+// consumers with the same shape (an epilogue such as a bias and an
+// activation). -1 if there is none.
+template <typename Wanted>
+NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>& materialized, Wanted&& wanted) {
+  const Node& n = graph.node(node);
+  if (is_reduce(n.op)) return !is_small_reduce(n) && wanted(node) ? node : -1;
+  if (!is_elementwise(n.op)) return -1;
+  for (const Edge& e : n.inputs) {
+    if (materialized[static_cast<size_t>(e.node)]) continue;
+    const Node& producer = graph.node(e.node);
+    if (producer.shape != n.shape || !e.view.is_contiguous()) continue;  // same points, same order
+    NodeId found = through_epilogue(graph, e.node, materialized, wanted);
+    if (found >= 0) return found;
+  }
+  return -1;
+}
+
+}  // namespace
+
+NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
+  return through_epilogue(graph, node, materialized, [&](NodeId r) {
+    const Node& n = graph.node(r);
+    NodeId in = n.inputs[0].node;
+    return n.op == Op::SumReduce && !materialized[static_cast<size_t>(in)] && graph.node(in).op == Op::Mul;
+  });
+}
+
+NodeId outer_reduction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
+  return through_epilogue(graph, node, materialized, [](NodeId) { return true; });
+}
+
+bool is_small_reduce(const Node& node) {
+  if (!is_reduce(node.op)) return false;
+  const Expr& extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)];
+  return extent.is_const() && extent.value() <= kInlineReduceExtent;
+}
+
+}  // namespace lumen::kernel
