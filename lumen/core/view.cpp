@@ -328,6 +328,35 @@ View View::unfold(int dim, int64_t size, int64_t step, int64_t dilation) const {
   return v;
 }
 
+View View::compose(const View& outer) const {
+  if (outer.base_.size() != rank()) {
+    fail("view: cannot compose a view of base shape ", lumen::to_string(outer.base_), " onto shape ", lumen::to_string(shape()));
+  }
+  for (size_t d = 0; d < rank(); ++d) {
+    if (simplify(outer.base_[d]) != simplify(shape()[d])) {
+      fail("view: cannot compose a view of base shape ", lumen::to_string(outer.base_), " onto shape ",
+           lumen::to_string(shape()));
+    }
+  }
+  View v = *this;
+  v.layers_.insert(v.layers_.end(), outer.layers_.begin(), outer.layers_.end());
+  return v;
+}
+
+View View::strided(const Shape& base, const Shape& shape, const std::vector<Expr>& strides, Expr offset) {
+  if (strides.size() != shape.size()) {
+    fail("view: ", strides.size(), " strides given for shape ", lumen::to_string(shape));
+  }
+  for (const Expr& d : shape) {
+    if (!d.defined() || d.hi() < 0) fail("view: shape ", lumen::to_string(shape), " has an invalid dim");
+  }
+  ViewLayer layer;
+  layer.shape = shape;
+  layer.strides = strides;
+  layer.offset = std::move(offset);
+  return View(base, {layer});
+}
+
 View::Index View::index(const std::vector<Expr>& idx) const {
   if (idx.size() != rank()) fail("view: ", idx.size(), " indices given for shape ", lumen::to_string(shape()));
   std::vector<Expr> current = idx;

@@ -55,6 +55,14 @@ class View {
   // Sliding windows (torch.Tensor.unfold with dilation): dim d of extent n
   // becomes two dims [windows, size], window w reading w*step + k*dilation.
   View unfold(int dim, int64_t size, int64_t step, int64_t dilation = 1) const;
+  // `outer` read through this view: outer's base shape must be this view's
+  // shape. The result reads this view's buffer (layers stack, nothing moves).
+  View compose(const View& outer) const;
+  // A buffer of shape `base` seen as `shape` with the given element strides
+  // and offset (torch's as_strided). Positions outside the buffer are the
+  // caller's to avoid: graph rewrites use it to read a smaller buffer (one
+  // chunk of a larger one) through a larger one's views.
+  static View strided(const Shape& base, const Shape& shape, const std::vector<Expr>& strides, Expr offset = Expr(0));
 
   struct Index {
     Expr index;  // flat position in the source buffer

@@ -121,6 +121,8 @@ void CpuExecutor::build(const CpuOptions& options) {
     kernel_nodes_.push_back(computes);
     buffer_nodes.push_back(std::move(buffers));
     kernels_.push_back(std::move(k));
+    kernel_group_.push_back(-1);
+    kernel_moves_.emplace_back();
   };
   // Schedules: a test's chooser, or the search (cache hits, then measured
   // candidates within the budget, shared by kernels in proportion to their work).
@@ -132,7 +134,9 @@ void CpuExecutor::build(const CpuOptions& options) {
     if (!needed_[static_cast<size_t>(n)] || is_write(n)) continue;
     todo.push_back(n);
   }
-  search::ScheduleSearch search(*graph_, materialized_, options.search, target);
+  search::SearchOptions search_options = options.search;
+  todo = slice_kernels(std::move(todo), options.slice, search_options);
+  search::ScheduleSearch search(*graph_, materialized_, search_options, target);
   // The budget goes to distinct kernels (a repeated layer is searched once),
   // in proportion to their work; kernels whose share would be too small to
   // search are left to the heuristic and their share goes to the rest. The
@@ -175,8 +179,10 @@ void CpuExecutor::build(const CpuOptions& options) {
       }
       return buffers;
     };
+    size_t first = kernels_.size();
     for (size_t i = 0; i < lk.pre_kernels.size(); ++i) add(std::move(lk.pre_kernels[i]), global(lk.pre_buffer_nodes[i]), -1);
     add(std::move(lk.kernel), global(lk.buffer_nodes), n);
+    attach_to_group(first, n, buffer_nodes);
     for (const kernel::ScratchBuffer& sb : lk.scratch) scratch_.push_back(sb);
   }
   // State writes run last, so every kernel reads the state as it was before the run.
@@ -217,6 +223,8 @@ void CpuExecutor::build(const CpuOptions& options) {
     l.tasks = reinterpret_cast<cpu::KernelTasks>(library_->symbol("lumen_" + kernels_[i].name + "_tasks"));
     l.buffers = buffer_nodes[i];
     l.kernel = i;
+    l.group = kernel_group_[i];
+    l.moves = kernel_moves_[i];
     launches_.push_back(std::move(l));
   }
   find_kept_packs();
@@ -322,7 +330,7 @@ void CpuExecutor::find_kept_packs() {
   kept_valid_.assign(scratch_.size(), false);
   kept_inputs_.assign(scratch_.size(), {});
   for (size_t k = 0; k < launches_.size(); ++k) {
-    if (kernel_nodes_[k] != -1) continue;
+    if (kernel_nodes_[k] != -1 || launches_[k].group >= 0) continue;  // a chunk's pack moves with the chunk
     const Launch& l = launches_[k];
     auto s = static_cast<size_t>(-1 - l.buffers[0]);
     const kernel::ScratchBuffer& sb = scratch_[s];
@@ -374,7 +382,8 @@ std::map<std::string, double> CpuExecutor::stats() const {
           {"peak_live_bytes", static_cast<double>(plan_.peak_live_bytes)},
           {"search_seconds", search_report_.seconds},
           {"search_timing_runs", static_cast<double>(search_report_.timing_runs)},
-          {"search_cache_hits", static_cast<double>(search_report_.cache_hits)}};
+          {"search_cache_hits", static_cast<double>(search_report_.cache_hits)},
+          {"sliced_groups", static_cast<double>(groups_.size())}};
 }
 
 void CpuExecutor::find_lifetimes() {
@@ -406,6 +415,7 @@ void CpuExecutor::find_lifetimes() {
       scratch_index_[s] = life(key, k);
     }
   }
+  extend_group_lifetimes();
   slot_bytes_.assign(lives_.size(), -1);
 }
 
@@ -450,6 +460,11 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
     ++runs_;
   }
   Bindings bindings = given;
+  for (const kernel::SliceGroup& g : groups_) {  // chunk origins: set per chunk by run_group
+    for (const kernel::SliceAxis& a : g.axes) {
+      if (!a.origin_dim.empty()) bindings[a.origin_dim] = 0;
+    }
+  }
   graph_->bind_inputs(inputs, needed_, bindings);
   std::vector<int64_t> dims;
   for (const std::string& name : graph_->dim_names()) dims.push_back(bindings.at(name));
@@ -482,18 +497,8 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
 
   std::shared_ptr<cpu::ThreadPool> pool_owner = cpu::ThreadPool::global();
   cpu::ThreadPool& pool = *pool_owner;
-  std::vector<void*> args;
-  for (size_t k = 0; k < launches_.size(); ++k) {
+  auto launch = [&](size_t k, const std::vector<void*>& args) {
     const Launch& l = launches_[k];
-    if (kernel_nodes_[k] == -1) {  // a pack of parameters already done: skip
-      auto s = static_cast<size_t>(-1 - l.buffers[0]);
-      if (kept_[s].defined()) {
-        if (kept_valid_[s]) continue;
-        kept_valid_[s] = true;
-      }
-    }
-    args.clear();
-    for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
     auto t0 = std::chrono::steady_clock::now();
     cpu::KernelStatus status = cpu::launch(pool, l.run, l.tasks, args.data(), dims.data());
     if (profile_) launch_seconds_[k] += seconds_since(t0);
@@ -505,6 +510,24 @@ std::vector<Array> CpuExecutor::execute(const std::map<std::string, Array>& inpu
       fail("gather: index ", status.value, " is out of range for an axis of size ", status.bound, " (in ",
            fused.empty() ? kernels_[k].name : fused, "); indices must be in [0, ", status.bound, ")");
     }
+  };
+  std::vector<void*> args;
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const Launch& l = launches_[k];
+    if (l.group >= 0) {
+      k = run_group(k, bindings, dims, pointer, scratch, launch);
+      continue;
+    }
+    if (kernel_nodes_[k] == -1) {  // a pack of parameters already done: skip
+      auto s = static_cast<size_t>(-1 - l.buffers[0]);
+      if (kept_[s].defined()) {
+        if (kept_valid_[s]) continue;
+        kept_valid_[s] = true;
+      }
+    }
+    args.clear();
+    for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
+    launch(k, args);
   }
   std::vector<Array> out;
   for (size_t o = 0; o < outputs_.size(); ++o) out.push_back(results_[o]);

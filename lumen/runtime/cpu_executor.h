@@ -16,6 +16,7 @@
 #include "lumen/kernel/ir.h"
 #include "lumen/kernel/lower.h"
 #include "lumen/kernel/schedule.h"
+#include "lumen/kernel/slicing.h"
 #include "lumen/runtime/executor.h"
 #include "lumen/runtime/memory_plan.h"
 #include "lumen/search/search.h"
@@ -36,6 +37,7 @@ using ScheduleChooser = std::function<std::vector<kernel::Action>(const Graph&, 
 struct CpuOptions {
   search::SearchOptions search;  // budget 0: heuristic schedules (and tuning cache hits)
   ScheduleChooser choose;        // overrides search (tests)
+  kernel::SliceOptions slice;    // sliced execution of groups with large internal buffers
 };
 
 class CpuExecutor : public Executor {
@@ -66,7 +68,10 @@ class CpuExecutor : public Executor {
     cpu::KernelEntry run;
     cpu::KernelTasks tasks;
     std::vector<NodeId> buffers;
-    size_t kernel;  // index into kernels_
+    size_t kernel;   // index into kernels_
+    int group = -1;  // the sliced group it runs in (index into groups_), -1: none
+    // In a sliced group: per buffer, how its pointer moves with the chunk (empty: it does not).
+    std::vector<std::vector<Expr>> moves;
   };
 
   void prepare_outputs();
@@ -75,6 +80,15 @@ class CpuExecutor : public Executor {
   void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
   void find_lifetimes();
   void find_kept_packs();
+  // Sliced groups: chunk kernels replace the members (slice_kernels); a run
+  // loops over the chunks (run_group); shared buffers live through the loop.
+  std::vector<NodeId> slice_kernels(std::vector<NodeId> todo, const kernel::SliceOptions& options,
+                                    search::SearchOptions& search);
+  void attach_to_group(size_t first_kernel, NodeId chunk_member, std::vector<std::vector<NodeId>>& buffer_nodes);
+  void extend_group_lifetimes();
+  using LaunchOne = std::function<void(size_t, const std::vector<void*>&)>;
+  size_t run_group(size_t first, const Bindings& bindings, std::vector<int64_t>& dims,
+                   const std::vector<void*>& pointer, const std::vector<void*>& scratch, const LaunchOne& launch);
 
   std::shared_ptr<Graph> graph_;
   std::vector<Edge> outputs_;
@@ -98,6 +112,10 @@ class CpuExecutor : public Executor {
   CpuCompileReport report_;
   search::SearchReport search_report_;
   std::vector<bool> needed_;
+  std::vector<kernel::SliceGroup> groups_;
+  std::map<NodeId, std::pair<int, size_t>> chunk_member_of_;  // chunk copy -> (group, member index)
+  std::vector<int> kernel_group_;                               // per kernel: its group, -1: none
+  std::vector<std::vector<std::vector<Expr>>> kernel_moves_;    // per kernel: Launch::moves
 
   // Per-binding state.
   std::vector<int64_t> planned_dims_;

@@ -1,0 +1,197 @@
+#include "lumen/kernel/independent_axes.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::kernel {
+
+namespace {
+
+bool mentions(const Expr& e, const Expr& var) {
+  std::vector<Expr> vars = expr_vars(e);
+  return std::find(vars.begin(), vars.end(), var) != vars.end();
+}
+
+// Where the consumer's coordinates sit among the coordinates of its input
+// edges: a reduction's input has the reduced axis inserted.
+int input_position(const Node& consumer, int dim) {
+  if (dim < 0) return -1;
+  if (is_reduce(consumer.op) && dim >= consumer.axis) return dim + 1;
+  return dim;
+}
+
+class Analysis {
+ public:
+  Analysis(const Graph& graph, const std::vector<bool>& materialized, const std::vector<NodeId>& members)
+      : graph_(graph), materialized_(materialized), members_(members) {}
+
+  GroupAxes run() {
+    const Node& last = graph_.node(members_.back());
+    out_.extents = last.shape;
+    size_t axes = last.shape.size();
+    out_.independent.assign(axes, true);
+    for (size_t a = 0; a < axes; ++a) {
+      if (!last.shape[a].is_const() || last.shape[a].value() < 2) out_.independent[a] = false;
+    }
+    find_closure();
+    if (!out_.why_not.empty()) return out_;
+    std::vector<int> identity(axes);
+    for (size_t a = 0; a < axes; ++a) identity[a] = static_cast<int>(a);
+    out_.dims[members_.back()] = identity;
+    for (size_t i = out_.closure.size(); i-- > 0;) {
+      NodeId n = out_.closure[i];
+      auto it = out_.dims.find(n);
+      if (it == out_.dims.end()) {
+        out_.why_not = "node " + std::to_string(n) + " is not read inside the group";
+        return out_;
+      }
+      follow_inputs(n, it->second);
+      if (!out_.why_not.empty()) return out_;
+    }
+    return out_;
+  }
+
+ private:
+  // The nodes each member's kernel computes: the member and the producers it
+  // inlines, up to materialised buffers.
+  void find_closure() {
+    out_.member_nodes.resize(members_.size());
+    out_.external.resize(members_.size());
+    std::vector<NodeId> all;
+    for (size_t m = 0; m < members_.size(); ++m) {
+      std::vector<NodeId> stack{members_[m]};
+      std::vector<NodeId>& mine = out_.member_nodes[m];
+      while (!stack.empty()) {
+        NodeId n = stack.back();
+        stack.pop_back();
+        if (std::find(mine.begin(), mine.end(), n) != mine.end()) continue;
+        mine.push_back(n);
+        const Node& node = graph_.node(n);
+        if (node.op == Op::Gather) {
+          out_.why_not = "a gather (data-dependent read) is computed in the group";
+          return;
+        }
+        for (const Edge& e : node.inputs) {
+          if (!materialized_[static_cast<size_t>(e.node)]) stack.push_back(e.node);
+        }
+      }
+      std::sort(mine.begin(), mine.end());
+      all.insert(all.end(), mine.begin(), mine.end());
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    out_.closure = all;
+  }
+
+  bool is_member(NodeId n) const { return std::find(members_.begin(), members_.end(), n) != members_.end(); }
+
+  void follow_inputs(NodeId n, const std::vector<int>& dims) {
+    const Node& node = graph_.node(n);
+    for (const Edge& e : node.inputs) {
+      std::vector<Expr> x = loop_indices(e.view.shape());
+      View::Index vi = e.view.index(x);
+      bool inside = !materialized_[static_cast<size_t>(e.node)] || is_member(e.node);
+      if (inside) {
+        map_producer(node, dims, e, x, vi);
+      } else {
+        record_external(n, node, dims, e, x, vi);
+      }
+    }
+  }
+
+  void drop(size_t axis) { out_.independent[axis] = false; }
+
+  // The producer's dims carrying each axis, from the coordinates the edge reads.
+  void map_producer(const Node& consumer, const std::vector<int>& dims, const Edge& e, const std::vector<Expr>& x,
+                    const View::Index& vi) {
+    const Node& producer = graph_.node(e.node);
+    std::vector<Expr> p = unflatten_index(vi.index, producer.shape);
+    std::vector<int> found(dims.size(), -1);
+    for (size_t a = 0; a < dims.size(); ++a) {
+      int at = input_position(consumer, dims[a]);
+      if (at < 0) continue;
+      const Expr& var = x[static_cast<size_t>(at)];
+      if (mentions(vi.valid, var)) drop(a);
+      for (size_t d = 0; d < p.size(); ++d) {
+        bool same = p[d] == var && simplify(producer.shape[d]) == simplify(e.view.shape()[static_cast<size_t>(at)]);
+        if (same && found[a] < 0) {
+          found[a] = static_cast<int>(d);
+        } else if (mentions(p[d], var)) {
+          drop(a);
+        }
+      }
+    }
+    auto [it, fresh] = out_.dims.emplace(e.node, found);
+    if (fresh) return;
+    for (size_t a = 0; a < dims.size(); ++a) {
+      if (it->second[a] != found[a]) drop(a);  // read along the axis by one consumer, at a fixed place by another
+    }
+  }
+
+  // How the flat index of a buffer read from outside moves along each axis:
+  // it must be linear in the axis coordinate, with no padding that depends on it.
+  void record_external(NodeId n, const Node& consumer, const std::vector<int>& dims, const Edge& e,
+                       const std::vector<Expr>& x, const View::Index& vi) {
+    std::vector<Expr> coefficients(dims.size(), Expr(0));
+    for (size_t a = 0; a < dims.size(); ++a) {
+      int at = input_position(consumer, dims[a]);
+      if (at < 0) continue;
+      const Expr& var = x[static_cast<size_t>(at)];
+      if (mentions(vi.valid, var)) {
+        drop(a);
+        continue;
+      }
+      Expr at0 = simplify(substitute(vi.index, std::unordered_map<Expr, Expr, ExprHash>{{var, Expr(0)}}));
+      Expr at1 = simplify(substitute(vi.index, std::unordered_map<Expr, Expr, ExprHash>{{var, Expr(1)}}));
+      Expr step = simplify(at1 - at0);
+      bool constant_step = std::none_of(x.begin(), x.end(), [&](const Expr& v) { return mentions(step, v); });
+      if (!constant_step || simplify(at0 + var * step) != vi.index) {
+        drop(a);
+        continue;
+      }
+      coefficients[a] = step;
+    }
+    for (size_t m = 0; m < members_.size(); ++m) {
+      const std::vector<NodeId>& mine = out_.member_nodes[m];
+      if (!std::binary_search(mine.begin(), mine.end(), n)) continue;
+      auto [it, fresh] = out_.external[m].emplace(e.node, coefficients);
+      if (fresh) continue;
+      // One kernel passes one pointer per buffer: every read of it must move alike.
+      for (size_t a = 0; a < dims.size(); ++a) {
+        if (simplify(it->second[a]) != simplify(coefficients[a])) drop(a);
+      }
+    }
+  }
+
+  const Graph& graph_;
+  const std::vector<bool>& materialized_;
+  const std::vector<NodeId>& members_;
+  GroupAxes out_;
+};
+
+}  // namespace
+
+std::vector<Expr> unflatten_index(const Expr& flat, const Shape& shape) {
+  std::vector<Expr> coords(shape.size());
+  std::vector<Expr> strides = contiguous_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d].is_const(1) || shape[d].is_const(0) || strides[d].is_const(0)) {
+      coords[d] = Expr(0);
+      continue;
+    }
+    Expr c = flat / strides[d];
+    coords[d] = simplify(d == 0 ? c : c % shape[d]);
+  }
+  return coords;
+}
+
+GroupAxes independent_axes(const Graph& graph, const std::vector<bool>& materialized,
+                           const std::vector<NodeId>& members) {
+  if (members.empty()) return GroupAxes{};
+  return Analysis(graph, materialized, members).run();
+}
+
+}  // namespace lumen::kernel

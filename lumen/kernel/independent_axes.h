@@ -1,0 +1,42 @@
+// Independent axes of a group of kernels (see slicing.h): for every node the
+// group's kernels compute, which of its dims carries each of the group's
+// axes, and how the buffers the group reads from outside move along them.
+//
+// The group's axes are the dims of its last member's output. They are
+// followed from consumers to producers through every edge inside the group:
+// the producer coordinates an edge reads (its view's index, unflattened) must
+// take the consumer's coordinate along an axis unchanged in exactly one dim
+// and nowhere else, or not at all (the producer is the same along the axis: a
+// broadcast). Anything else — a reduction over the axis, a shifted or flipped
+// read, a fixed position, padding that depends on it, a gather — makes the
+// axis dependent. A buffer from outside the group may be read any way whose
+// flat index is linear in the axis coordinate.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lumen/core/graph.h"
+
+namespace lumen::kernel {
+
+struct GroupAxes {
+  Shape extents;                             // per axis (the last member's shape)
+  std::vector<bool> independent;             // per axis
+  std::vector<NodeId> closure;               // nodes the members compute (members and inlined ones), ascending
+  std::map<NodeId, std::vector<int>> dims;   // per closure node: per axis, the dim carrying it (-1: none)
+  std::vector<std::vector<NodeId>> member_nodes;  // per member: the closure nodes its kernel computes
+  // Per member: each buffer read from outside the group and, per axis, how
+  // many elements its flat index moves per step along the axis.
+  std::vector<std::map<NodeId, std::vector<Expr>>> external;
+  std::string why_not;  // set when the group cannot be analysed at all
+};
+
+GroupAxes independent_axes(const Graph& graph, const std::vector<bool>& materialized,
+                           const std::vector<NodeId>& members);
+
+// The coordinates of a flat position in a contiguous buffer of `shape`, simplified.
+std::vector<Expr> unflatten_index(const Expr& flat, const Shape& shape);
+
+}  // namespace lumen::kernel
