@@ -166,10 +166,17 @@ class Lowerer {
     std::vector<size_t> order(pk.shape.size());
     for (size_t d = 0; d < order.size(); ++d) order[d] = d;
     if (pk.rows_outer) std::swap(order[pk.kept.size()], order[pk.kept.size() + 1]);
+    bool parallel = false;
     for (size_t i = 0; i < order.size(); ++i) {
       size_t d = order[i];
+      bool lanes = d + 1 == pk.shape.size();
+      if (pk.shape[d].is_const(1) && !lanes) {  // no loop: the first loop with work runs in parallel
+        panel[d] = Expr(0);
+        continue;
+      }
       // The panel's lanes (the last dim, nr wide) are copied as SIMD vectors.
-      LoopKind kind = i == 0 ? LoopKind::Parallel : d + 1 == pk.shape.size() ? LoopKind::Vector : LoopKind::Serial;
+      LoopKind kind = lanes ? LoopKind::Vector : !parallel ? LoopKind::Parallel : LoopKind::Serial;
+      parallel = true;
       ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
     copy_to_panel(edge, pk, panel, 0, ctx);
@@ -189,6 +196,7 @@ class Lowerer {
         vname += "_" + std::to_string(counter);
       }
       ++counter;
+      if (l.extent.is_const(1) && l.kind != LoopKind::Vector) continue;  // one iteration: no loop, coordinate 0
       Expr var = Expr::index(vname, l.extent);
       coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
       ctx.push_back(open(var, l.extent, serial && l.kind == LoopKind::Parallel ? LoopKind::Serial : l.kind));

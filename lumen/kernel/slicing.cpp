@@ -10,6 +10,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/independent_axes.h"
 
@@ -39,6 +40,25 @@ int input_position(const Node& consumer, int dim) {
   if (dim < 0) return -1;
   if (is_reduce(consumer.op) && dim >= consumer.axis) return dim + 1;
   return dim;
+}
+
+// `v` as one strided layer when its index is linear in its coordinates and
+// nothing is padding: analyses that look for contiguous or strided reads (the
+// schedule space, fusion's epilogues) see through it.
+View single_layer(const View& v) {
+  if (v.layers().size() == 1) return v;
+  std::vector<Expr> x = loop_indices(v.shape());
+  View::Index vi = v.index(x);
+  if (!vi.valid.is_const(1)) return v;
+  std::optional<LinearForm> form = LinearForm::of(vi.index);
+  if (!form) return v;
+  std::vector<Expr> strides(x.size(), Expr(0));
+  for (const auto& [term, coefficient] : form->terms) {
+    auto it = std::find(x.begin(), x.end(), term);
+    if (it == x.end()) return v;
+    strides[static_cast<size_t>(it - x.begin())] = Expr(coefficient);
+  }
+  return View::strided(v.base_shape(), v.shape(), strides, Expr(form->constant));
 }
 
 // The chunked axes: group axis numbers, outermost first, the sliced one last.
@@ -266,7 +286,7 @@ class GroupFinder {
         // coordinates a chunk reads are those of the chunk's own block.
         const Shape& full = graph_.node(e.node).shape;
         const Shape& part = graph_.node(it->second).shape;
-        v = View::strided(part, full, contiguous_strides(part)).compose(v);
+        v = single_layer(View::strided(part, full, contiguous_strides(part)).compose(v));
         e.node = it->second;
       }
       e.view = v;

@@ -1,6 +1,8 @@
 // CpuExecutor's sliced groups (lumen/kernel/slicing.h): which kernels run as
 // chunk kernels, their buffers' lifetimes, and the loop over chunks.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <iostream>
 
 #include "lumen/core/error.h"
@@ -14,7 +16,10 @@ std::vector<NodeId> CpuExecutor::slice_kernels(std::vector<NodeId> todo, const k
                                                search::SearchOptions& search) {
   std::vector<Edge> roots = outputs_;
   for (const Write& w : writes_) roots.push_back(graph_->node(w.copy).inputs[0]);
-  groups_ = kernel::slice_groups(*graph_, materialized_, todo, roots, needed_, options);
+  kernel::SliceOptions o = options;
+  const char* env = std::getenv("LUMEN_SLICE");  // LUMEN_SLICE=0: no sliced groups (to compare)
+  if (env && std::string(env) == "0") o.enabled = false;
+  groups_ = kernel::slice_groups(*graph_, materialized_, todo, roots, needed_, o);
   needed_.resize(graph_->size(), false);
   std::vector<std::string> dims = graph_->dim_names();
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -119,6 +124,22 @@ size_t CpuExecutor::run_group(size_t first, const Bindings& bindings, std::vecto
       steps[k - first].push_back(step);
     }
   }
+  // A pack that reads only buffers from outside the group is skipped while
+  // its pointers stay where they were for the previous chunk (the keys and
+  // values of one attention head, packed once for all its query chunks).
+  std::vector<bool> reads_outside(last - first + 1, false);
+  for (size_t k = first; k <= last; ++k) {
+    if (kernel_nodes_[k] != -1) continue;
+    const Launch& l = launches_[k];
+    bool outside = true;
+    for (size_t b = 1; b < l.buffers.size(); ++b) {
+      NodeId key = l.buffers[b];
+      bool chunk_member = std::find(group.chunk_members.begin(), group.chunk_members.end(), key) != group.chunk_members.end();
+      outside = outside && key >= 0 && !chunk_member && group.output_moves.count(key) == 0;
+    }
+    reads_outside[k - first] = outside;
+  }
+  std::vector<std::vector<void*>> previous(last - first + 1);
   std::vector<void*> args;
   int64_t chunks = group.chunks(bindings);
   for (int64_t c = 0; c < chunks; ++c) {
@@ -138,6 +159,8 @@ size_t CpuExecutor::run_group(size_t first, const Bindings& bindings, std::vecto
         for (size_t a = 0; a < step.size(); ++a) offset += origin[a] * step[a];
         args.push_back(base + offset * elem[k - first][b]);
       }
+      if (reads_outside[k - first] && args == previous[k - first]) continue;
+      previous[k - first] = args;
       launch(k, args);
     }
   }
