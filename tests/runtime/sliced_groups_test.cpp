@@ -96,6 +96,88 @@ TEST(SlicedGroups, CausalAttentionReadsTheChunkOriginForItsMask) {
   EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
 }
 
+// Squared distances between the rows of x [n, k] and y [m, k]: [n, m], the
+// contraction over k inlined into whatever reads it.
+Tensor pairwise_distances(Graph& g, int64_t n, int64_t m, int64_t k) {
+  Tensor x = g.input("x", {Expr(n), Expr(k)});
+  Tensor y = g.input("y", {Expr(m), Expr(k)});
+  Shape cube{Expr(n), Expr(m), Expr(k)};
+  Tensor diff = x.unsqueeze(1).expand(cube) - y.unsqueeze(0).expand(cube);
+  return (diff * diff).sum(2);
+}
+
+TEST(SlicedGroups, PairwiseDistanceRowStatisticsMatchTheInterpreter) {
+  // Per row: the nearest distance and a soft count of the rows about as near.
+  // The [n, m] distances are read twice, so they get a buffer; rows are independent.
+  auto g = std::make_shared<Graph>();
+  Tensor d = pairwise_distances(*g, 70, 90, 24);
+  Tensor nearest = ops::amin(d, {1}, true);
+  Tensor near = ops::sum((nearest - d).exp(), {1});
+  std::map<std::string, Array> inputs{{"x", random_array({70, 24}, 4)}, {"y", random_array({90, 24}, 5)}};
+  auto cpu = check_against_interpreter(g, {near, nearest}, inputs, sliced(16), 1e-4);
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
+}
+
+TEST(SlicedGroups, AChainThatReducesOverEveryAxisStaysUnsliced) {
+  // A softmax down the columns of the distances, then row sums: the columns'
+  // reductions run over the rows the row sums keep, so no axis is independent.
+  auto g = std::make_shared<Graph>();
+  Tensor d = pairwise_distances(*g, 40, 48, 24);
+  Tensor out = ops::sum(ops::softmax(d, 0), {1});
+  std::map<std::string, Array> inputs{{"x", random_array({40, 24}, 6)}, {"y", random_array({48, 24}, 7)}};
+  auto cpu = check_against_interpreter(g, {out}, inputs, sliced(8), 1e-4);
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 0);
+}
+
+// Peak arena bytes of sliced attention (8 heads of 64, a fixed chunk of 32
+// query rows) at sequence length s.
+double attention_arena_bytes(int64_t s) {
+  Attention a = attention(8, s, 64, false);
+  CpuExecutor cpu(a.g, {a.out.edge()}, sliced(32));
+  cpu.execute(a.inputs, {});
+  EXPECT_EQ(cpu.stats().at("sliced_groups"), 1);
+  return cpu.stats().at("arena_bytes");
+}
+
+TEST(SlicedGroups, AttentionArenaGrowsLinearlyInTheSequenceLength) {
+  double a256 = attention_arena_bytes(256), a512 = attention_arena_bytes(512), a1024 = attention_arena_bytes(1024);
+  // Unsliced, the scores alone are 8 * s * s floats: 4x per doubling.
+  EXPECT_LT(a1024, 8.0 * 1024 * 1024 * 4);
+  EXPECT_GT(a512 / a256, 1.5);
+  EXPECT_LT(a512 / a256, 2.5);
+  EXPECT_GT(a1024 / a512, 1.5);
+  EXPECT_LT(a1024 / a512, 2.5);
+}
+
+TEST(SlicedGroups, TheDefaultOptionsSliceLargeAttention) {
+  Attention a = attention(8, 1024, 64, false);
+  CpuOptions o;
+  o.search.use_cache = false;
+  CpuExecutor cpu(a.g, {a.out.edge()}, o);
+  std::vector<Array> out = cpu.execute(a.inputs, {});
+  EXPECT_EQ(cpu.stats().at("sliced_groups"), 1);
+  // The 2 x 32 MiB of scores and probabilities never exist at once.
+  EXPECT_LT(cpu.stats().at("arena_bytes"), 16.0 * (1 << 20));
+  // Row 1000 of head 5 against a direct computation.
+  std::vector<float> q = a.inputs["q"].to_floats(), k = a.inputs["k"].to_floats(), v = a.inputs["v"].to_floats();
+  std::vector<float> got = out[0].to_floats();
+  size_t head = 5 * 1024 * 64, row = 1000;
+  std::vector<double> p(1024);
+  double top = -1e30, total = 0;
+  for (size_t j = 0; j < 1024; ++j) {
+    double dot = 0;
+    for (size_t e = 0; e < 64; ++e) dot += q[head + row * 64 + e] * k[head + j * 64 + e];
+    p[j] = dot / 8;
+    top = std::max(top, p[j]);
+  }
+  for (double& x : p) total += (x = std::exp(x - top));
+  for (size_t e = 0; e < 64; ++e) {
+    double want = 0;
+    for (size_t j = 0; j < 1024; ++j) want += p[j] / total * v[head + j * 64 + e];
+    EXPECT_NEAR(got[head + row * 64 + e], want, 1e-4);
+  }
+}
+
 TEST(SlicedGroups, SlicingCanBeTurnedOff) {
   Attention a = attention(2, 48, 16, false);
   CpuOptions o = sliced(16);
