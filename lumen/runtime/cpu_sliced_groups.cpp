@@ -1,11 +1,13 @@
 // CpuExecutor's sliced groups (lumen/kernel/slicing.h): which kernels run as
 // chunk kernels, their buffers' lifetimes, and the loop over chunks.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <iostream>
 
 #include "lumen/core/error.h"
+#include "lumen/kernel/printer.h"
 #include "lumen/runtime/cpu_executor.h"
 
 namespace lumen {
@@ -127,7 +129,7 @@ size_t CpuExecutor::run_group(size_t first, const Bindings& bindings, std::vecto
   // A pack that reads only buffers from outside the group is skipped while
   // its pointers stay where they were for the previous chunk (the keys and
   // values of one attention head, packed once for all its query chunks).
-  std::vector<bool> reads_outside(last - first + 1, false);
+  std::vector<bool> reads_outside(last - first + 1, false), reads_origin(last - first + 1, false);
   for (size_t k = first; k <= last; ++k) {
     if (kernel_nodes_[k] != -1) continue;
     const Launch& l = launches_[k];
@@ -138,6 +140,11 @@ size_t CpuExecutor::run_group(size_t first, const Bindings& bindings, std::vecto
       outside = outside && key >= 0 && !chunk_member && group.output_moves.count(key) == 0;
     }
     reads_outside[k - first] = outside;
+    if (!outside) continue;
+    std::string text = kernel::to_string(kernels_[l.kernel]);
+    for (const kernel::SliceAxis& a : group.axes) {
+      if (!a.origin_dim.empty() && text.find(a.origin_dim) != std::string::npos) reads_origin[k - first] = true;
+    }
   }
   std::vector<std::vector<void*>> previous(last - first + 1);
   std::vector<void*> args;
@@ -159,8 +166,13 @@ size_t CpuExecutor::run_group(size_t first, const Bindings& bindings, std::vecto
         for (size_t a = 0; a < step.size(); ++a) offset += origin[a] * step[a];
         args.push_back(base + offset * elem[k - first][b]);
       }
-      if (reads_outside[k - first] && args == previous[k - first]) continue;
-      previous[k - first] = args;
+      // A pack that computes from the chunk's origin (an iota it copies) also needs the same origin.
+      std::vector<void*> seen = args;
+      if (reads_origin[k - first]) {
+        for (int64_t o : origin) seen.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(o)));
+      }
+      if (reads_outside[k - first] && seen == previous[k - first]) continue;
+      previous[k - first] = seen;
       launch(k, args);
     }
   }
