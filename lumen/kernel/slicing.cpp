@@ -197,7 +197,8 @@ class GroupFinder {
   }
 
   int64_t chunk_rows(double bytes_per_row) const {
-    auto rows = static_cast<int64_t>(static_cast<double>(options_.chunk_bytes) / std::max(bytes_per_row, 1.0));
+    int64_t budget = options_.chunk_bytes > 0 ? options_.chunk_bytes : int64_t{4} << 20;
+    auto rows = static_cast<int64_t>(static_cast<double>(budget) / std::max(bytes_per_row, 1.0));
     if (rows >= 16) rows = rows / 8 * 8;  // whole register tiles
     return std::max(rows, options_.min_rows);
   }

@@ -39,7 +39,9 @@ namespace lumen::kernel {
 struct SliceOptions {
   bool enabled = true;
   int64_t chunk = 0;                     // rows per chunk along the sliced axis; 0: from chunk_bytes
-  int64_t chunk_bytes = int64_t{4} << 20;  // a chunk's internal buffers together stay within this
+  // A chunk's internal buffers together stay within this; 0: the backend
+  // sets it from its caches (4 MiB where nothing does).
+  int64_t chunk_bytes = 0;
   int64_t min_rows = 8;                  // a chunk gives every thread rows to work on
   int64_t min_internal_bytes = int64_t{16} << 20;  // groups with smaller internal buffers stay as they are
   int max_members = 8;                   // kernels in one group

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <iostream>
 
+#include <unistd.h>
+
+#include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/core/error.h"
 #include "lumen/kernel/printer.h"
 #include "lumen/runtime/cpu_executor.h"
@@ -19,6 +21,15 @@ std::vector<NodeId> CpuExecutor::slice_kernels(std::vector<NodeId> todo, const k
   std::vector<Edge> roots = outputs_;
   for (const Write& w : writes_) roots.push_back(graph_->node(w.copy).inputs[0]);
   kernel::SliceOptions o = options;
+  int threads = cpu::ThreadPool::global()->size();
+  if (o.chunk_bytes == 0) {
+    // A chunk's intermediates pass from kernel to kernel through the caches:
+    // twice the threads' L2, within a quarter of the L3.
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    int64_t l2_bytes = l2 > 0 ? l2 : int64_t{1} << 20, l3_bytes = l3 > 0 ? l3 : int64_t{16} << 20;
+    o.chunk_bytes = std::clamp<int64_t>(2 * l2_bytes * threads, int64_t{1} << 20, std::max<int64_t>(l3_bytes / 4, int64_t{1} << 20));
+  }
+  o.min_rows = std::max<int64_t>(o.min_rows, 4 * threads);  // a few register-tile rows per thread
   const char* env = std::getenv("LUMEN_SLICE");  // LUMEN_SLICE=0: no sliced groups (to compare)
   if (env && std::string(env) == "0") o.enabled = false;
   groups_ = kernel::slice_groups(*graph_, materialized_, todo, roots, needed_, o);
