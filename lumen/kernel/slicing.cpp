@@ -297,7 +297,8 @@ class GroupFinder {
 
   Expr origin_dim(SliceGroup& g, size_t axis) {
     SliceAxis& s = g.axes[axis];
-    if (s.origin_dim.empty()) s.origin_dim = "slice" + std::to_string(next_dim_++) + "_origin";
+    // Named by the group's last kernel: variants of one group share it, groups do not.
+    if (s.origin_dim.empty()) s.origin_dim = "slice" + std::to_string(g.members.back()) + "_origin" + std::to_string(axis);
     return graph_.dim(s.origin_dim);
   }
 
@@ -307,7 +308,6 @@ class GroupFinder {
   const SliceOptions& options_;
   std::vector<std::vector<NodeId>> readers_;
   std::vector<NodeId> roots_;
-  int next_dim_ = 0;
 };
 
 }  // namespace
@@ -342,6 +342,21 @@ std::string SliceGroup::describe(const Graph& graph) const {
   for (const SliceAxis& a : axes) out << " " << a.chunk << "/" << a.extent;
   out << ", internal " << full_bytes / (1 << 20) << " MiB -> " << chunk_bytes / (1 << 20) << " MiB";
   return out.str();
+}
+
+std::optional<SliceGroup> rechunk(Graph& graph, std::vector<bool>& materialized, const SliceGroup& group,
+                                  int64_t chunk, const std::vector<Edge>& roots, const std::vector<bool>& needed) {
+  SliceOptions options;
+  options.always = true;
+  options.chunk = chunk;
+  options.min_rows = 1;
+  GroupFinder finder(graph, materialized, roots, needed, options);
+  std::optional<SliceGroup> g = finder.try_group(group.members);
+  if (g && g->axes.size() == group.axes.size() && g->axes.back().chunk == chunk) {
+    g->full_bytes = group.full_bytes;
+    return g;
+  }
+  return std::nullopt;
 }
 
 std::vector<SliceGroup> slice_groups(Graph& graph, std::vector<bool>& materialized, const std::vector<NodeId>& kernels,

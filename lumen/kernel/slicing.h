@@ -29,6 +29,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,5 +89,11 @@ struct SliceGroup {
 std::vector<SliceGroup> slice_groups(Graph& graph, std::vector<bool>& materialized, const std::vector<NodeId>& kernels,
                                      const std::vector<Edge>& roots, const std::vector<bool>& needed,
                                      const SliceOptions& options);
+
+// `group` again with `chunk` rows per chunk along its sliced axis (new chunk
+// nodes added to the graph): a candidate the compiler can time against it.
+// Nothing if the group does not slice the same way with that chunk.
+std::optional<SliceGroup> rechunk(Graph& graph, std::vector<bool>& materialized, const SliceGroup& group,
+                                  int64_t chunk, const std::vector<Edge>& roots, const std::vector<bool>& needed);
 
 }  // namespace lumen::kernel

@@ -164,6 +164,7 @@ void CpuExecutor::build(const CpuOptions& options) {
       by_work.pop_back();
     }
   }
+  if (budget > 0 && !options.choose) choose_chunks(search, share, todo);
   for (size_t i = 0; i < todo.size(); ++i) {
     NodeId n = todo[i];
     auto s = share.find(n);

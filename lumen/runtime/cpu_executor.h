@@ -49,7 +49,7 @@ class CpuExecutor : public Executor {
   const char* backend_name() const override { return "cpu"; }
   std::map<std::string, double> stats() const override;
   // The search report and, with LUMEN_PROFILE=1, where run time went, kernel by kernel.
-  std::string report() const override { return search_report_.to_string() + profile_report(); }
+  std::string report() const override { return search_report_.to_string() + slice_report_ + profile_report(); }
   std::string profile_report() const;
   std::vector<SearchTrace> search_trace() const override;
   std::string kernels_dot() const override;
@@ -84,6 +84,7 @@ class CpuExecutor : public Executor {
   // loops over the chunks (run_group); shared buffers live through the loop.
   std::vector<NodeId> slice_kernels(std::vector<NodeId> todo, const kernel::SliceOptions& options,
                                     search::SearchOptions& search);
+  void choose_chunks(search::ScheduleSearch& search, std::map<NodeId, double>& share, std::vector<NodeId>& todo);
   void attach_to_group(size_t first_kernel, NodeId chunk_member, std::vector<std::vector<NodeId>>& buffer_nodes);
   void extend_group_lifetimes();
   using LaunchOne = std::function<void(size_t, const std::vector<void*>&)>;
@@ -113,6 +114,7 @@ class CpuExecutor : public Executor {
   search::SearchReport search_report_;
   std::vector<bool> needed_;
   std::vector<kernel::SliceGroup> groups_;
+  std::string slice_report_;  // the groups, and the chunks timed for them
   std::map<NodeId, std::pair<int, size_t>> chunk_member_of_;  // chunk copy -> (group, member index)
   std::vector<int> kernel_group_;                               // per kernel: its group, -1: none
   std::vector<std::vector<std::vector<Expr>>> kernel_moves_;    // per kernel: Launch::moves

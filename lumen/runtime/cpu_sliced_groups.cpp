@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -33,6 +35,7 @@ std::vector<NodeId> CpuExecutor::slice_kernels(std::vector<NodeId> todo, const k
   const char* env = std::getenv("LUMEN_SLICE");  // LUMEN_SLICE=0: no sliced groups (to compare)
   if (env && std::string(env) == "0") o.enabled = false;
   groups_ = kernel::slice_groups(*graph_, materialized_, todo, roots, needed_, o);
+  for (const kernel::SliceGroup& g : groups_) slice_report_ += "slicing: " + g.describe(*graph_) + "\n";
   needed_.resize(graph_->size(), false);
   std::vector<std::string> dims = graph_->dim_names();
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -48,6 +51,64 @@ std::vector<NodeId> CpuExecutor::slice_kernels(std::vector<NodeId> todo, const k
     }
   }
   return todo;
+}
+
+// With a search budget, each group's chunk is measured: the heuristic chunk,
+// half and twice it. A candidate's member kernels are timed (their schedules
+// searched with a share of the budget, or found in the tuning cache with their
+// times, so a warm compile chooses the same without timing) and the one with
+// the least kernel time per run (times x chunks) wins.
+void CpuExecutor::choose_chunks(search::ScheduleSearch& search, std::map<NodeId, double>& share,
+                                std::vector<NodeId>& todo) {
+  std::vector<Edge> roots = outputs_;
+  for (const Write& w : writes_) roots.push_back(graph_->node(w.copy).inputs[0]);
+  int64_t fewest = 4 * cpu::ThreadPool::global()->size();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const kernel::SliceGroup heuristic = groups_[g];
+    int64_t chunk = heuristic.axes.back().chunk, extent = evaluate(heuristic.axes.back().extent, {});
+    std::vector<int64_t> chunks{chunk};
+    for (int64_t c : {chunk / 2 / 8 * 8, chunk * 2}) {
+      if (c >= fewest && c < extent && std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
+    }
+    if (chunks.size() < 2) continue;
+    double best = 0;
+    std::ostringstream line;
+    line << "slicing: group of " << heuristic.members.size() << " kernels, chunk rows timed:";
+    for (int64_t c : chunks) {
+      std::optional<kernel::SliceGroup> variant =
+          c == chunk ? std::optional<kernel::SliceGroup>(heuristic) : kernel::rechunk(*graph_, materialized_, heuristic, c, roots, needed_);
+      needed_.resize(graph_->size(), false);
+      if (!variant) continue;
+      double ms = 0;
+      for (size_t m = 0; m < variant->chunk_members.size(); ++m) {
+        NodeId node = variant->chunk_members[m];
+        auto s = share.find(heuristic.chunk_members[m]);
+        double seconds = s == share.end() ? 0.0 : s->second / static_cast<double>(chunks.size());
+        search.choose(node, std::max(seconds, 1e-3));  // at least the heuristic schedule is timed
+        const std::vector<search::KernelReport>& reports = search.report().kernels;
+        auto rep = std::find_if(reports.rbegin(), reports.rend(), [&](const search::KernelReport& r) { return r.node == node; });
+        ms = rep == reports.rend() || rep->best_ms <= 0 || ms < 0 ? -1.0 : ms + rep->best_ms;
+      }
+      if (ms < 0) {
+        line << " " << c << " (not timed)";
+        continue;
+      }
+      ms *= static_cast<double>(variant->chunks({}));
+      line << " " << c << ": " << ms << " ms";
+      if (best > 0 && ms >= best) continue;
+      best = ms;
+      for (size_t m = 0; m < variant->chunk_members.size(); ++m) {
+        NodeId old = groups_[g].chunk_members[m], fresh = variant->chunk_members[m];
+        std::replace(todo.begin(), todo.end(), old, fresh);
+        chunk_member_of_.erase(old);
+        chunk_member_of_[fresh] = {static_cast<int>(g), m};
+        auto s = share.find(heuristic.chunk_members[m]);
+        if (s != share.end()) share[fresh] = s->second;
+      }
+      groups_[g] = *variant;
+    }
+    slice_report_ += line.str() + ", chose " + std::to_string(groups_[g].axes.back().chunk) + "\n";
+  }
 }
 
 // The kernels from `first_kernel` on (a chunk member's packs, then the member)

@@ -178,6 +178,20 @@ TEST(SlicedGroups, TheDefaultOptionsSliceLargeAttention) {
   }
 }
 
+TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
+  Attention a = attention(2, 96, 16, false);
+  CpuOptions o = sliced(32);
+  o.search.budget_s = 0.5;
+  auto cpu = check_against_interpreter(a.g, {a.out}, a.inputs, o);
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
+  std::string report = cpu->report();
+  // 32 rows (the given chunk), 16 and 64 were timed; whichever won, the result matched.
+  EXPECT_NE(report.find("chunk rows timed: 32: "), std::string::npos) << report;
+  EXPECT_NE(report.find(" 16: "), std::string::npos) << report;
+  EXPECT_NE(report.find(" 64: "), std::string::npos) << report;
+  EXPECT_NE(report.find(", chose "), std::string::npos) << report;
+}
+
 TEST(SlicedGroups, SlicingCanBeTurnedOff) {
   Attention a = attention(2, 48, 16, false);
   CpuOptions o = sliced(16);
