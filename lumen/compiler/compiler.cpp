@@ -45,7 +45,7 @@ void describe(Pipeline& p) {
   prog.outputs = p.outputs;
   prog.needed = p.needed;
   prog.stats = compile_stats(p.report, p.search_report);
-  prog.report = p.search_report.to_string();
+  prog.report = p.search_report.to_string() + p.confirmation;
   prog.search_traces = search_traces(p.search_report);
 }
 
@@ -75,7 +75,8 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
   p.report.kernels = static_cast<int>(p.program.kernels.size());
   p.report.lower_seconds = seconds_since(start);
 
-  emit_kernels(p, std::move(backend));
+  emit_kernels(p, backend);
+  confirm_against_heuristic(p, options.search, options.time_programs, backend);
   describe(p);
   return {std::move(p.program), p.report, std::move(p.search_report)};
 }

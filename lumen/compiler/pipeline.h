@@ -49,6 +49,8 @@ struct Pipeline {
   // Lowered kernels and launches (lower_stage.h), then entries and module (emit_stage.h).
   backend::CompiledProgram program;
   CompileReport report;
+  // What the whole-program check found (confirm_stage.h); empty when it did not run.
+  std::string confirmation;
 };
 
 }  // namespace lumen::compiler

@@ -55,6 +55,18 @@ std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int t
   return cpu::hash_hex(text);
 }
 
+std::string program_key(const std::string& source, const std::string& heuristic_plan, const Bindings& dims,
+                        int threads) {
+  std::vector<std::pair<std::string, int64_t>> sorted(dims.begin(), dims.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::string text = std::string(kFormat) + " program space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
+                     source + "\n--- heuristic\n" + heuristic_plan;
+  for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
+  const cpu::Isa& isa = cpu::host_isa();
+  text += isa.model + "\n" + isa.features() + "\n" + cpu::compiler_version() + "\nthreads=" + std::to_string(threads) + "\n";
+  return cpu::hash_hex(text);
+}
+
 TuningCache::TuningCache(const std::string& path) : path_(path.empty() ? cpu::cache_dir() + "/tuning.db" : path) {
   std::string dir = path_.substr(0, path_.rfind('/'));
   std::string partial;

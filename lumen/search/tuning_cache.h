@@ -30,6 +30,10 @@ struct TuningEntry {
 };
 
 std::string tuning_key(const kernel::Kernel& canonical, const Bindings& dims, int threads);
+// The key of a whole-program decision: the searched program's source, the
+// heuristic's action lists, the dims it was timed at, the device and threads.
+std::string program_key(const std::string& source, const std::string& heuristic_plan, const Bindings& dims,
+                        int threads);
 
 class TuningCache {
  public:
