@@ -67,6 +67,7 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
 
   start = Clock::now();
   p.target = target_of(*backend);
+  p.l3_bytes = backend->capabilities().l3_bytes;
   choose_schedules(p, options.search, options.choose);
   p.report.schedule_seconds = seconds_since(start);
 

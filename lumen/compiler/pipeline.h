@@ -43,6 +43,7 @@ struct Pipeline {
   std::vector<bool> materialized;
   std::vector<NodeId> kernel_nodes;
   kernel::Target target;
+  int64_t l3_bytes = 0;  // the backend's last-level cache (0: unknown)
   // Schedules, one per kernel_nodes entry (schedule_stage.h).
   std::vector<std::vector<kernel::Action>> schedules;
   search::SearchReport search_report;

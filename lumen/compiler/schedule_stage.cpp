@@ -42,7 +42,23 @@ std::map<NodeId, double> budget_shares(const Pipeline& p, const search::Schedule
 
 }  // namespace
 
-void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose) {
+int64_t parameter_bytes(const Graph& graph, const std::vector<bool>& needed, const search::SearchOptions& options) {
+  double bytes = 0;
+  for (NodeId id : graph.input_ids()) {
+    const Node& n = graph.node(id);
+    if (!n.parameter || !needed[static_cast<size_t>(id)]) continue;
+    double elements = 1;  // a parameter with a dynamic dim (rare) counts it at the tuning size
+    for (const Expr& d : n.shape) elements *= static_cast<double>(d.is_const() ? d.value() : options.assumed_dim);
+    bytes += elements * static_cast<double>(dtype_size(n.dtype));
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+void choose_schedules(Pipeline& p, const search::SearchOptions& given, const ScheduleChooser& choose) {
+  search::SearchOptions options = given;
+  int64_t params = parameter_bytes(*p.graph, p.needed, options);
+  options.parameters_warm = p.l3_bytes > 0 && params > 0 &&
+                            static_cast<double>(params) <= kWarmParameterShare * static_cast<double>(p.l3_bytes);
   search::ScheduleSearch search(*p.graph, p.materialized, options, p.target);
   std::map<NodeId, double> share = choose ? std::map<NodeId, double>{} : budget_shares(p, search, options.budget_s);
   p.schedules.clear();

@@ -33,8 +33,9 @@ bool agree(double got, double want, double scale) {
 
 }  // namespace
 
-KernelRig::KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims)
-    : graph_(graph), node_(node), materialized_(materialized), dims_(dims) {
+KernelRig::KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims,
+                     bool parameters_warm)
+    : graph_(graph), node_(node), materialized_(materialized), dims_(dims), parameters_warm_(parameters_warm) {
   for (const std::string& d : graph.dim_names()) dim_values_.push_back(dims_.at(d));
   const Node& n = graph.node(node);
   output_ = Array(n.dtype, concrete(n.shape, dims_));
@@ -169,18 +170,19 @@ constexpr int64_t kHotInputBytes = int64_t{32} << 20;
 // Cold inputs rotate through copies adding up to this much (as make bench does).
 constexpr double kColdBytes = 320e6;
 
-bool read_cold(const Node& node, int64_t bytes) {
+bool read_cold(const Node& node, int64_t bytes, bool parameters_warm) {
   if (node.op != Op::Input) return false;
+  if (node.parameter && parameters_warm) return false;
   return bytes > (node.parameter ? kHotParameterBytes : kHotInputBytes);
 }
 }  // namespace
 
 void* KernelRig::run_data(NodeId n) {
-  if (!read_cold(graph_.node(n), buffer(n).nbytes())) return buffer(n).data();
+  if (!read_cold(graph_.node(n), buffer(n).nbytes(), parameters_warm_)) return buffer(n).data();
   if (copy_count_ == 0) {  // enough copies of the large inputs to overflow the caches (this host's L3 holds ~100 MiB)
     double bytes = 0;
     for (const auto& [id, a] : inputs_) {
-      if (read_cold(graph_.node(id), a.nbytes())) bytes += static_cast<double>(a.nbytes());
+      if (read_cold(graph_.node(id), a.nbytes(), parameters_warm_)) bytes += static_cast<double>(a.nbytes());
     }
     copy_count_ = static_cast<int>(std::clamp(std::ceil(kColdBytes / std::max(bytes, 1.0)), 2.0, 64.0));
   }

@@ -36,7 +36,11 @@ struct Candidate {
 
 class KernelRig {
  public:
-  KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims);
+  // `parameters_warm`: the program's parameters all fit in the last-level
+  // cache, so a run finds them there (the previous run read them): the rig
+  // then reads parameters hot too.
+  KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims,
+            bool parameters_warm = false);
 
   // Lowers `actions` into a candidate (error set if illegal).
   Candidate make(const std::vector<kernel::Action>& actions, const std::string& name);
@@ -51,7 +55,7 @@ class KernelRig {
  private:
   Array& buffer(NodeId n);
   // The data a run reads for buffer `n`: parameters larger than 1 MiB
-  // (weights) and any input larger than 32 MiB rotate through identical
+  // (weights; unless parameters_warm) and any input larger than 32 MiB rotate through identical
   // copies so each run reads them from memory, not cache, as a layer's
   // weights are read in a real program; other inputs and intermediates stay hot.
   void* run_data(NodeId n);
@@ -64,6 +68,7 @@ class KernelRig {
   std::vector<int64_t> dim_values_;
   std::map<NodeId, Array> inputs_;
   std::map<NodeId, std::vector<std::shared_ptr<unsigned char>>> copies_;  // cold copies of graph inputs
+  bool parameters_warm_ = false;
   int copy_count_ = 0;
   int64_t runs_ = 0;
   Array output_;

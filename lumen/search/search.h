@@ -33,6 +33,10 @@ struct SearchOptions {
   bool progress = false;     // a progress line on stderr
   int64_t assumed_dim = 64;  // binding for dynamic dims while tuning ...
   std::map<std::string, int64_t> dims;  // ... unless named here (e.g. {"seq_blocks": 8})
+  // The program's parameters all fit in the last-level cache (the compiler
+  // decides, from their bytes and the backend's cache sizes): candidates then
+  // read weights warm, as the program's runs will.
+  bool parameters_warm = false;
   // Test hook: may alter a candidate before it is compiled (e.g. inject a bug
   // that verification must catch). Returns true if it altered it.
   std::function<bool(kernel::LoweredKernel&)> tamper;
@@ -57,6 +61,7 @@ struct SearchReport {
   double seconds = 0;
   int timing_runs = 0;
   int cache_hits = 0;
+  bool parameters_warm = false;  // candidates read weights warm (SearchOptions::parameters_warm)
   std::vector<std::string> warnings;
   std::string to_string() const;
 };

@@ -16,6 +16,7 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/backend/interp/interpreter.h"
 #include "lumen/core/tensor.h"
+#include "lumen/kernel/fusion.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/program_timing.h"
 
@@ -143,6 +144,34 @@ TEST(ProgramTiming, TimesProgramsInterleavedOnTheSameInputs) {
   EXPECT_GT(t.median_ms[1], 0.0);
   EXPECT_GE(t.rounds, 3);
   EXPECT_LE(t.rounds, 25);
+}
+
+// The search reads weights warm exactly when the program's parameters fit in
+// the share of the last-level cache the compiler allows them.
+bool warm_with_l3(int64_t l3_bytes) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(1), Expr(256)});
+  Tensor w = g.parameter("w", {Expr(256), Expr(256)});  // 256 KiB
+  Tensor y = x.matmul(w.transpose(0, 1));
+  compiler::Pipeline p;
+  p.graph = std::make_shared<Graph>(g);
+  p.outputs = {y.edge()};
+  p.needed.assign(p.graph->size(), true);
+  kernel::Partition part = kernel::partition(*p.graph, p.outputs);
+  p.materialized = part.materialized;
+  p.kernel_nodes = part.kernels;
+  p.l3_bytes = l3_bytes;
+  search::SearchOptions o;
+  o.use_cache = false;
+  EXPECT_EQ(compiler::parameter_bytes(*p.graph, p.needed, o), 256 * 256 * 4);
+  compiler::choose_schedules(p, o, {});
+  return p.search_report.parameters_warm;
+}
+
+TEST(ScheduleStage, WeightsAreReadWarmOnlyWhenAllParametersFitTheLastLevelCache) {
+  EXPECT_TRUE(warm_with_l3(1 << 20));
+  EXPECT_FALSE(warm_with_l3(256 << 10));  // 256 KiB > 0.75 * 256 KiB
+  EXPECT_FALSE(warm_with_l3(0));          // unknown cache: cold, as before
 }
 
 }  // namespace
