@@ -24,6 +24,9 @@ namespace lumen::compiler {
 struct CompilerOptions {
   search::SearchOptions search;  // budget 0: heuristic schedules (and tuning cache hits)
   ScheduleChooser choose;        // overrides search (tests)
+  // Live progress on stderr when it is a terminal (kernels done, search time
+  // spent of the budget), and a summary line when the compile ends.
+  bool progress = false;
 };
 
 struct CompileResult {

@@ -42,14 +42,33 @@ std::map<NodeId, double> budget_shares(const Pipeline& p, const search::Schedule
 
 }  // namespace
 
-void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose) {
-  search::ScheduleSearch search(*p.graph, p.materialized, options, p.target);
+void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose,
+                      ProgressLine& progress) {
+  ProgressCounts counts;
+  counts.kernels_total = static_cast<int>(p.kernel_nodes.size());
+  counts.search_budget_s = choose ? 0.0 : options.budget_s;
+  const search::ScheduleSearch* running = nullptr;
+  search::SearchOptions with_progress = options;
+  if (progress.live()) {
+    with_progress.on_candidate = [&](const search::CandidateProgress& c) {
+      counts.search_seconds = running->report().seconds + c.seconds;
+      counts.detail = format_candidate(c.node, c.tried, c.rejected, c.speedup, c.seconds_left);
+      progress.update(counts);
+    };
+  }
+  search::ScheduleSearch search(*p.graph, p.materialized, with_progress, p.target);
+  running = &search;
   std::map<NodeId, double> share = choose ? std::map<NodeId, double>{} : budget_shares(p, search, options.budget_s);
   p.schedules.clear();
+  progress.update(counts, true);
   for (NodeId n : p.kernel_nodes) {
     auto s = share.find(n);
     p.schedules.push_back(choose ? choose(*p.graph, n, p.materialized)
                                  : search.choose(n, s == share.end() ? 0.0 : s->second));
+    counts.kernels_done++;
+    counts.search_seconds = search.report().seconds;
+    counts.detail.clear();
+    progress.update(counts, counts.kernels_done == counts.kernels_total);
   }
   p.search_report = search.report();
 }

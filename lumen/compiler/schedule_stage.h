@@ -7,13 +7,16 @@
 #include <vector>
 
 #include "lumen/compiler/pipeline.h"
+#include "lumen/compiler/progress.h"
 
 namespace lumen::compiler {
 
 // Given the kernel's node, returns its action list.
 using ScheduleChooser = std::function<std::vector<kernel::Action>(const Graph&, NodeId, const std::vector<bool>&)>;
 
-// Fills p.schedules (one per p.kernel_nodes entry) and p.search_report.
-void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose);
+// Fills p.schedules (one per p.kernel_nodes entry) and p.search_report;
+// shows kernels done and search time spent on `progress`.
+void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose,
+                      ProgressLine& progress);
 
 }  // namespace lumen::compiler

@@ -1,7 +1,5 @@
 #include "lumen/search/search.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,6 +37,10 @@ std::string join(const std::vector<std::string>& parts) {
 }
 
 }  // namespace
+
+double seconds_left(Clock::time_point deadline, Clock::time_point now) {
+  return std::max(0.0, std::chrono::duration<double>(deadline - now).count());
+}
 
 std::string SearchReport::to_string() const {
   std::ostringstream out;
@@ -236,10 +238,9 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
           improved = true;
         }
         rep.progress.emplace_back(since(start), best);
-        if (options_.progress && isatty(2)) {
-          std::fprintf(stderr, "\r[lumen search] node %d: %d tried, %d rejected, best x%.2f, %.0f s left   ", node, rep.tried,
-                       rep.rejected, rep.baseline_ms / best,
-                       std::chrono::duration<double>(deadline - Clock::now()).count());
+        if (options_.on_candidate) {
+          options_.on_candidate({node, rep.tried, rep.rejected, rep.baseline_ms / best, since(start),
+                                 seconds_left(deadline, Clock::now())});
         }
       }
     }
@@ -247,7 +248,6 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
     std::sort(evaluated.begin(), evaluated.end(), [](const Trial& a, const Trial& b) { return a.ms < b.ms; });
     beam.assign(evaluated.begin(), evaluated.begin() + std::min<long>(options_.beam, static_cast<long>(evaluated.size())));
   }
-  if (options_.progress && isatty(2)) std::fprintf(stderr, "\n");
 
   // Re-measure the finalists and the seed the same way (median of 10) and keep
   // the fastest, so the reported speed-up compares like with like.
