@@ -85,6 +85,7 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
 
   start = Clock::now();
   p.target = target_of(*backend);
+  p.program.backend = backend;  // the search compiles and times candidates on it
   choose_schedules(p, options.search, options.choose, progress);
   p.report.schedule_seconds = seconds_since(start);
 

@@ -49,6 +49,7 @@ void choose_schedules(Pipeline& p, const search::SearchOptions& options, const S
   counts.search_budget_s = choose ? 0.0 : options.budget_s;
   const search::ScheduleSearch* running = nullptr;
   search::SearchOptions with_progress = options;
+  with_progress.backend = p.program.backend;
   if (progress.live()) {
     with_progress.on_candidate = [&](const search::CandidateProgress& c) {
       counts.search_seconds = running->report().seconds + c.seconds;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/core/error.h"
 #include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
@@ -67,6 +68,8 @@ std::string SearchReport::to_string() const {
 ScheduleSearch::ScheduleSearch(const Graph& graph, const std::vector<bool>& materialized, SearchOptions options,
                                kernel::Target target)
     : graph_(graph), materialized_(materialized), options_(std::move(options)), target_(target) {
+  if (!options_.backend) options_.backend = cpu::CpuBackend::shared();
+  fingerprint_ = options_.backend->fingerprint();
   if (options_.use_cache) {
     cache_ = std::make_unique<TuningCache>(options_.cache_path);
     for (const std::string& w : cache_->warnings()) report_.warnings.push_back(w);
@@ -87,7 +90,7 @@ Bindings ScheduleSearch::tuning_dims() const {
 std::string ScheduleSearch::key(NodeId node) const {
   const Node& n = graph_.node(node);
   kernel::LoweredKernel canonical = kernel::lower(graph_, node, materialized_, kernel::Schedule(n.shape), "k");
-  return tuning_key(canonical.kernel, tuning_dims(), target_.threads);
+  return tuning_key(canonical.kernel, tuning_dims(), target_.threads, fingerprint_);
 }
 
 bool ScheduleSearch::known(NodeId node) const {
@@ -106,7 +109,7 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
   Bindings dims = tuning_dims();
   kernel::LoweredKernel canonical = kernel::lower(graph_, node, materialized_, kernel::Schedule(n.shape), "k");
   rep.fuses = join(canonical.kernel.fused);
-  std::string key = tuning_key(canonical.kernel, dims, target_.threads);
+  std::string key = tuning_key(canonical.kernel, dims, target_.threads, fingerprint_);
   auto finish = [&](std::vector<kernel::Action> actions, const std::string& source) {
     rep.actions = kernel::to_string(actions);
     rep.source = source;
@@ -136,7 +139,7 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
   if (budget_s <= 0 || n.shape.empty()) return finish(seed_actions, "heuristic");
 
   // ---- measure ----
-  KernelRig rig(graph_, node, materialized_, dims);
+  KernelRig rig(graph_, node, materialized_, dims, options_.backend);
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget_s));
   int counter = 0;
   auto measure = [&](Candidate& c, double best, int min_runs, double min_ms) -> double {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "lumen/backend/backend.h"
 #include "lumen/core/graph.h"
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/lower.h"
@@ -40,6 +41,8 @@ struct CandidateProgress {
 double seconds_left(std::chrono::steady_clock::time_point deadline, std::chrono::steady_clock::time_point now);
 
 struct SearchOptions {
+  // Where candidates are compiled, run and timed; null: the host CPU.
+  std::shared_ptr<const backend::Backend> backend;
   double budget_s = 0;       // total search time for a program; 0: heuristic schedules only
   bool use_cache = true;     // read and write the tuning cache
   std::string cache_path;    // default: LUMEN_CACHE_DIR/tuning.db
@@ -103,6 +106,7 @@ class ScheduleSearch {
   const std::vector<bool>& materialized_;
   SearchOptions options_;
   kernel::Target target_;
+  std::string fingerprint_;  // the backend's, part of every tuning key
   std::unique_ptr<TuningCache> cache_;
   SearchReport report_;
 };

@@ -29,7 +29,8 @@ struct TuningEntry {
   int64_t created = 0;      // unix time
 };
 
-std::string tuning_key(const kernel::Kernel& canonical, const Bindings& dims, int threads);
+// `fingerprint`: the backend's (Backend::fingerprint: for the cpu, CPU model, ISA features, compiler version).
+std::string tuning_key(const kernel::Kernel& canonical, const Bindings& dims, int threads, const std::string& fingerprint);
 
 class TuningCache {
  public:
