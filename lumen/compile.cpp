@@ -70,7 +70,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       cpu.search.budget_s = options.search_budget_s;
       cpu.search.use_cache = options.tuning_cache;
       cpu.search.cache_path = options.cache_path;
-      cpu.search.progress = options.progress;
+      cpu.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
       compiler::CompileResult compiled = compiler::compile(*copy, edges, cpu, cpu::CpuBackend::shared());

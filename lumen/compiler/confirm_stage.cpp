@@ -71,7 +71,7 @@ void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options
   }
   with_boundary(p);
   Bindings dims = timing_dims(*p.graph, options);
-  std::string key = search::program_key(p.program.source, plan, dims, p.target.threads);
+  std::string key = search::program_key(p.program.source, plan, dims, p.target.threads, backend->fingerprint());
   std::unique_ptr<search::TuningCache> cache;
   if (options.use_cache) cache = std::make_unique<search::TuningCache>(options.cache_path);
   if (cache) {

@@ -54,18 +54,37 @@ int64_t parameter_bytes(const Graph& graph, const std::vector<bool>& needed, con
   return static_cast<int64_t>(bytes);
 }
 
-void choose_schedules(Pipeline& p, const search::SearchOptions& given, const ScheduleChooser& choose) {
-  search::SearchOptions options = given;
+void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose,
+                      ProgressLine& progress) {
+  ProgressCounts counts;
+  counts.kernels_total = static_cast<int>(p.kernel_nodes.size());
+  counts.search_budget_s = choose ? 0.0 : options.budget_s;
+  const search::ScheduleSearch* running = nullptr;
+  search::SearchOptions with_progress = options;
   int64_t params = parameter_bytes(*p.graph, p.needed, options);
-  options.parameters_warm = p.l3_bytes > 0 && params > 0 &&
-                            static_cast<double>(params) <= kWarmParameterShare * static_cast<double>(p.l3_bytes);
-  search::ScheduleSearch search(*p.graph, p.materialized, options, p.target);
+  with_progress.parameters_warm = p.l3_bytes > 0 && params > 0 &&
+                                  static_cast<double>(params) <= kWarmParameterShare * static_cast<double>(p.l3_bytes);
+  with_progress.backend = p.program.backend;
+  if (progress.live()) {
+    with_progress.on_candidate = [&](const search::CandidateProgress& c) {
+      counts.search_seconds = running->report().seconds + c.seconds;
+      counts.detail = format_candidate(c.node, c.tried, c.rejected, c.speedup, c.seconds_left);
+      progress.update(counts);
+    };
+  }
+  search::ScheduleSearch search(*p.graph, p.materialized, with_progress, p.target);
+  running = &search;
   std::map<NodeId, double> share = choose ? std::map<NodeId, double>{} : budget_shares(p, search, options.budget_s);
   p.schedules.clear();
+  progress.update(counts, true);
   for (NodeId n : p.kernel_nodes) {
     auto s = share.find(n);
     p.schedules.push_back(choose ? choose(*p.graph, n, p.materialized)
                                  : search.choose(n, s == share.end() ? 0.0 : s->second));
+    counts.kernels_done++;
+    counts.search_seconds = search.report().seconds;
+    counts.detail.clear();
+    progress.update(counts, counts.kernels_done == counts.kernels_total);
   }
   p.search_report = search.report();
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lumen/compiler/pipeline.h"
+#include "lumen/compiler/progress.h"
 
 namespace lumen::compiler {
 
@@ -21,7 +22,9 @@ inline constexpr double kWarmParameterShare = 0.75;
 // Bytes of the parameters the program needs (dynamic dims at the tuning size).
 int64_t parameter_bytes(const Graph& graph, const std::vector<bool>& needed, const search::SearchOptions& options);
 
-// Fills p.schedules (one per p.kernel_nodes entry) and p.search_report.
-void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose);
+// Fills p.schedules (one per p.kernel_nodes entry) and p.search_report;
+// shows kernels done and search time spent on `progress`.
+void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose,
+                      ProgressLine& progress);
 
 }  // namespace lumen::compiler

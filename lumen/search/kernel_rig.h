@@ -1,6 +1,7 @@
 // KernelRig — one kernel set up for measuring schedules: random inputs,
-// reference values at sampled output elements (from the per-element
-// reference evaluator), candidates compiled in batches, runs timed.
+// reference values at sampled output elements (from the interpreter's
+// per-element evaluator, the oracle), candidates compiled in batches and run
+// through the Backend interface, runs timed.
 #pragma once
 
 #include <map>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lumen/backend/cpu/compiler.h"
+#include "lumen/backend/backend.h"
 #include "lumen/core/array.h"
 #include "lumen/core/graph.h"
 #include "lumen/kernel/lower.h"
@@ -23,9 +24,9 @@ struct Candidate {
   std::string name;
   std::string error;  // why it could not be built (illegal schedule, compile failure)
   bool tampered = false;
-  // After compiling: one function per launch (pre-kernels, then the kernel).
-  std::shared_ptr<cpu::Library> library;
-  std::vector<void*> run, tasks;
+  // After compiling: one entry per launch (pre-kernels, then the kernel).
+  std::shared_ptr<backend::Module> module;
+  std::vector<backend::Entry> entries;
   std::vector<std::vector<NodeId>> buffers;
   // Launches done once and not timed: packs of parameters, which a program
   // keeps between runs (see lumen/compiler/lower_stage.cpp).
@@ -36,11 +37,11 @@ struct Candidate {
 
 class KernelRig {
  public:
-  // `parameters_warm`: the program's parameters all fit in the last-level
-  // cache, so a run finds them there (the previous run read them): the rig
-  // then reads parameters hot too.
+  // Candidates are compiled and run through `backend`. `parameters_warm`:
+  // the program's parameters all fit in the last-level cache, so a run finds
+  // them there (the previous run read them): the rig reads them hot too.
   KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims,
-            bool parameters_warm = false);
+            std::shared_ptr<const backend::Backend> backend, bool parameters_warm = false);
 
   // Lowers `actions` into a candidate (error set if illegal).
   Candidate make(const std::vector<kernel::Action>& actions, const std::string& name);
@@ -62,6 +63,7 @@ class KernelRig {
   void bind_scratch(Candidate& c);
 
   const Graph& graph_;
+  std::shared_ptr<const backend::Backend> backend_;
   NodeId node_;
   const std::vector<bool>& materialized_;
   Bindings dims_;

@@ -16,6 +16,7 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/backend/interp/interpreter.h"
 #include "lumen/core/tensor.h"
+#include "lumen/compiler/progress.h"
 #include "lumen/kernel/fusion.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/program_timing.h"
@@ -164,7 +165,8 @@ bool warm_with_l3(int64_t l3_bytes) {
   search::SearchOptions o;
   o.use_cache = false;
   EXPECT_EQ(compiler::parameter_bytes(*p.graph, p.needed, o), 256 * 256 * 4);
-  compiler::choose_schedules(p, o, {});
+  compiler::ProgressLine quiet(false, false);
+  compiler::choose_schedules(p, o, {}, quiet);
   return p.search_report.parameters_warm;
 }
 
