@@ -190,13 +190,18 @@ class Lowerer {
   std::vector<Expr> open_output_loops(const Shape& shape, Context& ctx, bool serial) {
     std::vector<Expr> coords(shape.size(), Expr(0));
     size_t counter = 0;
+    bool inside_parallel = false;
     for (const LoopDef& l : schedule_.loops()) {
       std::string vname = "i" + std::to_string(l.dim);
       if (std::count_if(schedule_.loops().begin(), schedule_.loops().end(), [&](const LoopDef& o) { return o.dim == l.dim; }) > 1) {
         vname += "_" + std::to_string(counter);
       }
       ++counter;
-      if (l.extent.is_const(1) && l.kind != LoopKind::Vector) continue;  // one iteration: no loop, coordinate 0
+      // A loop of one iteration inside the parallel loop is not opened (its
+      // coordinate is 0), so what a row needs is computed next to the row's
+      // reductions (a chunk kernel's size-1 head dims sit inside its rows).
+      if (inside_parallel && l.extent.is_const(1) && l.kind == LoopKind::Serial) continue;
+      inside_parallel = inside_parallel || l.kind == LoopKind::Parallel;
       Expr var = Expr::index(vname, l.extent);
       coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
       ctx.push_back(open(var, l.extent, serial && l.kind == LoopKind::Parallel ? LoopKind::Serial : l.kind));

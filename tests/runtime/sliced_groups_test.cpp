@@ -13,7 +13,9 @@
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
-#include "lumen/runtime/cpu_executor.h"
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
 
 namespace lumen {
@@ -27,8 +29,10 @@ Array random_array(const std::vector<int64_t>& shape, unsigned seed) {
   return a;
 }
 
-CpuOptions sliced(int64_t chunk) {
-  CpuOptions o;
+using Options = compiler::CompilerOptions;
+
+Options sliced(int64_t chunk) {
+  Options o;
   o.search.use_cache = false;
   o.slice.always = true;
   o.slice.chunk = chunk;
@@ -37,12 +41,17 @@ CpuOptions sliced(int64_t chunk) {
 
 // Runs the graph's outputs on the CPU with `options` and on the interpreter;
 // expects every element to agree. Returns the CPU executor.
-std::unique_ptr<CpuExecutor> check_against_interpreter(const std::shared_ptr<Graph>& g, const std::vector<Tensor>& outs,
-                                                       const std::map<std::string, Array>& inputs,
-                                                       const CpuOptions& options, double tolerance = 2e-5) {
+std::unique_ptr<CompiledExecutor> compiled(const Graph& g, const std::vector<Edge>& edges, const Options& options) {
+  return std::make_unique<CompiledExecutor>(compiler::compile(g, edges, options, cpu::CpuBackend::shared()).program);
+}
+
+std::unique_ptr<CompiledExecutor> check_against_interpreter(const std::shared_ptr<Graph>& g,
+                                                            const std::vector<Tensor>& outs,
+                                                            const std::map<std::string, Array>& inputs,
+                                                            const Options& options, double tolerance = 2e-5) {
   std::vector<Edge> edges;
   for (const Tensor& t : outs) edges.push_back(t.edge());
-  auto cpu = std::make_unique<CpuExecutor>(g, edges, options);
+  auto cpu = compiled(*g, edges, options);
   InterpExecutor interp(g, edges);
   std::vector<Array> got = cpu->execute(inputs, {});
   std::vector<Array> want = interp.execute(inputs, {});
@@ -133,10 +142,10 @@ TEST(SlicedGroups, AChainThatReducesOverEveryAxisStaysUnsliced) {
 // query rows) at sequence length s.
 double attention_arena_bytes(int64_t s) {
   Attention a = attention(8, s, 64, false);
-  CpuExecutor cpu(a.g, {a.out.edge()}, sliced(32));
-  cpu.execute(a.inputs, {});
-  EXPECT_EQ(cpu.stats().at("sliced_groups"), 1);
-  return cpu.stats().at("arena_bytes");
+  auto cpu = compiled(*a.g, {a.out.edge()}, sliced(32));
+  cpu->execute(a.inputs, {});
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
+  return cpu->stats().at("arena_bytes");
 }
 
 TEST(SlicedGroups, AttentionArenaGrowsLinearlyInTheSequenceLength) {
@@ -151,13 +160,13 @@ TEST(SlicedGroups, AttentionArenaGrowsLinearlyInTheSequenceLength) {
 
 TEST(SlicedGroups, TheDefaultOptionsSliceLargeAttention) {
   Attention a = attention(8, 1024, 64, false);
-  CpuOptions o;
+  Options o;
   o.search.use_cache = false;
-  CpuExecutor cpu(a.g, {a.out.edge()}, o);
-  std::vector<Array> out = cpu.execute(a.inputs, {});
-  EXPECT_EQ(cpu.stats().at("sliced_groups"), 1);
+  auto cpu = compiled(*a.g, {a.out.edge()}, o);
+  std::vector<Array> out = cpu->execute(a.inputs, {});
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
   // The 2 x 32 MiB of scores and probabilities never exist at once.
-  EXPECT_LT(cpu.stats().at("arena_bytes"), 16.0 * (1 << 20));
+  EXPECT_LT(cpu->stats().at("arena_bytes"), 16.0 * (1 << 20));
   // Row 1000 of head 5 against a direct computation.
   std::vector<float> q = a.inputs["q"].to_floats(), k = a.inputs["k"].to_floats(), v = a.inputs["v"].to_floats();
   std::vector<float> got = out[0].to_floats();
@@ -180,7 +189,7 @@ TEST(SlicedGroups, TheDefaultOptionsSliceLargeAttention) {
 
 TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
   Attention a = attention(2, 96, 16, false);
-  CpuOptions o = sliced(32);
+  Options o = sliced(32);
   o.search.budget_s = 0.5;
   auto cpu = check_against_interpreter(a.g, {a.out}, a.inputs, o);
   EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
@@ -194,7 +203,7 @@ TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
 
 TEST(SlicedGroups, SlicingCanBeTurnedOff) {
   Attention a = attention(2, 48, 16, false);
-  CpuOptions o = sliced(16);
+  Options o = sliced(16);
   o.slice.enabled = false;
   auto cpu = check_against_interpreter(a.g, {a.out}, a.inputs, o);
   EXPECT_EQ(cpu->stats().at("sliced_groups"), 0);
