@@ -4,6 +4,7 @@
 //   graph_stages.h      graph -> graph (graph passes; the e-graph search plugs in here)
 //   program_boundary.h  outputs and state writes get their own buffers
 //   fusion              which nodes are materialised: one kernel each (lumen/kernel/fusion.h)
+//   slice_stage.h       runs of kernels with large internal buffers become chunk kernels
 //   schedule_stage.h    an action list per kernel: tuning cache, search (lumen/search), heuristic
 //   lower_stage.h       loop-IR kernels, launches, scratch buffers, kept packs
 //   emit_stage.h        backend: render, compile (cached on disk), load entries
