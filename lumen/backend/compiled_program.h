@@ -32,7 +32,7 @@ struct Launch {
   NodeId computes = kPackLaunch;  // a graph node, kPackLaunch or kWriteLaunch
   // In a sliced group (lumen/kernel/slicing.h): the group (index into
   // CompiledProgram::groups), per buffer how its pointer moves with the chunk
-  // (element steps per chunked axis; empty: it does not move), and for a pack
+  // (ChunkMove::offsets: elements per chunked axis; empty: it does not move), and for a pack
   // that reads only buffers from outside the group and not the chunk's origin,
   // that it can be skipped while its pointers stay where they were.
   int group = -1;

@@ -135,13 +135,13 @@ void attach_to_group(Pipeline& p, size_t first_launch, NodeId n) {
       auto out = group.output_of.find(node);
       if (out != group.output_of.end()) {
         node = out->second;
-        l.moves[b] = group.output_moves.at(node).coefficients;
+        l.moves[b] = group.output_moves.at(node).offsets;
         outside = false;
         continue;
       }
       auto ext = group.moves[m].find(node);
       if (ext != group.moves[m].end()) {
-        l.moves[b] = ext->second.coefficients;
+        l.moves[b] = ext->second.offsets;
       } else {
         outside = false;  // a chunk-sized internal buffer
       }

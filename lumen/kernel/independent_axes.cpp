@@ -132,36 +132,43 @@ class Analysis {
   }
 
   // How the flat index of a buffer read from outside moves along each axis:
-  // it must be linear in the axis coordinate, with no padding that depends on it.
+  // by an amount that depends on the move alone, with no padding that depends on it.
   void record_external(NodeId n, const Node& consumer, const std::vector<int>& dims, const Edge& e,
                        const std::vector<Expr>& x, const View::Index& vi) {
-    std::vector<Expr> coefficients(dims.size(), Expr(0));
+    ExternalRead read;
+    read.offsets.assign(dims.size(), Expr(0));
+    read.linear.assign(dims.size(), true);
+    auto moves_alone = [&](const Expr& amount) {
+      return std::none_of(x.begin(), x.end(), [&](const Expr& v) { return mentions(amount, v); });
+    };
     for (size_t a = 0; a < dims.size(); ++a) {
       int at = input_position(consumer, dims[a]);
-      if (at < 0) continue;
+      if (at < 0 || !out_.independent[a]) continue;
       const Expr& var = x[static_cast<size_t>(at)];
       if (mentions(vi.valid, var)) {
         drop(a);
         continue;
       }
-      Expr at0 = simplify(substitute(vi.index, std::unordered_map<Expr, Expr, ExprHash>{{var, Expr(0)}}));
-      Expr at1 = simplify(substitute(vi.index, std::unordered_map<Expr, Expr, ExprHash>{{var, Expr(1)}}));
-      Expr step = simplify(at1 - at0);
-      bool constant_step = std::none_of(x.begin(), x.end(), [&](const Expr& v) { return mentions(step, v); });
-      if (!constant_step || simplify(at0 + var * step) != vi.index) {
+      using Map = std::unordered_map<Expr, Expr, ExprHash>;
+      Expr at0 = simplify(substitute(vi.index, Map{{var, Expr(0)}}));
+      Expr moved = simplify(substitute(vi.index, Map{{var, axis_origin(a, out_.extents[a])}}) - at0);
+      if (!moves_alone(moved)) {
         drop(a);
         continue;
       }
-      coefficients[a] = step;
+      read.offsets[a] = moved;
+      Expr step = simplify(substitute(vi.index, Map{{var, Expr(1)}}) - at0);
+      read.linear[a] = moves_alone(step) && simplify(at0 + var * step) == vi.index;
     }
     for (size_t m = 0; m < members_.size(); ++m) {
       const std::vector<NodeId>& mine = out_.member_nodes[m];
       if (!std::binary_search(mine.begin(), mine.end(), n)) continue;
-      auto [it, fresh] = out_.external[m].emplace(e.node, coefficients);
+      auto [it, fresh] = out_.external[m].emplace(e.node, read);
       if (fresh) continue;
       // One kernel passes one pointer per buffer: every read of it must move alike.
       for (size_t a = 0; a < dims.size(); ++a) {
-        if (simplify(it->second[a]) != simplify(coefficients[a])) drop(a);
+        if (simplify(it->second.offsets[a]) != simplify(read.offsets[a])) drop(a);
+        it->second.linear[a] = it->second.linear[a] && read.linear[a];
       }
     }
   }
@@ -173,6 +180,11 @@ class Analysis {
 };
 
 }  // namespace
+
+Expr axis_origin(size_t a, const Expr& extent) {
+  int64_t hi = extent.is_const() ? std::max<int64_t>(extent.value() - 1, 0) : kMaxDim;
+  return Expr::var("origin" + std::to_string(a), 0, hi);
+}
 
 std::vector<Expr> unflatten_index(const Expr& flat, const Shape& shape) {
   std::vector<Expr> coords(shape.size());

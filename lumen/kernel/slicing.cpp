@@ -158,7 +158,11 @@ class GroupFinder {
       for (NodeId m : members) usable[a] = usable[a] && axes.dims.at(m)[a] >= 0;
     }
     for (size_t s = rank; s-- > 0;) {
-      if (!usable[s]) continue;
+      bool linear = true;  // a chunk of several rows: every outside read must move linearly along it
+      for (const auto& reads : axes.external) {
+        for (const auto& [node, read] : reads) linear = linear && read.linear[s];
+      }
+      if (!usable[s] || !linear) continue;
       std::vector<bool> outer(rank, false);
       bool ok = true;
       for (NodeId o : outputs) {
@@ -228,9 +232,13 @@ class GroupFinder {
     for (size_t m = 0; m < members.size(); ++m) {
       g.chunk_members.push_back(copy_of.at(members[m]));
       std::map<NodeId, ChunkMove> moves;
-      for (const auto& [node, coefficients] : axes.external[m]) {
+      for (const auto& [node, read] : axes.external[m]) {
         ChunkMove mv;
-        for (size_t a : choice.axes) mv.coefficients.push_back(coefficients[a]);
+        for (size_t i = 0; i < choice.axes.size(); ++i) {
+          size_t a = choice.axes[i];
+          std::unordered_map<Expr, Expr, ExprHash> at{{axis_origin(a, axes.extents[a]), origin_var(g, i)}};
+          mv.offsets.push_back(simplify(substitute(read.offsets[a], at)));
+        }
         moves[node] = mv;
       }
       g.moves.push_back(moves);
@@ -247,7 +255,9 @@ class GroupFinder {
     for (NodeId o : outputs) {  // an output's chunk is the block at the chunk's origin
       std::vector<Expr> strides = contiguous_strides(graph_.node(o).shape);
       ChunkMove mv;
-      for (size_t a : choice.axes) mv.coefficients.push_back(strides[static_cast<size_t>(axes.dims.at(o)[a])]);
+      for (size_t i = 0; i < choice.axes.size(); ++i) {
+        mv.offsets.push_back(simplify(strides[static_cast<size_t>(axes.dims.at(o)[choice.axes[i]])] * origin_var(g, i)));
+      }
       g.output_moves[o] = mv;
     }
     g.chunk_bytes = chunk_bytes;
@@ -295,6 +305,11 @@ class GroupFinder {
     return c;
   }
 
+  static Expr origin_var(const SliceGroup& g, size_t axis) {
+    const Expr& extent = g.axes[axis].extent;
+    return Expr::var(chunk_origin_name(axis), 0, extent.is_const() ? std::max<int64_t>(extent.value() - 1, 0) : kMaxDim);
+  }
+
   Expr origin_dim(SliceGroup& g, size_t axis) {
     SliceAxis& s = g.axes[axis];
     // Named by the group's last kernel: variants of one group share it, groups do not.
@@ -311,6 +326,8 @@ class GroupFinder {
 };
 
 }  // namespace
+
+std::string chunk_origin_name(size_t axis) { return "chunk_origin" + std::to_string(axis); }
 
 int64_t SliceGroup::chunks(const Bindings& bindings) const {
   int64_t n = 1;

@@ -16,7 +16,8 @@
 // sliced one. Chunk kernels are ordinary kernels (their schedules are chosen
 // and cached like any other) that do not know where their chunk lies:
 //  - a buffer from outside the group is read at the chunk's offset by moving
-//    its pointer (its index is linear in the independent coordinates);
+//    its pointer (its index moves by the same amount everywhere: linear in
+//    the sliced coordinate, linear or separable in the outer ones);
 //  - a group output is written through a pointer to the chunk's block of its
 //    buffer (the independent dims come first in it, so a chunk is one
 //    contiguous block);
@@ -58,10 +59,12 @@ struct SliceAxis {
 };
 
 // How a chunk kernel's buffer argument follows the chunk: its pointer moves
-// by sum(origin[a] * coefficients[a]) elements (coefficients per SliceAxis).
+// by the sum over the group's axes of offsets[i] (elements), an Expr of the
+// variable named chunk_origin_name(i) that holds the chunk's origin along axis i.
 struct ChunkMove {
-  std::vector<Expr> coefficients;
+  std::vector<Expr> offsets;
 };
+std::string chunk_origin_name(size_t axis);
 
 struct SliceGroup {
   std::vector<NodeId> members;        // the original kernels, in launch order

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "lumen/core/expr_eval.h"
+
 #include "lumen/runtime/compiled_executor.h"
 
 namespace lumen {
@@ -48,9 +50,10 @@ size_t CompiledExecutor::run_group(size_t first, const Bindings& bindings, std::
     if (group.axes[a].origin_dim.empty()) continue;
     slots[a] = std::find(names.begin(), names.end(), group.axes[a].origin_dim) - names.begin();
   }
-  // Per launch, per buffer: its element size and its steps at these bindings.
+  // Per launch, per buffer: its element size and its offsets (Exprs of the
+  // chunk origins) with the dims bound.
   size_t count = last - first + 1;
-  std::vector<std::vector<std::vector<int64_t>>> steps(count);
+  std::vector<std::vector<std::vector<Expr>>> offsets(count);
   std::vector<std::vector<int64_t>> element(count);
   for (size_t k = first; k <= last; ++k) {
     const backend::Launch& l = launches[k];
@@ -58,11 +61,13 @@ size_t CompiledExecutor::run_group(size_t first, const Bindings& bindings, std::
       NodeId key = l.buffers[b];
       DType dtype = key >= 0 ? graph().node(key).dtype : program_.scratch[static_cast<size_t>(-1 - key)].dtype;
       element[k - first].push_back(static_cast<int64_t>(dtype_size(dtype)));
-      std::vector<int64_t> step;
-      for (const Expr& c : l.moves[b]) step.push_back(evaluate(c, bindings));
-      steps[k - first].push_back(step);
+      std::vector<Expr> bound;
+      for (const Expr& o : l.moves[b]) bound.push_back(substitute(o, bindings));
+      offsets[k - first].push_back(bound);
     }
   }
+  Bindings at;
+  for (size_t a = 0; a < group.axes.size(); ++a) at[kernel::chunk_origin_name(a)] = 0;
   // A pack of outside buffers runs again only when its pointers moved (the
   // keys and values of one attention head are packed once for all its query chunks).
   std::vector<std::vector<void*>> previous(count);
@@ -72,6 +77,7 @@ size_t CompiledExecutor::run_group(size_t first, const Bindings& bindings, std::
     std::vector<int64_t> origin = group.origin(c, bindings);
     for (size_t a = 0; a < origin.size(); ++a) {
       if (slots[a] >= 0) dims[static_cast<size_t>(slots[a])] = origin[a];
+      at[kernel::chunk_origin_name(a)] = origin[a];
     }
     for (size_t k = first; k <= last; ++k) {
       const backend::Launch& l = launches[k];
@@ -81,8 +87,7 @@ size_t CompiledExecutor::run_group(size_t first, const Bindings& bindings, std::
         auto* base = static_cast<unsigned char*>(key >= 0 ? pointer[static_cast<size_t>(key)]
                                                           : scratch[static_cast<size_t>(-1 - key)]);
         int64_t offset = 0;
-        const std::vector<int64_t>& step = steps[k - first][b];
-        for (size_t a = 0; a < step.size(); ++a) offset += origin[a] * step[a];
+        for (const Expr& o : offsets[k - first][b]) offset += o.is_const() ? o.value() : evaluate(o, at);
         args.push_back(base + offset * element[k - first][b]);
       }
       if (l.same_for_same_pointers && args == previous[k - first]) continue;

@@ -201,6 +201,22 @@ TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
   EXPECT_NE(report.find(", chose "), std::string::npos) << report;
 }
 
+TEST(SlicedGroups, GroupedQueryAndCrossAttentionMatchTheInterpreter) {
+  // 6 query heads on 2 key/value heads: keys are read at head h / 3, which
+  // moves with the head (a chunk of one head) but not linearly in it. Keys
+  // longer than queries (cross-attention).
+  auto g = std::make_shared<Graph>();
+  Tensor q = g->input("q", {Expr(1), Expr(6), Expr(40), Expr(16)});
+  Tensor k = g->input("k", {Expr(1), Expr(2), Expr(56), Expr(16)});
+  Tensor v = g->input("v", {Expr(1), Expr(2), Expr(56), Expr(16)});
+  Tensor out = ops::scaled_dot_product_attention(q, k, v, std::nullopt, false, std::nullopt, true);
+  std::map<std::string, Array> inputs{{"q", random_array({1, 6, 40, 16}, 8)},
+                                      {"k", random_array({1, 2, 56, 16}, 9)},
+                                      {"v", random_array({1, 2, 56, 16}, 10)}};
+  auto cpu = check_against_interpreter(g, {out}, inputs, sliced(16));
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
+}
+
 TEST(SlicedGroups, SlicingCanBeTurnedOff) {
   Attention a = attention(2, 48, 16, false);
   Options o = sliced(16);
