@@ -1,0 +1,15 @@
+// A canonical hash of a Graph: equal for graphs that compute the same
+// expressions (same ops, attributes, views, inputs and outputs) whatever the
+// order their nodes were added in. Used to tell extracted candidates apart
+// and as the graph-level key of the tuning cache.
+#pragma once
+
+#include <cstdint>
+
+#include "lumen/core/graph.h"
+
+namespace lumen::egraph {
+
+uint64_t graph_hash(const Graph& graph);
+
+}  // namespace lumen::egraph
