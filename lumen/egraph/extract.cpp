@@ -220,30 +220,32 @@ std::vector<Candidate> Extractor::candidates(size_t count) const {
   std::stable_sort(options.begin(), options.end(), [](const Option& a, const Option& b) { return a.delta < b.delta; });
   std::vector<Candidate> found;
   std::unordered_set<uint64_t> hashes;
-  auto consider = [&](const Choice& choice, bool original, const std::string& label) {
+  auto consider = [&](const Choice& choice, const std::string& label) {
     try {
       Graph g = build(choice);
       uint64_t h = graph_hash(g);
-      if (!hashes.insert(h).second) {
-        if (original) {
-          for (Candidate& c : found) c.original = c.original || c.hash == h;
-        }
-        return;
-      }
-      found.push_back({std::move(g), dag_cost(choice), h, original, label});
+      if (!hashes.insert(h).second) return;
+      found.push_back({std::move(g), dag_cost(choice), h, false, label});
     } catch (const Error&) {
       // a cyclic switch: not a program
     }
   };
-  consider(best_, false, "best");
+  consider(best_, "best");
   size_t tries = 0;
   for (const Option& o : options) {
     if (found.size() >= count * 2 || ++tries > count * 8) break;
     Choice choice = best_;
     choice[static_cast<size_t>(o.cls)] = o.node;
-    consider(choice, false, "class " + std::to_string(o.cls) + " takes e-node " + std::to_string(o.node));
+ consider(choice, "class " + std::to_string(o.cls) + " takes e-node " + std::to_string(o.node));
   }
-  consider(original_choice(), true, "original");
+  // The original graph itself: after merges one class may stand for two of
+  // its nodes (x and x + 0), which no single choice per class reproduces.
+  uint64_t original_hash = graph_hash(original_);
+  if (!hashes.insert(original_hash).second) {
+    for (Candidate& c : found) c.original = c.original || c.hash == original_hash;
+  } else {
+    found.push_back({original_, dag_cost(original_choice()), original_hash, true, "original"});
+  }
   std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
   std::vector<Candidate> out;
   for (Candidate& c : found) {

@@ -3,7 +3,7 @@
 // fixed charge per materialised reduction); the cheapest e-node per class is
 // found by a fixpoint over tree costs; distinct candidates come from the best
 // choice with one class switched to another e-node, ranked by the cost of
-// the whole extracted DAG. The original graph's own choice is always kept.
+// the whole extracted DAG. The original graph itself is always a candidate.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ struct Candidate {
   Graph graph;
   double cost = 0;       // the extracted DAG's cost
   uint64_t hash = 0;     // graph_hash(graph)
-  bool original = false; // the input graph's own choice (up to merged duplicates)
+  bool original = false; // the input graph itself
   std::string label;     // how it differs from the best choice
 };
 
@@ -40,7 +40,7 @@ class Extractor {
   Graph build(const Choice& choice) const;
   double dag_cost(const Choice& choice) const;
   // Up to `count` distinct candidates (distinct graph_hash), cheapest first;
-  // the original choice is always among them (appended when not in the top).
+  // the original graph itself is always among them (appended when not in the top).
   std::vector<Candidate> candidates(size_t count) const;
 
  private:

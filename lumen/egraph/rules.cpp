@@ -108,7 +108,7 @@ void fold_rules(std::vector<Rule>& rules) {
       auto value = m.egraph.uniform_constant(a.cls);
       DType dtype = m.egraph.dtype(m.root);
       if (!value || view_of(m, a).has_mask() || !is_float(dtype)) return std::nullopt;
-      return broadcast_constant(m.egraph, round_to_dtype(fold_unary(op, *value), dtype), m.egraph.shape(m.root), dtype);
+      return broadcast_constant(m.egraph, round_to_dtype(fold_unary(op, round_to_dtype(*value, dtype)), dtype), m.egraph.shape(m.root), dtype);
     }));
   }
   for (Op op : {Op::Add, Op::Mul}) {
@@ -117,7 +117,8 @@ void fold_rules(std::vector<Rule>& rules) {
       auto x = m.egraph.uniform_constant(a.cls), y = m.egraph.uniform_constant(b.cls);
       DType dtype = m.egraph.dtype(m.root);
       if (!x || !y || view_of(m, a).has_mask() || view_of(m, b).has_mask() || !is_float(dtype)) return std::nullopt;
-      double v = op == Op::Add ? *x + *y : *x * *y;
+      double xr = round_to_dtype(*x, dtype), yr = round_to_dtype(*y, dtype);  // as the constants are stored
+      double v = op == Op::Add ? xr + yr : xr * yr;
       return broadcast_constant(m.egraph, round_to_dtype(v, dtype), m.egraph.shape(m.root), dtype);
     }));
   }
