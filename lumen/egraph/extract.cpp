@@ -1,6 +1,7 @@
 #include "lumen/egraph/extract.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <unordered_set>
 
@@ -16,6 +17,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSymbolicDim = 256;       // a dynamic dim counts as this many elements
 constexpr double kReductionCharge = 256;   // launching and materialising one reduction
 constexpr double kViewCost = 1e-3;         // free, but positive so that no cycle is ever cheapest
+constexpr double kImproveSeconds = 1.0;    // the most hill climbing on DAG cost may take
 
 double elements(const Shape& shape) {
   double n = 1;
@@ -56,6 +58,7 @@ double enode_cost(const EGraph& g, const ENode& n) {
 Extractor::Extractor(const EGraph& egraph, const GraphRoots& roots, const Graph& original)
     : egraph_(egraph), roots_(roots), original_(original) {
   compute_best();
+  improve(best_, kImproveSeconds);
 }
 
 void Extractor::compute_best() {
@@ -78,6 +81,67 @@ void Extractor::compute_best() {
       }
     }
   }
+}
+
+void Extractor::improve(Choice& choice, double seconds) const {
+  auto start = std::chrono::steady_clock::now();
+  double cost = dag_cost(choice);
+  for (int round = 0; round < 3; ++round) {
+    bool better = false;
+    for (ClassId c : reachable(choice)) {
+      const std::vector<ENode>& nodes = egraph_.eclass(c).nodes;
+      int kept = choice[static_cast<size_t>(c)];
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        if (static_cast<int>(j) == kept) continue;
+        bool ready = true;  // every operand class must already have a choice
+        for (const EChild& ch : nodes[j].children) ready = ready && choice[static_cast<size_t>(egraph_.find(ch.cls))] >= 0;
+        if (!ready) continue;
+        choice[static_cast<size_t>(c)] = static_cast<int>(j);
+        double trial = acyclic(choice) ? dag_cost(choice) : kInf;
+        if (trial < cost * (1 - 1e-9)) {
+          cost = trial;
+          kept = static_cast<int>(j);
+          better = true;
+        }
+        choice[static_cast<size_t>(c)] = kept;
+      }
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) return;
+    }
+    if (!better) return;
+  }
+}
+
+bool Extractor::acyclic(const Choice& choice) const {
+  std::vector<uint8_t> state(egraph_.class_capacity(), 0);  // 1: on the path, 2: done
+  std::vector<std::pair<ClassId, size_t>> stack;
+  auto roots = [&] {
+    std::vector<ClassId> r;
+    for (const EChild& o : roots_.outputs) r.push_back(egraph_.find(o.cls));
+    for (const auto& u : roots_.updates) r.push_back(egraph_.find(u.value.cls));
+    return r;
+  }();
+  for (ClassId root : roots) {
+    if (state[static_cast<size_t>(root)]) continue;
+    state[static_cast<size_t>(root)] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [c, next] = stack.back();
+      const ENode& n = egraph_.eclass(c).nodes[static_cast<size_t>(choice[static_cast<size_t>(c)])];
+      if (next == n.children.size()) {
+        state[static_cast<size_t>(c)] = 2;
+        stack.pop_back();
+        continue;
+      }
+      ClassId child = egraph_.find(n.children[next++].cls);
+      if (state[static_cast<size_t>(child)] == 1) return false;
+      if (state[static_cast<size_t>(child)] == 0) {
+        if (choice[static_cast<size_t>(child)] < 0) return false;
+        state[static_cast<size_t>(child)] = 1;
+        stack.emplace_back(child, 0);
+      }
+    }
+  }
+  return true;
 }
 
 Choice Extractor::original_choice() const {

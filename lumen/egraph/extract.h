@@ -1,7 +1,8 @@
 // Extraction — turning an e-graph back into Graphs. A cost model gives every
 // e-node a local cost (estimated ALU work, bytes of materialised values, a
 // fixed charge per materialised reduction); the cheapest e-node per class is
-// found by a fixpoint over tree costs; distinct candidates come from the best
+// found by a fixpoint over tree costs, then improved by hill climbing on the
+// cost of the whole DAG (tree costs count a shared value once per use); distinct candidates come from the best
 // choice with one class switched to another e-node, ranked by the cost of
 // the whole extracted DAG. The original graph itself is always a candidate.
 #pragma once
@@ -45,6 +46,9 @@ class Extractor {
 
  private:
   void compute_best();
+  // Switches single classes while that lowers dag_cost (at most `seconds`).
+  void improve(Choice& choice, double seconds) const;
+  bool acyclic(const Choice& choice) const;
   std::vector<ClassId> reachable(const Choice& choice) const;
 
   const EGraph& egraph_;

@@ -28,8 +28,21 @@ bool proven_nonempty(const Expr& extent) { return prove(ge(extent, Expr(1))); }
 bool constant_along(const View& v, int axis) {
   const ViewLayer& top = v.layers().back();
   auto k = static_cast<size_t>(axis);
-  if (!top.strides[k].is_const(0)) return false;
-  return top.mask.empty() || (top.mask[k].first.is_const(0) && simplify(top.mask[k].second) == simplify(top.shape[k]));
+  if (top.strides[k].is_const(0) &&
+      (top.mask.empty() || (top.mask[k].first.is_const(0) && simplify(top.mask[k].second) == simplify(top.shape[k])))) {
+    return true;
+  }
+  if (v.layers().size() == 1) return false;
+  // Stacked layers (a broadcast seen through a permute, say): whether the
+  // simplified index and validity mention the axis's loop index at all.
+  View::Index ix = v.index();
+  Expr var = loop_index(v.shape(), k);
+  for (const Expr& e : {ix.index, ix.valid}) {
+    for (const Expr& used : expr_vars(e)) {
+      if (used == var) return false;
+    }
+  }
+  return true;
 }
 
 Shape without(const Shape& s, int axis) {

@@ -45,6 +45,7 @@ SaturationReport saturate(EGraph& egraph, const std::vector<Rule>& rules, const 
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   SaturationReport report;
   for (const Rule& r : rules) report.fired[r.name] = 0;
+  std::vector<int> bans(rules.size(), 0), banned_until(rules.size(), 0);
   egraph.rebuild();
   bool stopped = false;
   auto stop = [&](StopReason why) {
@@ -71,18 +72,30 @@ SaturationReport saturate(EGraph& egraph, const std::vector<Rule>& rules, const 
     std::vector<ViewId> identity;
     identity.reserve(ids.size());
     for (ClassId c : ids) identity.push_back(egraph.identity_edge(c).view);
+    bool any_banned = false;
     for (size_t r = 0; r < rules.size() && !stopped; ++r) {
+      if (banned_until[r] > report.iterations) {
+        any_banned = true;
+        continue;
+      }
+      size_t limit = limits.match_limit << bans[r];
       std::vector<Subst> found;
-      for (size_t i = 0; i < ids.size(); ++i) {
-        size_t before = found.size();
-        match(egraph, rules[r].lhs, ids[i], identity[i], rules[r].scope, found, limits.max_matches_per_rule);
-        for (size_t k = before; k < found.size(); ++k) pending.push_back({r, ids[i], std::move(found[k])});
-        if (found.size() >= limits.max_matches_per_rule) break;
+      std::vector<ClassId> where;
+      for (size_t i = 0; i < ids.size() && found.size() <= limit; ++i) {
+        match(egraph, rules[r].lhs, ids[i], identity[i], rules[r].scope, found, limit + 1);
+        where.resize(found.size(), ids[i]);
         if ((i & 255) == 0 && elapsed() > limits.max_seconds) {
           stop(StopReason::TimeLimit);
           break;
         }
       }
+      if (found.size() > limit) {  // too many: sit out a while, with a larger allowance next time
+        banned_until[r] = report.iterations + (limits.ban_length << bans[r]);
+        ++bans[r];
+        any_banned = true;
+        continue;
+      }
+      for (size_t k = 0; k < found.size(); ++k) pending.push_back({r, where[k], std::move(found[k])});
     }
     size_t changed = 0;
     size_t nodes_before = egraph.node_count();
@@ -96,7 +109,7 @@ SaturationReport saturate(EGraph& egraph, const std::vector<Rule>& rules, const 
     }
     changed += egraph.rebuild();
     if (stopped) break;
-    if (changed == 0 && egraph.node_count() == nodes_before) {
+    if (changed == 0 && egraph.node_count() == nodes_before && !any_banned) {
       stop(StopReason::Saturated);
       break;
     }

@@ -16,7 +16,12 @@ struct Limits {
   size_t max_nodes = 20000;        // e-nodes; passed by at most one rule application's nodes
   int max_iterations = 8;
   double max_seconds = 2.0;        // wall time, checked between matches and applications
-  size_t max_matches_per_rule = 4000;  // per iteration, so one explosive rule cannot starve the rest
+  // Back-off (as in egg): a rule matching more than match_limit << bans
+  // times in one iteration is not applied and sits out ban_length << bans
+  // iterations, so associativity and commutativity cannot fill the node
+  // budget before the other rules had their turn.
+  size_t match_limit = 1000;
+  int ban_length = 2;
 };
 
 enum class StopReason { Saturated, NodeLimit, IterationLimit, TimeLimit };

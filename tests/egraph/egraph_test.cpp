@@ -228,6 +228,34 @@ TEST(EgraphExtraction, DistinctCandidatesAllEvaluateTheSame) {
   }
 }
 
+// General rules, composed: mul-assoc/comm expose softmax's 1/sum as a factor
+// constant along the P·V reduction, sum-factor-out moves it after that sum,
+// and the DAG cost model prefers the result (an [S, D] multiply, not [S, S]).
+TEST(EgraphExtraction, AttentionNormalisationMovesAfterTheWeightedSum) {
+  Graph g;
+  Shape s{Expr(1), Expr(2), Expr(48), Expr(8)};
+  g.mark_output(ops::scaled_dot_product_attention(g.input("q", s), g.input("k", s), g.input("v", s)));
+  EGraph eg;
+  GraphRoots roots = eg.add_graph(g);
+  SaturationReport r = saturate(eg, default_rules(), Limits{});
+  EXPECT_GT(r.fired["sum-factor-out"], 0u) << r.summary();
+  Extractor ex(eg, roots, g);
+  std::vector<Candidate> cands = ex.candidates(4);
+  ASSERT_FALSE(cands.empty());
+  const Candidate& best = cands[0];
+  EXPECT_FALSE(best.original) << "the rewritten program must be ranked first";
+  const Node& out = best.graph.node(best.graph.outputs()[0].edge.node);
+  ASSERT_EQ(out.op, Op::Mul);
+  bool sum_operand = false, recip_operand = false;
+  for (const Edge& e : out.inputs) {
+    sum_operand = sum_operand || best.graph.node(e.node).op == Op::SumReduce;
+    recip_operand = recip_operand || best.graph.node(e.node).op == Op::Recip;
+  }
+  EXPECT_TRUE(sum_operand && recip_operand) << "the output should be (sum_j e_ij v_jd) * (1 / sum_j e_ij)";
+  auto inputs = random_inputs(g, 4);
+  expect_same(evaluate(g, inputs), evaluate(best.graph, inputs), 1e-4, 1e-6, "attention, normalised last");
+}
+
 TEST(EgraphExtraction, NoApplicableRuleExtractsTheOriginal) {
   Graph g;
   Tensor x = g.input("x", {Expr(3), Expr(5)});
