@@ -3,7 +3,9 @@
 #include <chrono>
 
 #include "lumen/core/error.h"
-#include "lumen/runtime/cpu_executor.h"
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
 
 namespace lumen {
@@ -61,14 +63,15 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
     case Backend::Cpu:
     {
-      CpuOptions cpu;
+      compiler::CompilerOptions cpu;
       cpu.search.budget_s = options.search_budget_s;
       cpu.search.use_cache = options.tuning_cache;
       cpu.search.cache_path = options.cache_path;
       cpu.search.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
-      return Program(copy, named, std::make_unique<CpuExecutor>(copy, edges, cpu));
+      compiler::CompileResult compiled = compiler::compile(*copy, edges, cpu, cpu::CpuBackend::shared());
+      return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }
   fail("compile: unknown backend");

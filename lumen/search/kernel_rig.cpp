@@ -101,7 +101,7 @@ void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
   for (Candidate* c : candidates) {
     if (c->error.empty()) valid.push_back(c);
   }
-  auto keeps = [&](const Candidate& c, size_t pre) {  // as CpuExecutor::find_kept_packs decides
+  auto keeps = [&](const Candidate& c, size_t pre) {  // as lumen/compiler/lower_stage.cpp keeps packs
     const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - c.lowered.pre_buffer_nodes[pre][0]));
     if (!sb.elements.is_const()) return false;
     int64_t read = 0;

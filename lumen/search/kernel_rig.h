@@ -28,7 +28,7 @@ struct Candidate {
   std::vector<void*> run, tasks;
   std::vector<std::vector<NodeId>> buffers;
   // Launches done once and not timed: packs of parameters, which a program
-  // keeps between runs (see CpuExecutor).
+  // keeps between runs (see lumen/compiler/lower_stage.cpp).
   std::vector<bool> once;
   std::vector<bool> done;
   std::vector<void*> scratch_data;  // its scratch buffers, bound at the first run
