@@ -196,6 +196,14 @@ std::optional<double> EGraph::uniform_constant(ClassId id) const {
 }
 
 GraphRoots EGraph::add_graph(const Graph& graph) {
+  std::vector<Edge> edges;
+  for (const NamedOutput& o : graph.outputs()) edges.push_back(o.edge);
+  GraphRoots roots = add_graph(graph, edges);
+  for (size_t i = 0; i < edges.size(); ++i) roots.output_names[i] = graph.outputs()[i].name;
+  return roots;
+}
+
+GraphRoots EGraph::add_graph(const Graph& graph, const std::vector<Edge>& outputs) {
   GraphRoots roots;
   auto child = [&](const Edge& e) { return EChild{roots.node_class[static_cast<size_t>(e.node)], views_.intern(e.view)}; };
   for (size_t i = 0; i < graph.size(); ++i) {
@@ -218,7 +226,12 @@ GraphRoots EGraph::add_graph(const Graph& graph) {
     roots.node_enode.push_back(n);
     roots.node_class.push_back(add(std::move(n)));
   }
-  for (const NamedOutput& o : graph.outputs()) roots.outputs.push_back(child(o.edge));
+  for (const Edge& e : outputs) {
+    if (e.node < 0 || static_cast<size_t>(e.node) >= graph.size()) fail("egraph: output node ", e.node, " does not exist");
+    roots.outputs.push_back(child(e));
+    roots.output_edges.push_back(e);
+    roots.output_names.push_back("out" + std::to_string(roots.output_names.size()));
+  }
   for (const StateUpdate& u : graph.updates()) {
     roots.updates.push_back({roots.node_class[static_cast<size_t>(u.state)], views_.intern(u.view), child(u.value)});
   }

@@ -25,7 +25,9 @@ struct EClass {
 
 // Where a Graph's outputs and state updates live in the e-graph.
 struct GraphRoots {
-  std::vector<EChild> outputs;  // in Graph::outputs() order
+  std::vector<EChild> outputs;  // in Graph::outputs() order, or the edges add_graph was given
+  std::vector<std::string> output_names;
+  std::vector<Edge> output_edges;  // the Graph's edges they came from
   struct Update {
     ClassId state = -1;
     ViewId view = -1;
@@ -41,6 +43,8 @@ class EGraph {
   // Adds every node of `graph`; Input leaves keep the Graph's node id, so
   // extraction can copy names, flags and dtypes from that graph.
   GraphRoots add_graph(const Graph& graph);
+  // The same with these edges as the outputs (named out0, out1, ...).
+  GraphRoots add_graph(const Graph& graph, const std::vector<Edge>& outputs);
 
   // Adds an e-node (children need not be canonical); returns its class. The
   // e-node must be well-formed (operand shapes, dtypes, axes); raises if not.

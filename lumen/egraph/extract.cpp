@@ -255,7 +255,7 @@ Graph Extractor::build(const Choice& choice) const {
   for (const DimConstraint& c : original_.constraints()) out.require(c.condition, c.message);
   for (size_t i = 0; i < roots_.outputs.size(); ++i) {
     Edge e = emitter.operand(roots_.outputs[i]);
-    out.mark_output(Tensor(&out, e.node, e.view), original_.outputs()[i].name);
+    out.mark_output(Tensor(&out, e.node, e.view), roots_.output_names[i]);
   }
   for (size_t i = 0; i < roots_.updates.size(); ++i) {
     const StateUpdate& u = original_.updates()[i];
@@ -287,9 +287,11 @@ std::vector<Candidate> Extractor::candidates(size_t count) const {
   auto consider = [&](const Choice& choice, const std::string& label) {
     try {
       Graph g = build(choice);
-      uint64_t h = graph_hash(g);
+      std::vector<Edge> outputs;
+      for (const NamedOutput& o : g.outputs()) outputs.push_back(o.edge);
+      uint64_t h = graph_hash(g, outputs);
       if (!hashes.insert(h).second) return;
-      found.push_back({std::move(g), dag_cost(choice), h, false, label});
+      found.push_back({std::move(g), std::move(outputs), dag_cost(choice), h, false, label});
     } catch (const Error&) {
       // a cyclic switch: not a program
     }
@@ -304,11 +306,11 @@ std::vector<Candidate> Extractor::candidates(size_t count) const {
   }
   // The original graph itself: after merges one class may stand for two of
   // its nodes (x and x + 0), which no single choice per class reproduces.
-  uint64_t original_hash = graph_hash(original_);
+  uint64_t original_hash = graph_hash(original_, roots_.output_edges);
   if (!hashes.insert(original_hash).second) {
     for (Candidate& c : found) c.original = c.original || c.hash == original_hash;
   } else {
-    found.push_back({original_, dag_cost(original_choice()), original_hash, true, "original"});
+    found.push_back({original_, roots_.output_edges, dag_cost(original_choice()), original_hash, true, "original"});
   }
   std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
   std::vector<Candidate> out;

@@ -23,8 +23,9 @@ using Choice = std::vector<int>;
 
 struct Candidate {
   Graph graph;
+  std::vector<Edge> outputs;  // what to compile: the roots' outputs in `graph`
   double cost = 0;       // the extracted DAG's cost
-  uint64_t hash = 0;     // graph_hash(graph)
+  uint64_t hash = 0;     // graph_hash(graph, outputs)
   bool original = false; // the input graph itself
   std::string label;     // how it differs from the best choice
 };

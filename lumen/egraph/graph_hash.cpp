@@ -18,7 +18,9 @@ uint64_t text(const std::string& s) { return std::hash<std::string>()(s); }
 
 }  // namespace
 
-uint64_t graph_hash(const Graph& graph) {
+namespace {
+
+uint64_t hash_of(const Graph& graph, const std::vector<std::pair<std::string, Edge>>& outputs) {
   std::vector<uint64_t> node_hash(graph.size());
   auto edge_hash = [&](const Edge& e) {
     return mix(node_hash[static_cast<size_t>(e.node)], text(to_string(e.view.base_shape()) + e.view.to_string()));
@@ -38,13 +40,27 @@ uint64_t graph_hash(const Graph& graph) {
     node_hash[i] = h;
   }
   uint64_t h = 0x6c756d656eULL;
-  for (const NamedOutput& o : graph.outputs()) h = mix(mix(h, text(o.name)), edge_hash(o.edge));
+  for (const auto& [name, edge] : outputs) h = mix(mix(h, text(name)), edge_hash(edge));
   for (const StateUpdate& u : graph.updates()) {
     h = mix(mix(h, node_hash[static_cast<size_t>(u.state)]), text(u.view.to_string()));
     h = mix(h, edge_hash(u.value));
   }
   for (const DimConstraint& c : graph.constraints()) h = mix(h, text(to_string(c.condition)));
   return h;
+}
+
+}  // namespace
+
+uint64_t graph_hash(const Graph& graph) {
+  std::vector<std::pair<std::string, Edge>> outputs;
+  for (const NamedOutput& o : graph.outputs()) outputs.emplace_back(o.name, o.edge);
+  return hash_of(graph, outputs);
+}
+
+uint64_t graph_hash(const Graph& graph, const std::vector<Edge>& outputs) {
+  std::vector<std::pair<std::string, Edge>> named;
+  for (const Edge& e : outputs) named.emplace_back("", e);
+  return hash_of(graph, named);
 }
 
 }  // namespace lumen::egraph

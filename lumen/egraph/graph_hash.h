@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "lumen/core/graph.h"
 
 namespace lumen::egraph {
 
 uint64_t graph_hash(const Graph& graph);
+// The same with `outputs` (unnamed) in place of the graph's marked outputs.
+uint64_t graph_hash(const Graph& graph, const std::vector<Edge>& outputs);
 
 }  // namespace lumen::egraph
