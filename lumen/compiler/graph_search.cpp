@@ -1,0 +1,180 @@
+#include "lumen/compiler/graph_search.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "lumen/core/error.h"
+#include "lumen/egraph/extract.h"
+#include "lumen/egraph/graph_hash.h"
+#include "lumen/egraph/rules.h"
+#include "lumen/search/tuning_cache.h"
+
+namespace lumen::compiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kNoiseMargin = 0.97;  // a rewrite wins only if at most this fraction of the original's time
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+struct Extracted {
+  egraph::EGraph egraph;
+  egraph::GraphRoots roots;
+  std::vector<egraph::Candidate> candidates;
+};
+
+// Saturates and extracts, filling the report's e-graph figures.
+std::unique_ptr<Extracted> extract(const Graph& graph, const std::vector<Edge>& outputs, const GraphSearchOptions& options,
+                                   GraphSearchReport& report) {
+  auto x = std::make_unique<Extracted>();
+  auto start = Clock::now();
+  x->roots = x->egraph.add_graph(graph, outputs);
+  egraph::SaturationReport sat = egraph::saturate(x->egraph, egraph::default_rules(), options.limits);
+  report.saturate_seconds = seconds_since(start);
+  report.saturation = sat.summary();
+  for (const auto& [name, count] : sat.fired) {
+    if (count > 0) report.fired[name] = count;
+  }
+  start = Clock::now();
+  egraph::Extractor extractor(x->egraph, x->roots, graph);
+  x->candidates = extractor.candidates(options.candidates);
+  report.extract_seconds = seconds_since(start);
+  // The original first: it is measured first and is the reference for state writes.
+  std::stable_partition(x->candidates.begin(), x->candidates.end(), [](const egraph::Candidate& c) { return c.original; });
+  for (const egraph::Candidate& c : x->candidates) report.candidates.push_back({c.label, c.cost, c.original, c.hash, -1, ""});
+  return x;
+}
+
+CompilerOptions heuristic_only(const CompilerOptions& options) {
+  CompilerOptions o = options;
+  o.search.budget_s = 0;  // candidates are compared with heuristic schedules (and cached ones)
+  o.search.progress = false;
+  return o;
+}
+
+// Compiles and measures each candidate; returns the index of the fastest verified one.
+int measure_candidates(const Extracted& x, const CompilerOptions& options, const std::shared_ptr<const backend::Backend>& backend,
+                       const ProgramMeasure& measure, GraphSearchReport& report) {
+  auto start = Clock::now();
+  int winner = -1;
+  for (size_t i = 0; i < x.candidates.size(); ++i) {
+    const egraph::Candidate& c = x.candidates[i];
+    GraphCandidateReport& r = report.candidates[i];
+    try {
+      CompileResult compiled = compile(c.graph, c.outputs, heuristic_only(options), backend);
+      r.ms = measure(compiled.program);
+    } catch (const Error& e) {
+      r.rejected = e.what();
+      if (c.original) return -1;  // no reference to compare against: keep the original unmeasured
+      continue;
+    }
+    if (winner < 0 || r.ms < report.candidates[static_cast<size_t>(winner)].ms) winner = static_cast<int>(i);
+  }
+  // A rewrite must beat the original by more than timing noise to be chosen.
+  if (winner > 0 && !(report.candidates[static_cast<size_t>(winner)].ms < report.candidates[0].ms * kNoiseMargin)) winner = 0;
+  report.measure_seconds = seconds_since(start);
+  return winner;
+}
+
+}  // namespace
+
+std::string GraphSearchReport::to_string() const {
+  std::ostringstream out;
+  if (!ran) return "graph search: skipped (search budget 0)\n";
+  out << "graph search: " << (cached ? "choice from the tuning cache (nothing measured)" : "measured") << "\n";
+  if (!saturation.empty()) {
+    out << "  " << saturation << "\n";
+    out << "  saturate " << saturate_seconds * 1e3 << " ms, extract " << extract_seconds * 1e3 << " ms, measure "
+        << measure_seconds * 1e3 << " ms\n";
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const GraphCandidateReport& c = candidates[i];
+    out << "  " << (static_cast<int>(i) == winner ? "* " : "  ") << "candidate " << i << " (" << c.label << ", cost "
+        << c.cost << ", graph " << hex(c.hash) << "): ";
+    if (!c.rejected.empty()) out << "rejected: " << c.rejected;
+    else if (c.ms >= 0) out << c.ms << " ms";
+    else out << "not measured";
+    out << "\n";
+  }
+  if (!note.empty()) out << "  " << note << "\n";
+  return out.str();
+}
+
+std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& outputs, const backend::Backend& backend,
+                             const GraphSearchOptions& options) {
+  backend::Capabilities caps = backend.capabilities();
+  std::ostringstream key;
+  key << "graph-level " << hex(egraph::graph_hash(graph, outputs)) << " | " << caps.name << " " << caps.device << " "
+      << caps.isa_features << " threads " << caps.threads << " | limits " << options.limits.max_nodes << "/"
+      << options.limits.max_iterations << " candidates " << options.candidates;
+  return key.str();
+}
+
+CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Edge>& outputs,
+                                        const CompilerOptions& options, std::shared_ptr<const backend::Backend> backend,
+                                        const ProgramMeasure& measure, const GraphSearchOptions& search,
+                                        GraphSearchReport* report_out) {
+  GraphSearchReport report;
+  if (options.search.budget_s <= 0 || !measure) {
+    if (report_out) *report_out = report;
+    return compile(graph, outputs, options, std::move(backend));
+  }
+  report.ran = true;
+  std::unique_ptr<search::TuningCache> cache;
+  if (options.search.use_cache) cache = std::make_unique<search::TuningCache>(options.search.cache_path);
+  std::string key = graph_choice_key(graph, outputs, *backend, search);
+  uint64_t original_hash = egraph::graph_hash(graph, outputs);
+  const Graph* chosen_graph = &graph;
+  const std::vector<Edge>* chosen_outputs = &outputs;
+  std::unique_ptr<Extracted> x;
+  std::optional<search::TuningEntry> hit = cache ? cache->lookup(key) : std::nullopt;
+  if (hit) {
+    report.cached = true;
+    if (hit->actions != hex(original_hash)) {  // another program won: extract again (saturation is deterministic)
+      x = extract(graph, outputs, search, report);
+      for (size_t i = 0; i < x->candidates.size(); ++i) {
+        if (hex(x->candidates[i].hash) == hit->actions) report.winner = static_cast<int>(i);
+      }
+      if (report.winner < 0) report.note = "the cached winner " + hit->actions + " was not extracted again; kept the original";
+    } else {
+      report.note = "the original graph won when measured (" + std::to_string(hit->best_ms) + " ms)";
+    }
+  } else {
+    x = extract(graph, outputs, search, report);
+    if (x->candidates.size() > 1) report.winner = measure_candidates(*x, options, backend, measure, report);
+    if (report.winner >= 0 && cache) {
+      const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
+      search::TuningEntry entry;
+      entry.actions = hex(w.hash);
+      entry.best_ms = w.ms;
+      entry.baseline_ms = report.candidates[0].ms;  // the original, measured first
+      entry.description = "graph-level choice: " + w.label;
+      entry.created = static_cast<int64_t>(std::time(nullptr));
+      cache->store(key, entry);
+    }
+    if (x->candidates.size() <= 1) report.note = "no rewrite gave another program; kept the original";
+  }
+  if (x && report.winner >= 0) {
+    chosen_graph = &x->candidates[static_cast<size_t>(report.winner)].graph;
+    chosen_outputs = &x->candidates[static_cast<size_t>(report.winner)].outputs;
+  }
+  CompileResult result = compile(*chosen_graph, *chosen_outputs, options, std::move(backend));
+  result.program.report = report.to_string() + result.program.report;
+  result.program.stats["graph_search_seconds"] = report.saturate_seconds + report.extract_seconds + report.measure_seconds;
+  result.program.stats["graph_candidates"] = static_cast<double>(report.candidates.size());
+  result.program.stats["graph_winner_original"] =
+      report.winner < 0 || report.candidates[static_cast<size_t>(report.winner)].original ? 1.0 : 0.0;
+  if (report_out) *report_out = report;
+  return result;
+}
+
+}  // namespace lumen::compiler

@@ -1,0 +1,42 @@
+// CandidateRig — measures whole compiled programs for the compiler's
+// graph-level search (lumen/compiler/graph_search.h): every candidate runs on
+// the same random inputs (dynamic dims at their tuning values), its outputs
+// are checked against the reference interpreter on the original graph and
+// its state writes against the first program measured (the original's), then
+// it is timed: the median of a few runs after the checked one.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/backend/compiled_program.h"
+#include "lumen/core/array.h"
+#include "lumen/core/graph.h"
+
+namespace lumen {
+
+class CandidateRig {
+ public:
+  // `dims` binds every dynamic dim (missing ones take `default_dim`).
+  CandidateRig(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, const std::map<std::string, int64_t>& dims,
+               int64_t default_dim);
+
+  // Median run time in ms; throws lumen::Error naming the output and element
+  // where the program disagrees with the reference.
+  double measure(const backend::CompiledProgram& program);
+
+ private:
+  void prepare();  // inputs and the interpreter's outputs, on first use
+
+  std::shared_ptr<const Graph> graph_;
+  std::vector<Edge> outputs_;
+  Bindings bindings_;
+  bool prepared_ = false;
+  std::map<std::string, Array> inputs_;
+  std::vector<Array> reference_;
+  std::map<std::string, Array> reference_states_;  // after the first measured program's run
+};
+
+}  // namespace lumen

@@ -1,0 +1,121 @@
+// The compiler's graph-level stage: skipped at budget 0; with a budget it
+// measures extracted programs, keeps the fastest verified one (never an
+// unverified one), reports rules, candidates, times and the winner, and a
+// warm compile takes the choice from the tuning cache without measuring.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compile.h"
+#include "lumen/compiler/graph_search.h"
+#include "lumen/ops/ops.h"
+#include "tests/egraph/egraph_test_util.h"
+
+namespace lumen::compiler {
+namespace {
+
+using egraph::testing::evaluate;
+using egraph::testing::expect_same;
+using egraph::testing::random_inputs;
+
+std::string fresh_db(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/lumen_graph_search_" + name + "_" + std::to_string(getpid()) + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return path;
+}
+
+Graph attention() {
+  Graph g;
+  Shape s{Expr(1), Expr(2), Expr(40), Expr(8)};
+  g.mark_output(ops::scaled_dot_product_attention(g.input("q", s), g.input("k", s), g.input("v", s)), "out");
+  return g;
+}
+
+std::vector<Edge> outputs_of(const Graph& g) {
+  std::vector<Edge> e;
+  for (const NamedOutput& o : g.outputs()) e.push_back(o.edge);
+  return e;
+}
+
+TEST(GraphSearch, BudgetZeroSkipsTheStage) {
+  Graph g = attention();
+  CompilerOptions options;
+  options.search.use_cache = false;
+  int calls = 0;
+  GraphSearchReport report;
+  CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(),
+                                              [&](const backend::CompiledProgram&) { return double(++calls); }, {}, &report);
+  EXPECT_FALSE(report.ran);
+  EXPECT_EQ(calls, 0);
+  EXPECT_TRUE(report.candidates.empty());
+  EXPECT_EQ(r.program.stats.count("graph_candidates"), 0u);
+  EXPECT_EQ(r.program.report.find("graph search"), std::string::npos);
+}
+
+// The measure decides; a candidate it rejects never wins, even when cheaper.
+TEST(GraphSearch, FastestVerifiedCandidateWinsAndRejectedOnesNever) {
+  Graph g = attention();
+  auto inputs = random_inputs(g, 2);
+  auto want = evaluate(g, inputs);
+  for (bool reject_others : {false, true}) {
+    CompilerOptions options;
+    options.search.budget_s = 0.01;
+    options.search.use_cache = false;
+    GraphSearchReport report;
+    int call = 0;
+    auto measure = [&](const backend::CompiledProgram&) -> double {
+      if (call++ == 0) return 10.0;  // the original, measured first
+      if (reject_others) fail("disagrees with the interpreter (test)");
+      return 9.0 - call;  // every rewrite faster beyond noise, the last the fastest
+    };
+    CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(), measure, {}, &report);
+    ASSERT_TRUE(report.ran);
+    ASSERT_GE(report.candidates.size(), 2u) << report.to_string();
+    EXPECT_TRUE(report.candidates[0].original);
+    ASSERT_GE(report.winner, 0);
+    const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
+    if (reject_others) {
+      EXPECT_TRUE(w.original) << report.to_string();
+      for (size_t i = 1; i < report.candidates.size(); ++i) EXPECT_NE(report.candidates[i].rejected, "");
+    } else {
+      EXPECT_EQ(report.winner, static_cast<int>(report.candidates.size()) - 1) << report.to_string();
+      EXPECT_FALSE(w.original);
+    }
+    EXPECT_NE(r.program.report.find("graph search: measured"), std::string::npos);
+    EXPECT_NE(r.program.report.find("rules fired"), std::string::npos) << r.program.report;
+    EXPECT_NE(r.program.report.find("* candidate"), std::string::npos) << r.program.report;
+    // Whatever won computes what the original does (the compiled program's own graph).
+    expect_same(want, evaluate(*r.program.graph, inputs), 1e-4, 1e-6, "winner graph");
+  }
+}
+
+TEST(GraphSearch, CompileMeasuresOnceThenTheCacheAnswers) {
+  Graph g = attention();
+  CompileOptions options;
+  options.search_budget_s = 0.2;
+  options.cache_path = fresh_db("warm");
+  Program cold = compile(g, {}, options);
+  std::string report = cold.report();
+  std::printf("%s", report.c_str());
+  EXPECT_NE(report.find("graph search: measured"), std::string::npos) << report;
+  EXPECT_NE(report.find(" ms\n"), std::string::npos) << "each candidate's measured time is reported:\n" << report;
+  EXPECT_GE(cold.stats().at("graph_candidates"), 2.0);
+  auto inputs = random_inputs(g, 9);
+  auto want = evaluate(g, inputs);
+  for (const auto& [name, a] : inputs) cold.set(name, a);
+  cold.run();
+  expect_same(want, {cold.get("out")}, 2e-3, 1e-4, "the chosen program");
+
+  Program warm = compile(g, {}, options);
+  EXPECT_NE(warm.report().find("choice from the tuning cache (nothing measured)"), std::string::npos) << warm.report();
+  EXPECT_EQ(warm.stats().at("search_timing_runs"), 0.0);
+  for (const auto& [name, a] : inputs) warm.set(name, a);
+  warm.run();
+  expect_same(want, {warm.get("out")}, 2e-3, 1e-4, "the warm program");
+  std::remove(options.cache_path.c_str());
+}
+
+}  // namespace
+}  // namespace lumen::compiler
