@@ -1,9 +1,10 @@
 // CandidateRig — measures whole compiled programs for the compiler's
 // graph-level search (lumen/compiler/graph_search.h): every candidate runs on
 // the same random inputs (dynamic dims at their tuning values), its outputs
-// are checked against the reference interpreter on the original graph and
-// its state writes against the first program measured (the original's), then
-// it is timed: the median of a few runs after the checked one.
+// are checked against the reference interpreter on the original graph (or,
+// for graphs too large to interpret in seconds, against the original's
+// compiled program, which is measured first) and its state writes against the
+// original's, then it is timed: the median of a few runs after the checked one.
 #pragma once
 
 #include <map>
@@ -37,6 +38,7 @@ class CandidateRig {
   std::map<std::string, Array> inputs_;
   std::vector<Array> reference_;
   std::map<std::string, Array> reference_states_;  // after the first measured program's run
+  bool measured_any_ = false;
 };
 
 }  // namespace lumen
