@@ -256,6 +256,40 @@ TEST(EgraphExtraction, AttentionNormalisationMovesAfterTheWeightedSum) {
   expect_same(evaluate(g, inputs), evaluate(best.graph, inputs), 1e-4, 1e-6, "attention, normalised last");
 }
 
+// Dynamic dims: rules and extraction keep symbolic shapes, dims and
+// constraints; every candidate evaluates the same at a binding.
+TEST(EgraphExtraction, DynamicDimsSurviveRewritesAndExtraction) {
+  Graph g;
+  Expr n = g.dim("n");
+  g.require(ge(n, Expr(2)), "n must be at least 2");
+  Tensor x = g.input("x", {n, Expr(6)});
+  Tensor w = g.input("w", {Expr(6), Expr(3)});
+  g.mark_output(ops::softmax(ops::matmul(x, w), -1).sum_reduce(0), "y");
+  EGraph eg;
+  GraphRoots roots = eg.add_graph(g);
+  SaturationReport r = saturate(eg, default_rules(), Limits{});
+  Extractor ex(eg, roots, g);
+  std::vector<Candidate> cands = ex.candidates(5);
+  EXPECT_GE(cands.size(), 2u) << r.summary();
+  for (int64_t bound : {2, 5}) {
+    Bindings b{{"n", bound}};
+    std::map<std::string, Array> inputs;
+    std::mt19937 rng(static_cast<uint32_t>(bound));
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (const auto& [name, shape] : {std::pair<std::string, std::vector<int64_t>>{"x", {bound, 6}}, {"w", {6, 3}}}) {
+      Array a(DType::F32, shape);
+      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, u(rng));
+      inputs.emplace(name, std::move(a));
+    }
+    auto want = interp::Interpreter(g).run(inputs, {g.outputs()[0].edge}, b);
+    for (const Candidate& c : cands) {
+      EXPECT_EQ(c.graph.dim_names(), g.dim_names());
+      EXPECT_EQ(c.graph.constraints().size(), g.constraints().size());
+      expect_same(want, interp::Interpreter(c.graph).run(inputs, c.outputs, b), 1e-4, 1e-6, "n = " + std::to_string(bound) + " " + c.label);
+    }
+  }
+}
+
 TEST(EgraphExtraction, NoApplicableRuleExtractsTheOriginal) {
   Graph g;
   Tensor x = g.input("x", {Expr(3), Expr(5)});
