@@ -69,6 +69,10 @@ int measure_candidates(const Extracted& x, const CompilerOptions& options, const
   for (size_t i = 0; i < x.candidates.size(); ++i) {
     const egraph::Candidate& c = x.candidates[i];
     GraphCandidateReport& r = report.candidates[i];
+    if (i >= 2 && seconds_since(start) > options.search.budget_s) {  // the original and one rewrite at least
+      r.rejected = "not measured: the graph search used up the search budget";
+      continue;
+    }
     try {
       CompileResult compiled = compile(c.graph, c.outputs, heuristic_only(options), backend);
       r.ms = measure(compiled.program);

@@ -2,7 +2,8 @@
 // budget, the graph is saturated under the general rules (lumen/egraph)
 // within limits, the best few distinct programs are extracted (the original
 // graph always among them), each is compiled with the heuristic schedules,
-// checked against the interpreter and timed as a whole program; the fastest
+// checked against the interpreter and timed as a whole program (beyond the
+// original and one rewrite, only while the search budget lasts); the fastest
 // verified one is then compiled with the full schedule-search budget. The
 // choice is remembered in the tuning cache (key: canonical graph hash and
 // device fingerprint), so a warm compile measures nothing. Budget 0 skips
