@@ -265,7 +265,7 @@ Graph Extractor::build(const Choice& choice) const {
   return out;
 }
 
-std::vector<Candidate> Extractor::candidates(size_t count) const {
+std::vector<Candidate> Extractor::candidates(size_t count, bool operand_order_matters) const {
   struct Option {
     double delta;
     ClassId cls;
@@ -290,7 +290,7 @@ std::vector<Candidate> Extractor::candidates(size_t count) const {
       std::vector<Edge> outputs;
       for (const NamedOutput& o : g.outputs()) outputs.push_back(o.edge);
       uint64_t h = graph_hash(g, outputs);
-      if (!hashes.insert(h).second) return;
+      if (!hashes.insert(operand_order_matters ? h : graph_hash_unordered(g, outputs)).second) return;
       found.push_back({std::move(g), std::move(outputs), dag_cost(choice), h, false, label});
     } catch (const Error&) {
       // a cyclic switch: not a program
@@ -299,16 +299,22 @@ std::vector<Candidate> Extractor::candidates(size_t count) const {
   consider(best_, "best");
   size_t tries = 0;
   for (const Option& o : options) {
-    if (found.size() >= count * 2 || ++tries > count * 8) break;
+    if (found.size() >= count * 2 || ++tries > count * 16) break;
     Choice choice = best_;
     choice[static_cast<size_t>(o.cls)] = o.node;
- consider(choice, "class " + std::to_string(o.cls) + " takes e-node " + std::to_string(o.node));
+    consider(choice, "class " + std::to_string(o.cls) + " takes e-node " + std::to_string(o.node));
   }
   // The original graph itself: after merges one class may stand for two of
   // its nodes (x and x + 0), which no single choice per class reproduces.
   uint64_t original_hash = graph_hash(original_, roots_.output_edges);
-  if (!hashes.insert(original_hash).second) {
-    for (Candidate& c : found) c.original = c.original || c.hash == original_hash;
+  uint64_t original_key = operand_order_matters ? original_hash : graph_hash_unordered(original_, roots_.output_edges);
+  if (!hashes.insert(original_key).second) {  // the same program as one found: that one becomes the original
+    for (Candidate& c : found) {
+      uint64_t key = operand_order_matters ? c.hash : graph_hash_unordered(c.graph, c.outputs);
+      if (key == original_key) {
+        c = Candidate{original_, roots_.output_edges, c.cost, original_hash, true, "original"};
+      }
+    }
   } else {
     found.push_back({original_, roots_.output_edges, dag_cost(original_choice()), original_hash, true, "original"});
   }

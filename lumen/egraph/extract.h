@@ -41,9 +41,10 @@ class Extractor {
   // Raises lumen::Error if the choice is cyclic or leaves a needed class unchosen.
   Graph build(const Choice& choice) const;
   double dag_cost(const Choice& choice) const;
-  // Up to `count` distinct candidates (distinct graph_hash), cheapest first;
-  // the original graph itself is always among them (appended when not in the top).
-  std::vector<Candidate> candidates(size_t count) const;
+  // Up to `count` distinct candidates, cheapest first; the original graph
+  // itself is always among them (appended when not in the top). Distinct by
+  // graph_hash_unordered unless `operand_order_matters` (then graph_hash).
+  std::vector<Candidate> candidates(size_t count, bool operand_order_matters = false) const;
 
  private:
   void compute_best();

@@ -1,5 +1,6 @@
 #include "lumen/egraph/graph_hash.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -20,7 +21,7 @@ uint64_t text(const std::string& s) { return std::hash<std::string>()(s); }
 
 namespace {
 
-uint64_t hash_of(const Graph& graph, const std::vector<std::pair<std::string, Edge>>& outputs) {
+uint64_t hash_of(const Graph& graph, const std::vector<std::pair<std::string, Edge>>& outputs, bool unordered) {
   std::vector<uint64_t> node_hash(graph.size());
   auto edge_hash = [&](const Edge& e) {
     return mix(node_hash[static_cast<size_t>(e.node)], text(to_string(e.view.base_shape()) + e.view.to_string()));
@@ -36,7 +37,10 @@ uint64_t hash_of(const Graph& graph, const std::vector<std::pair<std::string, Ed
     if (n.pattern.defined()) h = mix(h, text(to_string(n.pattern)));
     h = mix(h, text(n.name));
     h = mix(h, (n.persistent ? 2u : 0u) | (n.parameter ? 1u : 0u));
-    for (const Edge& e : n.inputs) h = mix(h, edge_hash(e));
+    std::vector<uint64_t> operands;
+    for (const Edge& e : n.inputs) operands.push_back(edge_hash(e));
+    if (unordered && (n.op == Op::Add || n.op == Op::Mul)) std::sort(operands.begin(), operands.end());
+    for (uint64_t o : operands) h = mix(h, o);
     node_hash[i] = h;
   }
   uint64_t h = 0x6c756d656eULL;
@@ -54,13 +58,19 @@ uint64_t hash_of(const Graph& graph, const std::vector<std::pair<std::string, Ed
 uint64_t graph_hash(const Graph& graph) {
   std::vector<std::pair<std::string, Edge>> outputs;
   for (const NamedOutput& o : graph.outputs()) outputs.emplace_back(o.name, o.edge);
-  return hash_of(graph, outputs);
+  return hash_of(graph, outputs, false);
 }
 
 uint64_t graph_hash(const Graph& graph, const std::vector<Edge>& outputs) {
   std::vector<std::pair<std::string, Edge>> named;
   for (const Edge& e : outputs) named.emplace_back("", e);
-  return hash_of(graph, named);
+  return hash_of(graph, named, false);
+}
+
+uint64_t graph_hash_unordered(const Graph& graph, const std::vector<Edge>& outputs) {
+  std::vector<std::pair<std::string, Edge>> named;
+  for (const Edge& e : outputs) named.emplace_back("", e);
+  return hash_of(graph, named, true);
 }
 
 }  // namespace lumen::egraph

@@ -14,5 +14,8 @@ namespace lumen::egraph {
 uint64_t graph_hash(const Graph& graph);
 // The same with `outputs` (unnamed) in place of the graph's marked outputs.
 uint64_t graph_hash(const Graph& graph, const std::vector<Edge>& outputs);
+// The same, except that add and mul operands hash alike in either order:
+// programs that differ only so are one program to measure.
+uint64_t graph_hash_unordered(const Graph& graph, const std::vector<Edge>& outputs);
 
 }  // namespace lumen::egraph
