@@ -14,6 +14,8 @@ namespace lumen {
 namespace {
 
 constexpr int kTimedRuns = 5;
+constexpr int kMaxTimedRuns = 200;
+constexpr double kMinTimingSeconds = 0.1;
 // Above this many element steps the interpreter would take minutes: the
 // original compiled program (measured first) is the reference instead.
 constexpr double kMaxInterpreterSteps = 3e7;
@@ -101,11 +103,13 @@ double CandidateRig::measure(const backend::CompiledProgram& program) {
   }
   std::vector<double> ms;
   auto start = std::chrono::steady_clock::now();
-  for (int run = 0; run < kTimedRuns; ++run) {
+  // At least kTimedRuns; fast programs run until kMinTimingSeconds so their median is not noise.
+  for (int run = 0; run < kMaxTimedRuns; ++run) {
     auto t0 = std::chrono::steady_clock::now();
     executor.execute(inputs, bindings_);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kMaxTimingSeconds) break;
+    double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (spent > kMaxTimingSeconds || (run + 1 >= kTimedRuns && spent > kMinTimingSeconds)) break;
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];

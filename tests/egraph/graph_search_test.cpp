@@ -10,6 +10,7 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/compile.h"
 #include "lumen/compiler/graph_search.h"
+#include "lumen/models/llama.h"
 #include "lumen/ops/ops.h"
 #include "tests/egraph/egraph_test_util.h"
 
@@ -122,6 +123,39 @@ TEST(GraphSearch, CompileMeasuresOnceThenTheCacheAnswers) {
   warm.run();
   expect_same(want, {warm.get("out")}, 2e-3, 1e-4, "the warm program");
   std::remove(options.cache_path.c_str());
+}
+
+// A small Llama (KV-cache state, GQA, RoPE, causal mask): the searched
+// program matches the interpreter, state included, and a warm compile
+// measures nothing.
+TEST(GraphSearch, LlamaWarmCompileDoesNoTiming) {
+  models::LlamaConfig c;
+  c.vocab = 8;
+  c.dim = 16;
+  c.layers = 1;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 4;
+  c.hidden = 24;
+  Graph g;
+  models::Llama model(g, c);
+  Tensor tokens = g.input("tokens", {Expr(1), Expr(5)}, DType::I32);
+  g.mark_output(model.step(tokens, Expr(2), 8), "logits");
+  CompileOptions options;
+  options.search_budget_s = 0.3;
+  options.cache_path = fresh_db("llama");
+  Program cold = compile(g, {}, options);
+  std::printf("%s", cold.report().c_str());
+  EXPECT_NE(cold.report().find("graph search: measured"), std::string::npos) << cold.report();
+  auto inputs = random_inputs(g, 5);
+  auto want = evaluate(g, inputs);  // logits, then the two cache updates
+  for (const auto& [name, a] : inputs) cold.set(name, a);
+  cold.run();
+  expect_same({want[0]}, {cold.get("logits")}, 2e-3, 1e-4, "llama logits");
+  Program warm = compile(g, {}, options);
+  EXPECT_NE(warm.report().find("choice from the tuning cache (nothing measured)"), std::string::npos) << warm.report();
+  EXPECT_EQ(warm.stats().at("search_timing_runs"), 0.0);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((options.cache_path + suffix).c_str());
 }
 
 }  // namespace
