@@ -123,6 +123,48 @@ std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& output
   return key.str();
 }
 
+namespace {
+
+// Decides which program to compile: the cached choice, else the fastest
+// verified candidate (stored in the cache). Fills `report`; the winner's
+// graph stays in `x`.
+void choose_program(const Graph& graph, const std::vector<Edge>& outputs, const CompilerOptions& options,
+                    const std::shared_ptr<const backend::Backend>& backend, const ProgramMeasure& measure,
+                    const GraphSearchOptions& search, search::TuningCache* cache, const std::string& key,
+                    std::unique_ptr<Extracted>& x, GraphSearchReport& report) {
+  std::optional<search::TuningEntry> hit = cache ? cache->lookup(key) : std::nullopt;
+  if (hit) {
+    report.cached = true;
+    if (hit->actions == hex(egraph::graph_hash(graph, outputs))) {
+      report.note = "the original graph won when measured (" + std::to_string(hit->best_ms) + " ms)";
+      return;
+    }
+    x = extract(graph, outputs, search, report);  // another program won: extract again (saturation is deterministic)
+    for (size_t i = 0; i < x->candidates.size(); ++i) {
+      if (hex(x->candidates[i].hash) == hit->actions) report.winner = static_cast<int>(i);
+    }
+    if (report.winner < 0) report.note = "the cached winner " + hit->actions + " was not extracted again; kept the original";
+    return;
+  }
+  x = extract(graph, outputs, search, report);
+  if (x->candidates.size() <= 1) {
+    report.note = "no rewrite gave another program; kept the original";
+    return;
+  }
+  report.winner = measure_candidates(*x, options, backend, measure, report);
+  if (report.winner < 0 || !cache) return;
+  const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
+  search::TuningEntry entry;
+  entry.actions = hex(w.hash);
+  entry.best_ms = w.ms;
+  entry.baseline_ms = report.candidates[0].ms;  // the original, measured first
+  entry.description = "graph-level choice: " + w.label;
+  entry.created = static_cast<int64_t>(std::time(nullptr));
+  cache->store(key, entry);
+}
+
+}  // namespace
+
 CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Edge>& outputs,
                                         const CompilerOptions& options, std::shared_ptr<const backend::Backend> backend,
                                         const ProgramMeasure& measure, const GraphSearchOptions& search,
@@ -133,40 +175,18 @@ CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Ed
     return compile(graph, outputs, options, std::move(backend));
   }
   report.ran = true;
-  std::unique_ptr<search::TuningCache> cache;
-  if (options.search.use_cache) cache = std::make_unique<search::TuningCache>(options.search.cache_path);
-  std::string key = graph_choice_key(graph, outputs, *backend, search);
-  uint64_t original_hash = egraph::graph_hash(graph, outputs);
+  std::unique_ptr<Extracted> x;
+  try {
+    std::unique_ptr<search::TuningCache> cache;
+    if (options.search.use_cache) cache = std::make_unique<search::TuningCache>(options.search.cache_path);
+    std::string key = graph_choice_key(graph, outputs, *backend, search);
+    choose_program(graph, outputs, options, backend, measure, search, cache.get(), key, x, report);
+  } catch (const std::exception& e) {  // the stage never fails a compile: the original is always a program
+    report.winner = -1;
+    report.note = std::string("graph search failed, kept the original: ") + e.what();
+  }
   const Graph* chosen_graph = &graph;
   const std::vector<Edge>* chosen_outputs = &outputs;
-  std::unique_ptr<Extracted> x;
-  std::optional<search::TuningEntry> hit = cache ? cache->lookup(key) : std::nullopt;
-  if (hit) {
-    report.cached = true;
-    if (hit->actions != hex(original_hash)) {  // another program won: extract again (saturation is deterministic)
-      x = extract(graph, outputs, search, report);
-      for (size_t i = 0; i < x->candidates.size(); ++i) {
-        if (hex(x->candidates[i].hash) == hit->actions) report.winner = static_cast<int>(i);
-      }
-      if (report.winner < 0) report.note = "the cached winner " + hit->actions + " was not extracted again; kept the original";
-    } else {
-      report.note = "the original graph won when measured (" + std::to_string(hit->best_ms) + " ms)";
-    }
-  } else {
-    x = extract(graph, outputs, search, report);
-    if (x->candidates.size() > 1) report.winner = measure_candidates(*x, options, backend, measure, report);
-    if (report.winner >= 0 && cache) {
-      const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
-      search::TuningEntry entry;
-      entry.actions = hex(w.hash);
-      entry.best_ms = w.ms;
-      entry.baseline_ms = report.candidates[0].ms;  // the original, measured first
-      entry.description = "graph-level choice: " + w.label;
-      entry.created = static_cast<int64_t>(std::time(nullptr));
-      cache->store(key, entry);
-    }
-    if (x->candidates.size() <= 1) report.note = "no rewrite gave another program; kept the original";
-  }
   if (x && report.winner >= 0) {
     chosen_graph = &x->candidates[static_cast<size_t>(report.winner)].graph;
     chosen_outputs = &x->candidates[static_cast<size_t>(report.winner)].outputs;

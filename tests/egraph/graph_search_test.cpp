@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/compile.h"
 #include "lumen/compiler/graph_search.h"
+#include "lumen/egraph/graph_hash.h"
 #include "lumen/models/llama.h"
 #include "lumen/ops/ops.h"
 #include "tests/egraph/egraph_test_util.h"
@@ -97,6 +99,22 @@ TEST(GraphSearch, FastestVerifiedCandidateWinsAndRejectedOnesNever) {
     // Whatever won computes what the original does (the compiled program's own graph).
     expect_same(want, evaluate(*r.program.graph, inputs), 1e-4, 1e-6, "winner graph");
   }
+}
+
+// Whatever goes wrong inside the stage, the compile still succeeds with the original.
+TEST(GraphSearch, AFailingStageKeepsTheOriginal) {
+  Graph g = attention();
+  CompilerOptions options;
+  options.search.budget_s = 0.01;
+  options.search.use_cache = false;
+  GraphSearchReport report;
+  auto measure = [](const backend::CompiledProgram&) -> double { throw std::runtime_error("rig exploded (test)"); };
+  CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(), measure, {}, &report);
+  EXPECT_EQ(report.winner, -1);
+  EXPECT_NE(report.note.find("graph search failed, kept the original: rig exploded (test)"), std::string::npos) << report.note;
+  EXPECT_EQ(r.program.stats.at("graph_winner_original"), 1.0);
+  auto inputs = random_inputs(g, 1);
+  expect_same(evaluate(g, inputs), evaluate(*r.program.graph, inputs), 0, 0, "the original, as compiled");
 }
 
 TEST(GraphSearch, CompileMeasuresOnceThenTheCacheAnswers) {
