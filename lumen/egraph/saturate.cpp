@@ -31,93 +31,108 @@ std::string SaturationReport::summary() const {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct PendingMatch {
   size_t rule;
   ClassId root;
   Subst subst;
 };
 
-}  // namespace
+// One saturation run: the rules, their back-off state, the clock.
+class Saturation {
+ public:
+  Saturation(EGraph& egraph, const std::vector<Rule>& rules, const Limits& limits)
+      : egraph_(egraph), rules_(rules), limits_(limits), bans_(rules.size(), 0), banned_until_(rules.size(), 0) {
+    for (const Rule& r : rules) report_.fired[r.name] = 0;
+  }
 
-SaturationReport saturate(EGraph& egraph, const std::vector<Rule>& rules, const Limits& limits) {
-  using Clock = std::chrono::steady_clock;
-  auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  SaturationReport report;
-  for (const Rule& r : rules) report.fired[r.name] = 0;
-  std::vector<int> bans(rules.size(), 0), banned_until(rules.size(), 0);
-  egraph.rebuild();
-  bool stopped = false;
-  auto stop = [&](StopReason why) {
-    report.stop = why;
-    stopped = true;
-  };
-  for (;;) {
-    if (report.iterations >= limits.max_iterations) {
-      stop(StopReason::IterationLimit);
-      break;
+  SaturationReport run() {
+    egraph_.rebuild();
+    while (!stopped_) {
+      if (report_.iterations >= limits_.max_iterations) stop(StopReason::IterationLimit);
+      else if (elapsed() > limits_.max_seconds) stop(StopReason::TimeLimit);
+      else if (egraph_.node_count() >= limits_.max_nodes) stop(StopReason::NodeLimit);
+      else iterate();
     }
-    if (elapsed() > limits.max_seconds) {
-      stop(StopReason::TimeLimit);
-      break;
+    report_.nodes = egraph_.node_count();
+    report_.classes = egraph_.class_count();
+    report_.seconds = elapsed();
+    return std::move(report_);
+  }
+
+ private:
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  void stop(StopReason why) {
+    report_.stop = why;
+    stopped_ = true;
+  }
+
+  // Searches every rule on the e-graph as it is (a fixed snapshot), then applies the matches.
+  void iterate() {
+    ++report_.iterations;
+    bool any_banned = false;
+    std::vector<PendingMatch> pending = search(any_banned);
+    size_t changed = 0;
+    size_t nodes_before = egraph_.node_count();
+    for (size_t k = 0; k < pending.size() && !stopped_; ++k) {
+      if (apply_rule(egraph_, rules_[pending[k].rule], pending[k].subst, pending[k].root)) {
+        ++report_.fired[rules_[pending[k].rule].name];
+        ++changed;
+      }
+      if (egraph_.node_count() >= limits_.max_nodes) stop(StopReason::NodeLimit);
+      else if ((k & 63) == 0 && elapsed() > limits_.max_seconds) stop(StopReason::TimeLimit);
     }
-    if (egraph.node_count() >= limits.max_nodes) {
-      stop(StopReason::NodeLimit);
-      break;
-    }
-    ++report.iterations;
-    // Search every rule on the e-graph as it was, then apply: a fixed snapshot per iteration.
+    changed += egraph_.rebuild();
+    if (!stopped_ && changed == 0 && egraph_.node_count() == nodes_before && !any_banned) stop(StopReason::Saturated);
+  }
+
+  std::vector<PendingMatch> search(bool& any_banned) {
     std::vector<PendingMatch> pending;
-    std::vector<ClassId> ids = egraph.class_ids();
+    std::vector<ClassId> ids = egraph_.class_ids();
     std::vector<ViewId> identity;
     identity.reserve(ids.size());
-    for (ClassId c : ids) identity.push_back(egraph.identity_edge(c).view);
-    bool any_banned = false;
-    for (size_t r = 0; r < rules.size() && !stopped; ++r) {
-      if (banned_until[r] > report.iterations) {
+    for (ClassId c : ids) identity.push_back(egraph_.identity_edge(c).view);
+    for (size_t r = 0; r < rules_.size() && !stopped_; ++r) {
+      if (banned_until_[r] > report_.iterations) {
         any_banned = true;
         continue;
       }
-      size_t limit = limits.match_limit << bans[r];
+      size_t limit = limits_.match_limit << bans_[r];
       std::vector<Subst> found;
       std::vector<ClassId> where;
       for (size_t i = 0; i < ids.size() && found.size() <= limit; ++i) {
-        match(egraph, rules[r].lhs, ids[i], identity[i], rules[r].scope, found, limit + 1);
+        match(egraph_, rules_[r].lhs, ids[i], identity[i], rules_[r].scope, found, limit + 1);
         where.resize(found.size(), ids[i]);
-        if ((i & 255) == 0 && elapsed() > limits.max_seconds) {
+        if ((i & 255) == 0 && elapsed() > limits_.max_seconds) {
           stop(StopReason::TimeLimit);
           break;
         }
       }
       if (found.size() > limit) {  // too many: sit out a while, with a larger allowance next time
-        banned_until[r] = report.iterations + (limits.ban_length << bans[r]);
-        ++bans[r];
+        banned_until_[r] = report_.iterations + (limits_.ban_length << bans_[r]);
+        ++bans_[r];
         any_banned = true;
         continue;
       }
       for (size_t k = 0; k < found.size(); ++k) pending.push_back({r, where[k], std::move(found[k])});
     }
-    size_t changed = 0;
-    size_t nodes_before = egraph.node_count();
-    for (size_t k = 0; k < pending.size() && !stopped; ++k) {
-      if (apply_rule(egraph, rules[pending[k].rule], pending[k].subst, pending[k].root)) {
-        ++report.fired[rules[pending[k].rule].name];
-        ++changed;
-      }
-      if (egraph.node_count() >= limits.max_nodes) stop(StopReason::NodeLimit);
-      else if ((k & 63) == 0 && elapsed() > limits.max_seconds) stop(StopReason::TimeLimit);
-    }
-    changed += egraph.rebuild();
-    if (stopped) break;
-    if (changed == 0 && egraph.node_count() == nodes_before && !any_banned) {
-      stop(StopReason::Saturated);
-      break;
-    }
+    return pending;
   }
-  report.nodes = egraph.node_count();
-  report.classes = egraph.class_count();
-  report.seconds = elapsed();
-  return report;
+
+  EGraph& egraph_;
+  const std::vector<Rule>& rules_;
+  const Limits& limits_;
+  std::vector<int> bans_, banned_until_;
+  SaturationReport report_;
+  Clock::time_point start_ = Clock::now();
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+SaturationReport saturate(EGraph& egraph, const std::vector<Rule>& rules, const Limits& limits) {
+  return Saturation(egraph, rules, limits).run();
 }
 
 }  // namespace lumen::egraph

@@ -44,8 +44,7 @@ Tensor column(Graph& g, const std::string& name, const Shape& wide) {
 
 Tensor reduce(const Tensor& t, bool sum, int axis) { return sum ? t.sum_reduce(axis) : t.max_reduce(axis); }
 
-std::map<std::string, RuleCase> cases() {
-  std::map<std::string, RuleCase> c;
+void algebra_cases(std::map<std::string, RuleCase>& c) {
   auto two = [](Op op) -> Builder {
     return [op](Graph& g, Rng& rng) {
       Shape s = random_shape(rng, 2);
@@ -79,6 +78,9 @@ std::map<std::string, RuleCase> cases() {
                    }, true};
   c["add-zero"] = {[](Graph& g, Rng& rng) { g.mark_output(g.input("a", random_shape(rng, 2)) + 0.0); }, true};
   c["mul-one"] = {[](Graph& g, Rng& rng) { g.mark_output(g.input("a", random_shape(rng, 2)) * 1.0); }, true};
+}
+
+void exp2_log2_cases(std::map<std::string, RuleCase>& c) {
   c["exp2-of-sum"] = {[](Graph& g, Rng& rng) {
                         Shape s = random_shape(rng, 2);
                         g.mark_output((g.input("a", s) + g.input("b", s)).exp2());
@@ -94,6 +96,9 @@ std::map<std::string, RuleCase> cases() {
                           g.mark_output((g.input("a", s) * g.input("b", s)).recip());
                         }, false};
   c["recip-recip"] = {[](Graph& g, Rng& rng) { g.mark_output(g.input("a", random_shape(rng, 2)).recip().recip()); }, false};
+}
+
+void fold_cases(std::map<std::string, RuleCase>& c) {
   for (Op op : {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Recip}) {
     std::string name = std::string("fold-") + (op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin"
                                                                           : op == Op::Sqrt ? "sqrt" : "recip");
@@ -115,6 +120,9 @@ std::map<std::string, RuleCase> cases() {
   };
   c["fold-add"] = {fold2(true), true};
   c["fold-mul"] = {fold2(false), true};
+}
+
+void view_cases(std::map<std::string, RuleCase>& c) {
   for (Op op : {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Recip, Op::Cast}) {
     const char* n = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : op == Op::Sqrt ? "sqrt"
                     : op == Op::Recip ? "recip" : "cast";
@@ -141,6 +149,9 @@ std::map<std::string, RuleCase> cases() {
                                             g.mark_output(y);
                                           }, true};
   }
+}
+
+void reduction_cases(std::map<std::string, RuleCase>& c) {
   auto swap = [](bool sum) -> Builder {
     return [sum](Graph& g, Rng& rng) {
       Tensor x = g.input("x", random_shape(rng, 3));
@@ -202,6 +213,15 @@ std::map<std::string, RuleCase> cases() {
                      Shape s = random_shape(rng, 3);
                      g.mark_output(g.input("x", s).exp2().max_reduce(static_cast<int>(pick(rng, 0, 2))));
                    }, true};
+}
+
+std::map<std::string, RuleCase> cases() {
+  std::map<std::string, RuleCase> c;
+  algebra_cases(c);
+  exp2_log2_cases(c);
+  fold_cases(c);
+  view_cases(c);
+  reduction_cases(c);
   return c;
 }
 
