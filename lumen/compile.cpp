@@ -9,6 +9,7 @@
 #include "lumen/runtime/candidate_rig.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
+#include "lumen/runtime/program_timing.h"
 
 namespace lumen {
 
@@ -66,10 +67,12 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
     case Backend::Cpu:
     {
       compiler::CompilerOptions cpu;
+      cpu.time_programs = [](const std::vector<const backend::CompiledProgram*>& programs, const Bindings& dims,
+                             double seconds) { return time_programs(programs, dims, seconds).median_ms; };
       cpu.search.budget_s = options.search_budget_s;
       cpu.search.use_cache = options.tuning_cache;
       cpu.search.cache_path = options.cache_path;
-      cpu.search.progress = options.progress;
+      cpu.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
       compiler::ProgramMeasure measure;

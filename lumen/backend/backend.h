@@ -39,6 +39,13 @@ class Module {
   virtual ~Module() = default;
 };
 
+// Where launches run, held for a run of launches (cpu: the thread pool, which
+// set_global_threads may replace meanwhile; a GPU: a stream).
+class Queue {
+ public:
+  virtual ~Queue() = default;
+};
+
 // One kernel's entry points in a module; what the pointers are is up to the
 // backend (cpu: the kernel function and its task-count function).
 struct Entry {
@@ -63,19 +70,26 @@ class Backend {
 
   virtual const char* name() const = 0;
   virtual Capabilities capabilities() const = 0;
+  // What decides how fast generated code runs here, as text (cpu: the CPU
+  // model, ISA features and compiler version); part of every tuning key.
+  virtual std::string fingerprint() const = 0;
   // A name determined by what the kernel computes, so identical kernels (a
   // repeated layer) share one entry.
   virtual std::string kernel_name(const kernel::Kernel& k) const = 0;
-  // Source for the kernels: one or more units compiled together into one
-  // module; kernels sharing a name are rendered once.
-  virtual std::vector<std::string> render(const std::vector<kernel::Kernel>& kernels) const = 0;
+  // Source for the kernels in at most `units` units compiled separately into
+  // one module (0: as many as compile fastest); kernels sharing a name are
+  // rendered once.
+  virtual std::vector<std::string> render(const std::vector<kernel::Kernel>& kernels, int units) const = 0;
   virtual std::shared_ptr<Module> compile(const std::vector<std::string>& sources, CompileInfo* info) const = 0;
   // The entry of the kernel named `kernel_name` in `module`; throws Error if missing.
   virtual Entry load(const Module& module, const std::string& kernel_name) const = 0;
   // How many tasks the entry splits into at these dims.
   virtual int64_t tasks(const Entry& entry, const int64_t* dims) const = 0;
-  // Runs the entry's tasks over the buffers (in the kernel's buffer order) and dims.
-  virtual LaunchStatus launch(const Entry& entry, void* const* buffers, const int64_t* dims) const = 0;
+  // A queue to launch on; hold it for a run of launches.
+  virtual std::shared_ptr<Queue> queue() const = 0;
+  // Runs the entry's tasks on `queue` (one of this backend's) over the
+  // buffers (in the kernel's buffer order) and dims; returns when done.
+  virtual LaunchStatus launch(Queue& queue, const Entry& entry, void* const* buffers, const int64_t* dims) const = 0;
 };
 
 }  // namespace lumen::backend

@@ -6,6 +6,7 @@
 #include "lumen/compiler/emit_stage.h"
 #include "lumen/compiler/graph_stages.h"
 #include "lumen/compiler/lower_stage.h"
+#include "lumen/compiler/progress.h"
 #include "lumen/compiler/program_boundary.h"
 #include "lumen/kernel/fusion.h"
 
@@ -45,8 +46,23 @@ void describe(Pipeline& p) {
   prog.outputs = p.outputs;
   prog.needed = p.needed;
   prog.stats = compile_stats(p.report, p.search_report);
-  prog.report = p.search_report.to_string();
+  prog.report = p.search_report.to_string() + p.confirmation;
   prog.search_traces = search_traces(p.search_report);
+}
+
+CompileSummary summary_of(const Pipeline& p, double seconds, double budget) {
+  CompileSummary s;
+  s.kernels = p.report.kernels;
+  s.seconds = seconds;
+  s.search_seconds = p.search_report.seconds;
+  s.search_budget_s = budget;
+  for (const search::KernelReport& k : p.search_report.kernels) {
+    s.searched += k.source == "search" ? 1 : 0;
+    s.from_cache += k.source == "cache" ? 1 : 0;
+  }
+  s.compiler_seconds = p.report.compile_seconds;
+  s.object_cache_hit = p.report.cache_hit;
+  return s;
 }
 
 }  // namespace
@@ -54,7 +70,9 @@ void describe(Pipeline& p) {
 CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, const CompilerOptions& options,
                       std::shared_ptr<const backend::Backend> backend) {
   Pipeline p;
-  auto start = Clock::now();
+  ProgressLine progress(options.progress && ProgressLine::stderr_is_terminal(), options.progress);
+  auto compile_start = Clock::now();
+  auto start = compile_start;
   p.graph = std::make_shared<Graph>(graph);
   p.outputs = outputs;
   run_graph_stages(graph_stages(), *p.graph, p.outputs);
@@ -67,7 +85,9 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
 
   start = Clock::now();
   p.target = target_of(*backend);
-  choose_schedules(p, options.search, options.choose);
+  p.l3_bytes = backend->capabilities().l3_bytes;
+  p.program.backend = backend;  // the search compiles and times candidates on it
+  choose_schedules(p, options.search, options.choose, progress);
   p.report.schedule_seconds = seconds_since(start);
 
   start = Clock::now();
@@ -75,8 +95,14 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
   p.report.kernels = static_cast<int>(p.program.kernels.size());
   p.report.lower_seconds = seconds_since(start);
 
-  emit_kernels(p, std::move(backend));
+  ProgressCounts compiling;
+  compiling.stage = "compiling";
+  compiling.kernels_total = p.report.kernels;
+  progress.update(compiling, true);
+  emit_kernels(p, backend);
+  confirm_against_heuristic(p, options.search, options.time_programs, backend);
   describe(p);
+  progress.finish(summary_of(p, seconds_since(compile_start), options.choose ? 0.0 : options.search.budget_s));
   return {std::move(p.program), p.report, std::move(p.search_report)};
 }
 

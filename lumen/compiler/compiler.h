@@ -7,6 +7,7 @@
 //   schedule_stage.h    an action list per kernel: tuning cache, search (lumen/search), heuristic
 //   lower_stage.h       loop-IR kernels, launches, scratch buffers, kept packs
 //   emit_stage.h        backend: render, compile (cached on disk), load entries
+//   confirm_stage.h     a searched program is timed whole against the heuristic one; the faster is kept
 //
 // The runtime (lumen/runtime) runs the result; lumen/compile.h wires the two.
 #pragma once
@@ -16,6 +17,7 @@
 
 #include "lumen/backend/backend.h"
 #include "lumen/backend/compiled_program.h"
+#include "lumen/compiler/confirm_stage.h"
 #include "lumen/compiler/pipeline.h"
 #include "lumen/compiler/schedule_stage.h"
 
@@ -24,6 +26,10 @@ namespace lumen::compiler {
 struct CompilerOptions {
   search::SearchOptions search;  // budget 0: heuristic schedules (and tuning cache hits)
   ScheduleChooser choose;        // overrides search (tests)
+  ProgramTimer time_programs;    // times whole programs (the searched one against the heuristic's); none: no check
+  // Live progress on stderr when it is a terminal (kernels done, search time
+  // spent of the budget), and a summary line when the compile ends.
+  bool progress = false;
 };
 
 struct CompileResult {

@@ -27,7 +27,7 @@ void emit_kernels(Pipeline& p, std::shared_ptr<const backend::Backend> backend) 
   prog.backend = backend;
   auto start = std::chrono::steady_clock::now();
   for (kernel::Kernel& k : prog.kernels) k.name = backend->kernel_name(k);
-  std::vector<std::string> sources = backend->render(prog.kernels);
+  std::vector<std::string> sources = backend->render(prog.kernels, 0);
   prog.source.clear();
   for (const std::string& s : sources) prog.source += s;
   p.report.codegen_seconds = seconds_since(start);

@@ -43,12 +43,15 @@ struct Pipeline {
   std::vector<bool> materialized;
   std::vector<NodeId> kernel_nodes;
   kernel::Target target;
+  int64_t l3_bytes = 0;  // the backend's last-level cache (0: unknown)
   // Schedules, one per kernel_nodes entry (schedule_stage.h).
   std::vector<std::vector<kernel::Action>> schedules;
   search::SearchReport search_report;
   // Lowered kernels and launches (lower_stage.h), then entries and module (emit_stage.h).
   backend::CompiledProgram program;
   CompileReport report;
+  // What the whole-program check found (confirm_stage.h); empty when it did not run.
+  std::string confirmation;
 };
 
 }  // namespace lumen::compiler

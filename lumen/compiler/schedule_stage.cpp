@@ -42,14 +42,49 @@ std::map<NodeId, double> budget_shares(const Pipeline& p, const search::Schedule
 
 }  // namespace
 
-void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose) {
-  search::ScheduleSearch search(*p.graph, p.materialized, options, p.target);
+int64_t parameter_bytes(const Graph& graph, const std::vector<bool>& needed, const search::SearchOptions& options) {
+  double bytes = 0;
+  for (NodeId id : graph.input_ids()) {
+    const Node& n = graph.node(id);
+    if (!n.parameter || !needed[static_cast<size_t>(id)]) continue;
+    double elements = 1;  // a parameter with a dynamic dim (rare) counts it at the tuning size
+    for (const Expr& d : n.shape) elements *= static_cast<double>(d.is_const() ? d.value() : options.assumed_dim);
+    bytes += elements * static_cast<double>(dtype_size(n.dtype));
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+void choose_schedules(Pipeline& p, const search::SearchOptions& options, const ScheduleChooser& choose,
+                      ProgressLine& progress) {
+  ProgressCounts counts;
+  counts.kernels_total = static_cast<int>(p.kernel_nodes.size());
+  counts.search_budget_s = choose ? 0.0 : options.budget_s;
+  const search::ScheduleSearch* running = nullptr;
+  search::SearchOptions with_progress = options;
+  int64_t params = parameter_bytes(*p.graph, p.needed, options);
+  with_progress.parameters_warm = p.l3_bytes > 0 && params > 0 &&
+                                  static_cast<double>(params) <= kWarmParameterShare * static_cast<double>(p.l3_bytes);
+  with_progress.backend = p.program.backend;
+  if (progress.live()) {
+    with_progress.on_candidate = [&](const search::CandidateProgress& c) {
+      counts.search_seconds = running->report().seconds + c.seconds;
+      counts.detail = format_candidate(c.node, c.tried, c.rejected, c.speedup, c.seconds_left);
+      progress.update(counts);
+    };
+  }
+  search::ScheduleSearch search(*p.graph, p.materialized, with_progress, p.target);
+  running = &search;
   std::map<NodeId, double> share = choose ? std::map<NodeId, double>{} : budget_shares(p, search, options.budget_s);
   p.schedules.clear();
+  progress.update(counts, true);
   for (NodeId n : p.kernel_nodes) {
     auto s = share.find(n);
     p.schedules.push_back(choose ? choose(*p.graph, n, p.materialized)
                                  : search.choose(n, s == share.end() ? 0.0 : s->second));
+    counts.kernels_done++;
+    counts.search_seconds = search.report().seconds;
+    counts.detail.clear();
+    progress.update(counts, counts.kernels_done == counts.kernels_total);
   }
   p.search_report = search.report();
 }

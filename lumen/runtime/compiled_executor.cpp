@@ -98,7 +98,10 @@ std::string CompiledExecutor::kernels_dot() const {
       }
     };
     walk(kern.body);
-    const char* fill = program_.launches[k].computes == backend::kWriteLaunch ? "#ffe8cc" : program_.launches[k].computes == backend::kPackLaunch ? "#eeeeee" : "#dff5df";
+    NodeId computes = program_.launches[k].computes;
+    const char* fill = computes == backend::kWriteLaunch  ? "#ffe8cc"
+                       : computes == backend::kPackLaunch ? "#eeeeee"
+                                                          : "#dff5df";
     out << "  k" << k << " [fillcolor=\"" << fill << "\", label=\"" << dot_escape(kern.name) << "\\n" << dot_escape(fused)
         << "\\nloops: " << dot_escape(loops) << "\"];\n";
     for (size_t b = 0; b < program_.launches[k].buffers.size(); ++b) {
@@ -246,6 +249,7 @@ std::vector<Array> CompiledExecutor::execute(const std::map<std::string, Array>&
   }
 
   const backend::Backend& backend = *program_.backend;
+  std::shared_ptr<backend::Queue> queue = backend.queue();  // held for the run
   std::vector<void*> args;
   for (size_t k = 0; k < program_.launches.size(); ++k) {
     const backend::Launch& l = program_.launches[k];
@@ -259,7 +263,7 @@ std::vector<Array> CompiledExecutor::execute(const std::map<std::string, Array>&
     args.clear();
     for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
     auto t0 = std::chrono::steady_clock::now();
-    backend::LaunchStatus status = backend.launch(l.entry, args.data(), dims.data());
+    backend::LaunchStatus status = backend.launch(*queue, l.entry, args.data(), dims.data());
     if (profile_) launch_seconds_[k] += seconds_since(t0);
     if (status.failed) {
       std::string fused;

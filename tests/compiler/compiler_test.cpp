@@ -127,6 +127,8 @@ TEST(CpuBackend, ReportsTheHostsCapabilities) {
   EXPECT_EQ(c.f32_lanes, cpu::host_isa().f32_lanes());
   EXPECT_TRUE(c.f32_lanes == 4 || c.f32_lanes == 8 || c.f32_lanes == 16) << c.f32_lanes;
   EXPECT_EQ(c.isa_features, cpu::host_isa().features());
+  std::string fingerprint = cpu::CpuBackend::shared()->fingerprint();
+  EXPECT_EQ(fingerprint.find(cpu::host_isa().features()), cpu::host_isa().model.size() + 1) << fingerprint;
   EXPECT_EQ(c.threads, cpu::ThreadPool::global()->size());
   EXPECT_GE(c.l1_bytes, 0);
   EXPECT_GE(c.l3_bytes, c.l2_bytes > 0 && c.l3_bytes > 0 ? c.l2_bytes / 64 : 0);
@@ -140,7 +142,8 @@ TEST(CpuBackend, RendersCompilesLoadsAndLaunchesAKernel) {
   compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
   ASSERT_EQ(r.program.kernels.size(), 1u);
   std::shared_ptr<const backend::Backend> be = cpu::CpuBackend::shared();
-  std::vector<std::string> sources = be->render(r.program.kernels);
+  std::vector<std::string> sources = be->render(r.program.kernels, 1);
+  ASSERT_EQ(sources.size(), 1u);
   backend::CompileInfo info;
   std::shared_ptr<backend::Module> module = be->compile(sources, &info);
   EXPECT_FALSE(info.object_path.empty());
@@ -152,7 +155,7 @@ TEST(CpuBackend, RendersCompilesLoadsAndLaunchesAKernel) {
   // Buffers in the kernel's order: the launch says which graph node each is.
   std::vector<void*> buffers;
   for (NodeId n : r.program.launches[0].buffers) buffers.push_back(n == y.edge().node ? out.data() : in.data());
-  backend::LaunchStatus status = be->launch(entry, buffers.data(), dims);
+  backend::LaunchStatus status = be->launch(*be->queue(), entry, buffers.data(), dims);
   EXPECT_EQ(status.failed, 0);
   for (int i = 0; i < 37; ++i) {
     float v = in[static_cast<size_t>(i)];

@@ -23,6 +23,12 @@ class CpuModule : public backend::Module {
   std::shared_ptr<Library> library;
 };
 
+// The pool launches run on, held for a run.
+class CpuQueue : public backend::Queue {
+ public:
+  std::shared_ptr<ThreadPool> pool = ThreadPool::global();
+};
+
 int64_t cache_bytes(int name) {
   long v = sysconf(name);
   return v > 0 ? static_cast<int64_t>(v) : 0;
@@ -46,11 +52,16 @@ backend::Capabilities CpuBackend::capabilities() const {
   return c;
 }
 
+std::string CpuBackend::fingerprint() const {
+  const Isa& isa = host_isa();
+  return isa.model + "\n" + isa.features() + "\n" + compiler_version();
+}
+
 std::string CpuBackend::kernel_name(const kernel::Kernel& k) const { return content_name(k); }
 
-std::vector<std::string> CpuBackend::render(const std::vector<kernel::Kernel>& kernels) const {
-  // Translation units compiled in parallel, one per core.
-  int parts = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+std::vector<std::string> CpuBackend::render(const std::vector<kernel::Kernel>& kernels, int units) const {
+  // Translation units are compiled in parallel: fastest with one per core.
+  int parts = units > 0 ? units : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return render_sources(kernels, parts);
 }
 
@@ -72,10 +83,12 @@ int64_t CpuBackend::tasks(const backend::Entry& entry, const int64_t* dims) cons
   return reinterpret_cast<KernelTasks>(entry.tasks)(dims);
 }
 
-backend::LaunchStatus CpuBackend::launch(const backend::Entry& entry, void* const* buffers, const int64_t* dims) const {
-  // Held for the launch: set_global_threads may replace the pool meanwhile.
-  std::shared_ptr<ThreadPool> pool = ThreadPool::global();
-  KernelStatus s = cpu::launch(*pool, reinterpret_cast<KernelEntry>(entry.run),
+std::shared_ptr<backend::Queue> CpuBackend::queue() const { return std::make_shared<CpuQueue>(); }
+
+backend::LaunchStatus CpuBackend::launch(backend::Queue& queue, const backend::Entry& entry, void* const* buffers,
+                                         const int64_t* dims) const {
+  ThreadPool& pool = *static_cast<CpuQueue&>(queue).pool;
+  KernelStatus s = cpu::launch(pool, reinterpret_cast<KernelEntry>(entry.run),
                                reinterpret_cast<KernelTasks>(entry.tasks), buffers, dims);
   return {s.failed, s.value, s.bound};
 }
