@@ -75,13 +75,13 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       cpu.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
-      compiler::ProgramMeasure measure;
+      compiler::ProgramCheck check;
       if (options.graph_search) {
         auto rig = std::make_shared<CandidateRig>(copy, edges, options.tune_dims, options.tune_dim);
-        measure = [rig](const backend::CompiledProgram& program) { return rig->measure(program); };
+        check = [rig](const backend::CompiledProgram& program) { rig->check(program); };
       }
       compiler::CompileResult compiled =
-          compiler::compile_with_graph_search(*copy, edges, cpu, cpu::CpuBackend::shared(), measure);
+          compiler::compile_with_graph_search(*copy, edges, cpu, cpu::CpuBackend::shared(), check);
       return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }

@@ -1,5 +1,6 @@
 #include "lumen/compiler/graph_search.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -57,15 +58,29 @@ std::unique_ptr<Extracted> extract(const Graph& graph, const std::vector<Edge>& 
 CompilerOptions heuristic_only(const CompilerOptions& options) {
   CompilerOptions o = options;
   o.search.budget_s = 0;  // candidates are compared with heuristic schedules (and cached ones)
-  o.search.progress = false;
+  o.progress = false;
   return o;
 }
 
-// Compiles and measures each candidate; returns the index of the fastest verified one.
-int measure_candidates(const Extracted& x, const CompilerOptions& options, const std::shared_ptr<const backend::Backend>& backend,
-                       const ProgramMeasure& measure, GraphSearchReport& report) {
+Bindings timing_dims(const Graph& graph, const search::SearchOptions& options) {
+  Bindings dims;
+  for (const std::string& d : graph.dim_names()) {
+    auto it = options.dims.find(d);
+    dims[d] = it != options.dims.end() ? it->second : options.assumed_dim;
+  }
+  return dims;
+}
+
+// Compiles and checks each candidate (the original first), times the
+// verified ones together, and returns the index of the fastest (the
+// original unless a rewrite beats it beyond noise), or -1 when the original
+// itself could not be checked.
+int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOptions& options,
+                       const std::shared_ptr<const backend::Backend>& backend, const ProgramCheck& check,
+                       GraphSearchReport& report) {
   auto start = Clock::now();
-  int winner = -1;
+  std::vector<backend::CompiledProgram> programs;
+  std::vector<size_t> which;  // candidate index of each program
   for (size_t i = 0; i < x.candidates.size(); ++i) {
     const egraph::Candidate& c = x.candidates[i];
     GraphCandidateReport& r = report.candidates[i];
@@ -75,18 +90,29 @@ int measure_candidates(const Extracted& x, const CompilerOptions& options, const
     }
     try {
       CompileResult compiled = compile(c.graph, c.outputs, heuristic_only(options), backend);
-      r.ms = measure(compiled.program);
+      check(compiled.program);
+      programs.push_back(std::move(compiled.program));
+      which.push_back(i);
     } catch (const Error& e) {
       r.rejected = e.what();
       if (c.original) return -1;  // no reference to compare against: keep the original unmeasured
-      continue;
     }
-    if (winner < 0 || r.ms < report.candidates[static_cast<size_t>(winner)].ms) winner = static_cast<int>(i);
   }
-  // A rewrite must beat the original by more than timing noise to be chosen.
-  if (winner > 0 && !(report.candidates[static_cast<size_t>(winner)].ms < report.candidates[0].ms * kNoiseMargin)) winner = 0;
+  std::vector<const backend::CompiledProgram*> timed;
+  for (const backend::CompiledProgram& p : programs) timed.push_back(&p);
+  double seconds = std::clamp(0.05 * options.search.budget_s, 0.3, 3.0);
+  std::vector<double> ms = timed.size() > 1 ? options.time_programs(timed, timing_dims(graph, options.search), seconds)
+                                            : std::vector<double>{};
   report.measure_seconds = seconds_since(start);
-  return winner;
+  if (ms.size() != timed.size()) return 0;  // nothing to compare: the original
+  int winner = 0;
+  for (size_t k = 0; k < ms.size(); ++k) {
+    report.candidates[which[k]].ms = ms[k];
+    if (ms[k] < ms[static_cast<size_t>(winner)]) winner = static_cast<int>(k);
+  }
+  // A rewrite must beat the original (timed first) by more than timing noise to be chosen.
+  if (!(ms[static_cast<size_t>(winner)] < ms[0] * kNoiseMargin)) winner = 0;
+  return static_cast<int>(which[static_cast<size_t>(winner)]);
 }
 
 }  // namespace
@@ -117,8 +143,8 @@ std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& output
                              const GraphSearchOptions& options) {
   backend::Capabilities caps = backend.capabilities();
   std::ostringstream key;
-  key << "graph-level " << hex(egraph::graph_hash(graph, outputs)) << " | " << caps.name << " " << caps.device << " "
-      << caps.isa_features << " threads " << caps.threads << " | limits " << options.limits.max_nodes << "/"
+  key << "graph-level " << hex(egraph::graph_hash(graph, outputs)) << " | " << backend.fingerprint() << " threads "
+      << caps.threads << " | limits " << options.limits.max_nodes << "/"
       << options.limits.max_iterations << " candidates " << options.candidates;
   return key.str();
 }
@@ -129,7 +155,7 @@ namespace {
 // verified candidate (stored in the cache). Fills `report`; the winner's
 // graph stays in `x`.
 void choose_program(const Graph& graph, const std::vector<Edge>& outputs, const CompilerOptions& options,
-                    const std::shared_ptr<const backend::Backend>& backend, const ProgramMeasure& measure,
+                    const std::shared_ptr<const backend::Backend>& backend, const ProgramCheck& check,
                     const GraphSearchOptions& search, search::TuningCache* cache, const std::string& key,
                     std::unique_ptr<Extracted>& x, GraphSearchReport& report) {
   std::optional<search::TuningEntry> hit = cache ? cache->lookup(key) : std::nullopt;
@@ -151,7 +177,7 @@ void choose_program(const Graph& graph, const std::vector<Edge>& outputs, const 
     report.note = "no rewrite gave another program; kept the original";
     return;
   }
-  report.winner = measure_candidates(*x, options, backend, measure, report);
+  report.winner = measure_candidates(*x, graph, options, backend, check, report);
   if (report.winner < 0 || !cache) return;
   const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
   search::TuningEntry entry;
@@ -167,10 +193,10 @@ void choose_program(const Graph& graph, const std::vector<Edge>& outputs, const 
 
 CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Edge>& outputs,
                                         const CompilerOptions& options, std::shared_ptr<const backend::Backend> backend,
-                                        const ProgramMeasure& measure, const GraphSearchOptions& search,
+                                        const ProgramCheck& check, const GraphSearchOptions& search,
                                         GraphSearchReport* report_out) {
   GraphSearchReport report;
-  if (options.search.budget_s <= 0 || !measure) {
+  if (options.search.budget_s <= 0 || !check || !options.time_programs) {
     if (report_out) *report_out = report;
     return compile(graph, outputs, options, std::move(backend));
   }
@@ -180,7 +206,7 @@ CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Ed
     std::unique_ptr<search::TuningCache> cache;
     if (options.search.use_cache) cache = std::make_unique<search::TuningCache>(options.search.cache_path);
     std::string key = graph_choice_key(graph, outputs, *backend, search);
-    choose_program(graph, outputs, options, backend, measure, search, cache.get(), key, x, report);
+    choose_program(graph, outputs, options, backend, check, search, cache.get(), key, x, report);
   } catch (const std::exception& e) {  // the stage never fails a compile: the original is always a program
     report.winner = -1;
     report.note = std::string("graph search failed, kept the original: ") + e.what();

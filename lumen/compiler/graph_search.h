@@ -2,15 +2,18 @@
 // budget, the graph is saturated under the general rules (lumen/egraph)
 // within limits, the best few distinct programs are extracted (the original
 // graph always among them), each is compiled with the heuristic schedules,
-// checked against the interpreter and timed as a whole program (beyond the
-// original and one rewrite, only while the search budget lasts); the fastest
+// checked against the interpreter (beyond the original and one rewrite,
+// only while the search budget lasts), and the verified ones are timed as
+// whole programs, interleaved; the fastest
 // verified one is then compiled with the full schedule-search budget. The
 // choice is remembered in the tuning cache (key: canonical graph hash and
 // device fingerprint), so a warm compile measures nothing. Budget 0 skips
 // the stage entirely.
 //
-// Running programs is the runtime's job, so the caller supplies the measure
-// (lumen/compile.cpp builds it on the runtime and the interpreter).
+// Running programs is the runtime's job, so the caller supplies the check
+// (lumen/compile.cpp builds it on runtime/candidate_rig and the interpreter)
+// and the timer (CompilerOptions::time_programs: whole programs interleaved
+// run by run). Without either, the stage is skipped.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +38,7 @@ struct GraphCandidateReport {
   double cost = 0;       // the cost model's estimate
   bool original = false;
   uint64_t hash = 0;     // egraph::graph_hash of the candidate
-  double ms = -1;        // measured run time; -1: not measured
+  double ms = -1;        // median of interleaved whole-program runs; -1: not timed
   std::string rejected;  // why it could not win (verification, compile error)
 };
 
@@ -51,10 +54,10 @@ struct GraphSearchReport {
   std::string to_string() const;
 };
 
-// The run time (ms, a median) of a compiled candidate; throws lumen::Error
-// when its outputs or state writes disagree with the reference on random
-// inputs. The original graph's program is always measured first.
-using ProgramMeasure = std::function<double(const backend::CompiledProgram& program)>;
+// Runs a compiled candidate once and throws lumen::Error when its outputs or
+// state writes disagree with the reference on random inputs. The original
+// graph's program is always checked first.
+using ProgramCheck = std::function<void(const backend::CompiledProgram& program)>;
 
 // The tuning-cache key of a graph-level choice.
 std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& outputs, const backend::Backend& backend,
@@ -63,7 +66,7 @@ std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& output
 // compile() with the graph-level stage in front (see the file comment).
 CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Edge>& outputs,
                                         const CompilerOptions& options, std::shared_ptr<const backend::Backend> backend,
-                                        const ProgramMeasure& measure, const GraphSearchOptions& search = {},
+                                        const ProgramCheck& check, const GraphSearchOptions& search = {},
                                         GraphSearchReport* report = nullptr);
 
 }  // namespace lumen::compiler

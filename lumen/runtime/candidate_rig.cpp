@@ -1,7 +1,6 @@
 #include "lumen/runtime/candidate_rig.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -13,13 +12,9 @@ namespace lumen {
 
 namespace {
 
-constexpr int kTimedRuns = 5;
-constexpr int kMaxTimedRuns = 200;
-constexpr double kMinTimingSeconds = 0.1;
 // Above this many element steps the interpreter would take minutes: the
-// original compiled program (measured first) is the reference instead.
+// original compiled program (checked first) is the reference instead.
 constexpr double kMaxInterpreterSteps = 3e7;
-constexpr double kMaxTimingSeconds = 2.0;
 
 // Float results may differ by reassociation; anything else must be equal.
 void check_close(const Array& want, const Array& got, const std::string& what) {
@@ -82,14 +77,14 @@ void CandidateRig::prepare() {
   prepared_ = true;
 }
 
-double CandidateRig::measure(const backend::CompiledProgram& program) {
+void CandidateRig::check(const backend::CompiledProgram& program) {
   prepare();
   CompiledExecutor executor(program);
   std::map<std::string, Array> inputs = clone_all(inputs_);
   std::vector<Array> got = executor.execute(inputs, bindings_);
-  bool first = !measured_any_;
-  measured_any_ = true;
-  if (reference_.empty()) {  // too large for the interpreter: the first program measured (the original) is the reference
+  bool first = !checked_any_;
+  checked_any_ = true;
+  if (reference_.empty()) {  // too large for the interpreter: the first program checked (the original) is the reference
     if (first) {
       for (const Array& a : got) reference_.push_back(a.clone());
     }
@@ -101,18 +96,6 @@ double CandidateRig::measure(const backend::CompiledProgram& program) {
     if (first) reference_states_[name] = inputs.at(name).clone();
     else check_close(reference_states_.at(name), inputs.at(name), "state '" + name + "'");
   }
-  std::vector<double> ms;
-  auto start = std::chrono::steady_clock::now();
-  // At least kTimedRuns; fast programs run until kMinTimingSeconds so their median is not noise.
-  for (int run = 0; run < kMaxTimedRuns; ++run) {
-    auto t0 = std::chrono::steady_clock::now();
-    executor.execute(inputs, bindings_);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (spent > kMaxTimingSeconds || (run + 1 >= kTimedRuns && spent > kMinTimingSeconds)) break;
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 }  // namespace lumen

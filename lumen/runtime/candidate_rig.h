@@ -1,10 +1,11 @@
-// CandidateRig — measures whole compiled programs for the compiler's
-// graph-level search (lumen/compiler/graph_search.h): every candidate runs on
-// the same random inputs (dynamic dims at their tuning values), its outputs
+// CandidateRig — checks whole compiled programs for the compiler's
+// graph-level search (lumen/compiler/graph_search.h; program_timing.h times
+// them): every candidate runs on the same random inputs (dynamic dims at
+// their tuning values), its outputs
 // are checked against the reference interpreter on the original graph (or,
 // for graphs too large to interpret in seconds, against the original's
-// compiled program, which is measured first) and its state writes against the
-// original's, then it is timed: the median of a few runs after the checked one.
+// compiled program, which is checked first) and its state writes against the
+// original's.
 #pragma once
 
 #include <map>
@@ -24,9 +25,9 @@ class CandidateRig {
   CandidateRig(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs, const std::map<std::string, int64_t>& dims,
                int64_t default_dim);
 
-  // Median run time in ms; throws lumen::Error naming the output and element
-  // where the program disagrees with the reference.
-  double measure(const backend::CompiledProgram& program);
+  // Runs the program once; throws lumen::Error naming the output (or state)
+  // and element where it disagrees with the reference.
+  void check(const backend::CompiledProgram& program);
 
  private:
   void prepare();  // inputs and the interpreter's outputs, on first use
@@ -37,8 +38,8 @@ class CandidateRig {
   bool prepared_ = false;
   std::map<std::string, Array> inputs_;
   std::vector<Array> reference_;
-  std::map<std::string, Array> reference_states_;  // after the first measured program's run
-  bool measured_any_ = false;
+  std::map<std::string, Array> reference_states_;  // after the first checked program's run
+  bool checked_any_ = false;
 };
 
 }  // namespace lumen

@@ -47,9 +47,13 @@ TEST(GraphSearch, BudgetZeroSkipsTheStage) {
   CompilerOptions options;
   options.search.use_cache = false;
   int calls = 0;
+  options.time_programs = [&](const std::vector<const backend::CompiledProgram*>& p, const Bindings&, double) {
+    ++calls;
+    return std::vector<double>(p.size(), 1.0);
+  };
   GraphSearchReport report;
   CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(),
-                                              [&](const backend::CompiledProgram&) { return double(++calls); }, {}, &report);
+                                              [&](const backend::CompiledProgram&) { ++calls; }, {}, &report);
   EXPECT_FALSE(report.ran);
   EXPECT_EQ(calls, 0);
   EXPECT_TRUE(report.candidates.empty());
@@ -57,7 +61,8 @@ TEST(GraphSearch, BudgetZeroSkipsTheStage) {
   EXPECT_EQ(r.program.report.find("graph search"), std::string::npos);
 }
 
-// The measure decides; a candidate it rejects never wins, even when cheaper.
+// The timer decides among verified programs; one the check rejects never
+// wins, even when it would be the fastest.
 TEST(GraphSearch, FastestVerifiedCandidateWinsAndRejectedOnesNever) {
   Graph g = attention();
   auto inputs = random_inputs(g, 2);
@@ -66,14 +71,18 @@ TEST(GraphSearch, FastestVerifiedCandidateWinsAndRejectedOnesNever) {
     CompilerOptions options;
     options.search.budget_s = 0.01;
     options.search.use_cache = false;
+    // Program k of a timing round takes 10 - k ms: the original (first) is the slowest.
+    options.time_programs = [](const std::vector<const backend::CompiledProgram*>& p, const Bindings&, double) {
+      std::vector<double> ms;
+      for (size_t k = 0; k < p.size(); ++k) ms.push_back(10.0 - static_cast<double>(k));
+      return ms;
+    };
     GraphSearchReport report;
     int call = 0;
-    auto measure = [&](const backend::CompiledProgram&) -> double {
-      if (call++ == 0) return 10.0;  // the original, measured first
-      if (reject_others) fail("disagrees with the interpreter (test)");
-      return 9.0 - call;  // every rewrite faster beyond noise, the last the fastest
+    auto check = [&](const backend::CompiledProgram&) {
+      if (call++ > 0 && reject_others) fail("disagrees with the interpreter (test)");
     };
-    CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(), measure, {}, &report);
+    CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(), check, {}, &report);
     ASSERT_TRUE(report.ran);
     ASSERT_GE(report.candidates.size(), 2u) << report.to_string();
     EXPECT_TRUE(report.candidates[0].original);
@@ -83,14 +92,14 @@ TEST(GraphSearch, FastestVerifiedCandidateWinsAndRejectedOnesNever) {
       EXPECT_TRUE(w.original) << report.to_string();
       for (size_t i = 1; i < report.candidates.size(); ++i) EXPECT_NE(report.candidates[i].rejected, "");
     } else {
-      int fastest = 0;  // among those measured (a tiny budget may leave some unmeasured)
+      int fastest = 0;  // among those timed (a tiny budget may leave some untimed)
       for (size_t i = 0; i < report.candidates.size(); ++i) {
         if (report.candidates[i].ms >= 0 && report.candidates[i].ms < report.candidates[static_cast<size_t>(fastest)].ms) {
           fastest = static_cast<int>(i);
         }
       }
       EXPECT_EQ(report.winner, fastest) << report.to_string();
-      EXPECT_GE(report.candidates[1].ms, 0.0) << "the original and one rewrite are always measured";
+      EXPECT_GE(report.candidates[1].ms, 0.0) << "the original and one rewrite are always timed";
       EXPECT_FALSE(w.original);
     }
     EXPECT_NE(r.program.report.find("graph search: measured"), std::string::npos);
@@ -108,8 +117,11 @@ TEST(GraphSearch, AFailingStageKeepsTheOriginal) {
   options.search.budget_s = 0.01;
   options.search.use_cache = false;
   GraphSearchReport report;
-  auto measure = [](const backend::CompiledProgram&) -> double { throw std::runtime_error("rig exploded (test)"); };
-  CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(), measure, {}, &report);
+  options.time_programs = [](const std::vector<const backend::CompiledProgram*>& p, const Bindings&, double) {
+    return std::vector<double>(p.size(), 1.0);
+  };
+  auto check = [](const backend::CompiledProgram&) { throw std::runtime_error("rig exploded (test)"); };
+  CompileResult r = compile_with_graph_search(g, outputs_of(g), options, cpu::CpuBackend::shared(), check, {}, &report);
   EXPECT_EQ(report.winner, -1);
   EXPECT_NE(report.note.find("graph search failed, kept the original: rig exploded (test)"), std::string::npos) << report.note;
   EXPECT_EQ(r.program.stats.at("graph_winner_original"), 1.0);
