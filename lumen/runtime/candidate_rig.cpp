@@ -32,9 +32,13 @@ void check_close(const Array& want, const Array& got, const std::string& what) {
   }
 }
 
-std::map<std::string, Array> clone_all(const std::map<std::string, Array>& arrays) {
-  std::map<std::string, Array> out;
-  for (const auto& [name, a] : arrays) out.emplace(name, a.clone());
+// The inputs for one run: state buffers copied (runs write them), the rest shared.
+std::map<std::string, Array> run_inputs(const Graph& graph, const std::map<std::string, Array>& arrays) {
+  std::map<std::string, Array> out = arrays;
+  for (NodeId id : graph.state_ids()) {
+    auto it = out.find(graph.node(id).name);
+    if (it != out.end()) it->second = it->second.clone();
+  }
   return out;
 }
 
@@ -80,7 +84,7 @@ void CandidateRig::prepare() {
 void CandidateRig::check(const backend::CompiledProgram& program) {
   prepare();
   CompiledExecutor executor(program);
-  std::map<std::string, Array> inputs = clone_all(inputs_);
+  std::map<std::string, Array> inputs = run_inputs(*graph_, inputs_);
   std::vector<Array> got = executor.execute(inputs, bindings_);
   bool first = !checked_any_;
   checked_any_ = true;
