@@ -51,7 +51,7 @@ std::unique_ptr<Extracted> extract(const Graph& graph, const std::vector<Edge>& 
   report.extract_seconds = seconds_since(start);
   // The original first: it is measured first and is the reference for state writes.
   std::stable_partition(x->candidates.begin(), x->candidates.end(), [](const egraph::Candidate& c) { return c.original; });
-  for (const egraph::Candidate& c : x->candidates) report.candidates.push_back({c.label, c.cost, c.original, c.hash, -1, ""});
+  for (const egraph::Candidate& c : x->candidates) report.candidates.push_back({c.label, c.cost, c.original, c.hash, -1, "", ""});
   return x;
 }
 
@@ -85,7 +85,7 @@ int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOpt
     const egraph::Candidate& c = x.candidates[i];
     GraphCandidateReport& r = report.candidates[i];
     if (i >= 2 && seconds_since(start) > options.search.budget_s) {  // the original and one rewrite at least
-      r.rejected = "not measured: the graph search used up the search budget";
+      r.skipped = "not measured: the graph search used up the search budget";
       continue;
     }
     try {
@@ -131,6 +131,7 @@ std::string GraphSearchReport::to_string() const {
     out << "  " << (static_cast<int>(i) == winner ? "* " : "  ") << "candidate " << i << " (" << c.label << ", cost "
         << c.cost << ", graph " << hex(c.hash) << "): ";
     if (!c.rejected.empty()) out << "rejected: " << c.rejected;
+    else if (!c.skipped.empty()) out << c.skipped;
     else if (c.ms >= 0) out << c.ms << " ms";
     else out << "not measured";
     out << "\n";

@@ -40,6 +40,7 @@ struct GraphCandidateReport {
   uint64_t hash = 0;     // egraph::graph_hash of the candidate
   double ms = -1;        // median of interleaved whole-program runs; -1: not timed
   std::string rejected;  // why it could not win (verification, compile error)
+  std::string skipped;   // why it was not measured (the budget)
 };
 
 struct GraphSearchReport {

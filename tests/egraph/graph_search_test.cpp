@@ -90,7 +90,11 @@ TEST(GraphSearch, FastestVerifiedCandidateWinsAndRejectedOnesNever) {
     const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
     if (reject_others) {
       EXPECT_TRUE(w.original) << report.to_string();
-      for (size_t i = 1; i < report.candidates.size(); ++i) EXPECT_NE(report.candidates[i].rejected, "");
+      EXPECT_NE(report.candidates[1].rejected, "") << "the first rewrite is always checked";
+      for (size_t i = 1; i < report.candidates.size(); ++i) {
+        EXPECT_TRUE(!report.candidates[i].rejected.empty() || !report.candidates[i].skipped.empty());
+        EXPECT_LT(report.candidates[i].ms, 0.0) << "a rejected or skipped candidate is never timed";
+      }
     } else {
       int fastest = 0;  // among those timed (a tiny budget may leave some untimed)
       for (size_t i = 0; i < report.candidates.size(); ++i) {
