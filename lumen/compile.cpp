@@ -5,6 +5,8 @@
 #include "lumen/core/error.h"
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/compiler/compiler.h"
+#include "lumen/compiler/graph_search.h"
+#include "lumen/runtime/candidate_rig.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
 #include "lumen/runtime/program_timing.h"
@@ -73,7 +75,13 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       cpu.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
-      compiler::CompileResult compiled = compiler::compile(*copy, edges, cpu, cpu::CpuBackend::shared());
+      compiler::ProgramCheck check;
+      if (options.graph_search) {
+        auto rig = std::make_shared<CandidateRig>(copy, edges, options.tune_dims, options.tune_dim);
+        check = [rig](const backend::CompiledProgram& program) { rig->check(program); };
+      }
+      compiler::CompileResult compiled =
+          compiler::compile_with_graph_search(*copy, edges, cpu, cpu::CpuBackend::shared(), check);
       return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }

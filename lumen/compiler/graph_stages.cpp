@@ -4,9 +4,9 @@ namespace lumen::compiler {
 
 std::vector<GraphStage> graph_stages() {
   std::vector<GraphStage> stages;
-  // The e-graph search (lumen/egraph) goes here: saturate the graph under
-  // general rewrite rules within limits and extract the best candidate. Until
-  // then the stage leaves the graph as it is.
+  // The e-graph search itself runs in graph_search.h, in front of the whole
+  // pipeline, because it compiles and times whole candidate programs; this
+  // stage is where cheap graph passes that need no measuring go.
   stages.push_back({"egraph", [](Graph& graph, std::vector<Edge>& outputs) {
                       (void)graph;
                       (void)outputs;

@@ -55,9 +55,10 @@ class View {
   // Sliding windows (torch.Tensor.unfold with dilation): dim d of extent n
   // becomes two dims [windows, size], window w reading w*step + k*dilation.
   View unfold(int dim, int64_t size, int64_t step, int64_t dilation = 1) const;
-  // `outer` read through this view: outer's base shape must be this view's
-  // shape. The result reads this view's buffer (layers stack, nothing moves).
-  View compose(const View& outer) const;
+  // Reading through this view, then through `next` (whose base shape is this
+  // view's shape): one view from this base to next's shape (layers stacked,
+  // merged where a layer is a plain row-major index).
+  View then(const View& next) const;
   // A buffer of shape `base` seen as `shape` with the given element strides
   // and offset (torch's as_strided). Positions outside the buffer are the
   // caller's to avoid: graph rewrites use it to read a smaller buffer (one

@@ -297,7 +297,7 @@ class GroupFinder {
         // coordinates a chunk reads are those of the chunk's own block.
         const Shape& full = graph_.node(e.node).shape;
         const Shape& part = graph_.node(it->second).shape;
-        v = single_layer(View::strided(part, full, contiguous_strides(part)).compose(v));
+        v = single_layer(View::strided(part, full, contiguous_strides(part)).then(v));
         e.node = it->second;
       }
       e.view = v;
