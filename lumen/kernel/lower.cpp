@@ -1,6 +1,7 @@
 #include "lumen/kernel/lower.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -11,7 +12,9 @@
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/known_region.h"
 #include "lumen/kernel/reuse.h"
+#include "lumen/kernel/two_place_gather.h"
 
 namespace lumen::kernel {
 
@@ -125,7 +128,10 @@ class Lowerer {
     for (const auto& [e, pk] : packed_) {
       if (pk.made_inline) pack_inline(*e, pk, coords, ctx);
     }
+    Known known = region_of(known_.at(target, coords));  // where the output is a constant, reductions may skip
+    if (!known.exact.defined() && !known.live.is_const(1)) target_live_ = as_predicate(known.live);
     Value v = compute(target, coords, Expr(1), ctx);
+    if (skipped_) v = select(index_value(target_live_, DType::Bool), v, number(known.value, t.dtype));
     Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
     ctx.back()->block.push_back(Stmt::store(0, at, v));
     return finish(ctx);
@@ -613,6 +619,7 @@ class Lowerer {
       extent = simplify(extent / rfactor_.parts);
       first = rfactor_.part * extent;
     }
+    auto [first_block, blocks] = restricted_blocks(n, coords, ctx, at, cut);
     int64_t lanes = schedule_.reduce_lanes();
     std::string base = "r" + std::to_string(next_reduce_++);
     Expr r;
@@ -625,22 +632,24 @@ class Lowerer {
     bool tail = !splits && extent.is_const() && extent.value() > lanes;
     Expr in_range = Expr(1);
     if (simd && (splits || tail)) {
-      Expr outer_extent = tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes);
+      Expr outer_extent = blocks(lanes, tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes));
       Expr outer = Expr::index(base + "_o", outer_extent);
       Expr lane = Expr::index(base + "_v", Expr(lanes));
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
-      r = outer * lanes + lane;
+      r = (first_block(lanes) + outer) * lanes + lane;
       if (tail) in_range = lt(r, extent);
     } else if (int64_t n = schedule_.reduce_split(); n > 1 && factor % n == 0 && (!extent.is_const() || extent.value() > n)) {
-      Expr outer_extent = simplify(extent / n);
+      Expr outer_extent = blocks(n, simplify(extent / n));
       Expr outer = Expr::index(base + "_o", outer_extent), part = Expr::index(base + "_i", Expr(n));
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(part, Expr(n), LoopKind::Serial, static_cast<int>(n)));
-      r = outer * n + part;
+      r = (first_block(n) + outer) * n + part;
     } else {
-      r = Expr::index(base, extent);
-      inner.push_back(open(r, extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      Expr count = blocks(1, extent);
+      r = Expr::index(base, count);
+      inner.push_back(open(r, count, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      r = first_block(1) + r;
     }
     for (size_t i = keep; i < inner.size(); ++i) reducing_[inner[i]] = n;
     std::vector<Expr> in_coords = coords;
@@ -653,6 +662,35 @@ class Lowerer {
     Value result = cut ? acc_value(acc, acc_dtype) : cast(acc_value(acc, acc_dtype), node.dtype);
     ctx[at]->reduce_memo[key] = result;
     return result;
+  }
+
+  // The part of reduction n's axis to loop over, in blocks of u elements:
+  // (first block, block count), both functions of u and the full count. Where
+  // its term is the identity (known_region.h) or no output point of this
+  // kernel's iteration needs it (its output is a known constant there), the
+  // loop runs over fewer blocks; whole blocks keep SIMD steps, and the extra
+  // terms they include are the identity.
+  struct Blocks {
+    std::function<Expr(int64_t)> first;
+    std::function<Expr(int64_t, const Expr&)> count;
+  };
+  Blocks restricted_blocks(NodeId n, const std::vector<Expr>& coords, const Context& ctx, size_t at, bool cut) {
+    std::vector<LoopVar> lanes, rest;
+    for (size_t i = 1; i < ctx.size(); ++i) {
+      bool lane = ctx[i]->kind == LoopKind::Unroll || ctx[i]->kind == LoopKind::Vector;
+      if (i <= at && lane) lanes.push_back({ctx[i]->var, ctx[i]->extent});
+      if (i > at || lane) rest.push_back({ctx[i]->var, ctx[i]->extent});
+    }
+    std::optional<VarRange> range = cut ? std::nullopt : reduction_live_range(known_, graph_, n, coords, lanes);
+    Expr needed = target_live_.defined() ? target_live_ : Expr(1);
+    for (const LoopVar& v : rest) needed = exists(needed, v.var, v.extent);
+    if (!needed.is_const(1)) skipped_ = true;
+    auto first = [range](int64_t u) { return range ? simplify(range->lo / u) : Expr(0); };
+    auto count = [range, first, needed](int64_t u, const Expr& full) {
+      Expr c = range ? simplify(max((range->hi + (u - 1)) / u - first(u), Expr(0))) : full;
+      return needed.is_const(1) ? c : simplify(select(needed, c, Expr(0)));
+    };
+    return {first, count};
   }
 
   // A reduction over a few elements, written out: op(v(0), v(1), ...).
@@ -683,6 +721,15 @@ class Lowerer {
     size_t k = node.inputs[1].view.rank();
     std::vector<Expr> idx_coords(coords.begin() + static_cast<long>(axis), coords.begin() + static_cast<long>(axis + k));
     Expr size = node.inputs[0].view.shape()[axis];
+    auto read_at = [&](const Expr& place) {
+      std::vector<Expr> at(coords.begin(), coords.begin() + static_cast<long>(axis));
+      at.push_back(place);
+      at.insert(at.end(), coords.begin() + static_cast<long>(axis + k), coords.end());
+      return edge(node.inputs[0], at, guard, ctx);
+    };
+    if (auto two = two_place_index(edge(node.inputs[1], idx_coords, guard, ctx), size)) {  // where(c, a, b)
+      return select(two->cond, read_at(simplify(two->position + two->offset)), read_at(two->position));
+    }
     Key key{n, key_of(idx_coords), guard.get()};
     Expr g;
     for (const Level* l : ctx) {
@@ -701,10 +748,7 @@ class Lowerer {
       ctx[at]->defines.push_back(g);
       ctx[at]->gather_memo[key] = g;
     }
-    std::vector<Expr> data_coords(coords.begin(), coords.begin() + static_cast<long>(axis));
-    data_coords.push_back(g);
-    data_coords.insert(data_coords.end(), coords.begin() + static_cast<long>(axis + k), coords.end());
-    return edge(node.inputs[0], data_coords, guard, ctx);
+    return read_at(g);
   }
 
   void collect_dims() {
@@ -737,6 +781,9 @@ class Lowerer {
   int next_acc_ = 0;
   int next_reduce_ = 0;
   int next_gather_ = 0;
+  KnownRegions known_{graph_};
+  Expr target_live_;      // where the kernel's output is not a known constant
+  bool skipped_ = false;  // a reduction skips output points outside target_live_
 };
 
 }  // namespace
