@@ -36,6 +36,7 @@ struct Key {
 struct Level {
   Expr var;  // undefined for the kernel's root
   Expr extent;
+  Expr counted;  // the extent counted for evaluations when `extent` is restricted (known_region.h)
   LoopKind kind = LoopKind::Serial;
   int unroll_hint = 1;
   Block block;
@@ -445,7 +446,7 @@ class Lowerer {
     double m = 1;
     for (const Level* l : ctx) {
       if (!l->extent.defined()) continue;
-      m *= assumed(l->extent);
+      m *= assumed(l->counted.defined() ? l->counted : l->extent);
     }
     return m;
   }
@@ -651,6 +652,7 @@ class Lowerer {
       inner.push_back(open(r, count, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       r = first_block(1) + r;
     }
+    inner[keep]->counted = extent;  // fusion counts the whole axis (restricted extents vary)
     for (size_t i = keep; i < inner.size(); ++i) reducing_[inner[i]] = n;
     std::vector<Expr> in_coords = coords;
     in_coords.insert(in_coords.begin() + node.axis, simplify(first + r));

@@ -1,6 +1,10 @@
 #include "lumen/kernel/two_place_gather.h"
 
+#include "lumen/core/linear_form.h"
+
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/known_region.h"
+#include "lumen/kernel/lower.h"
 
 namespace lumen::kernel {
 
@@ -48,6 +52,62 @@ std::optional<TwoPlaceIndex> two_place_index(const Value& index, const Expr& siz
     return TwoPlaceIndex{scaled->cond, p, simplify(scaled->offset)};
   }
   return std::nullopt;
+}
+
+namespace {
+
+// The nodes read at `coords` (the gather's canonical coordinates) at the
+// same flat position of a buffer shaped like the gather: directly, or through
+// inlined elementwise nodes read at some other point (the table's half).
+void sources_at(const Graph& graph, const Edge& e, const std::vector<Expr>& at, const Node& gather,
+                const std::vector<bool>& materialized, int depth, std::vector<NodeId>& out) {
+  View::Index vi = e.view.index(at);
+  if (!simplify(vi.valid).is_const(1) || depth > 2) return;
+  const Node& producer = graph.node(e.node);
+  Expr flat = simplify(vi.index);
+  if (producer.shape == gather.shape && flat == flat_index(gather.shape, loop_indices(gather.shape))) {
+    out.push_back(e.node);
+    return;
+  }
+  if (materialized[static_cast<size_t>(e.node)] || !is_binary(producer.op)) return;
+  std::vector<Expr> coords(producer.shape.size());
+  std::vector<Expr> strides = contiguous_strides(producer.shape);
+  for (size_t d = 0; d < coords.size(); ++d) {
+    if (strides[d].is_const(0) || producer.shape[d].is_const(1)) {
+      coords[d] = Expr(0);
+    } else {
+      coords[d] = simplify(d == 0 ? flat / strides[d] : flat / strides[d] % producer.shape[d]);
+    }
+  }
+  for (const Edge& in : producer.inputs) sources_at(graph, in, coords, gather, materialized, depth + 1, out);
+}
+
+}  // namespace
+
+std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+  const Node& node = graph.node(n);
+  if (node.op != Op::Gather || node.axis != 0 || node.inputs[1].view.rank() != node.shape.size()) return {};
+  if (materialized[static_cast<size_t>(node.inputs[1].node)]) return {};
+  std::vector<Expr> coords = loop_indices(node.shape);
+  KnownRegions known(graph);
+  Known index = known.through(node.inputs[1], coords);
+  if (!index.exact.defined()) return {};
+  auto form = LinearForm::of(index.exact);  // position + cond·offset
+  if (!form) return {};
+  Expr position = Expr(form->constant), offset;
+  for (const auto& [term, coefficient] : form->terms) {
+    if (term.lo() >= 0 && term.hi() <= 1 && !offset.defined()) {
+      offset = Expr(coefficient);
+    } else {
+      position = position + term * coefficient;
+    }
+  }
+  if (!offset.defined()) return {};
+  std::vector<NodeId> out;
+  for (const Expr& p : {simplify(position), simplify(position + offset)}) {
+    sources_at(graph, node.inputs[0], {p}, node, materialized, 0, out);
+  }
+  return out;
 }
 
 }  // namespace lumen::kernel

@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "lumen/core/graph.h"
 #include "lumen/kernel/ir.h"
 
 namespace lumen::kernel {
@@ -22,5 +23,12 @@ struct TwoPlaceIndex {
 // The two places a gather index value `index` reads, when it has that form
 // and both places provably lie in [0, size). Nothing otherwise.
 std::optional<TwoPlaceIndex> two_place_index(const Value& index, const Expr& size);
+
+// The same, seen in the graph: the nodes a two-place gather `node` reads
+// (through elementwise nodes that are not materialised, such as the stacked
+// pair's add) at its own output points, in order, with its shape. A kernel
+// whose output is where(c, a, b) over a contraction `a` is that contraction's
+// kernel with a select epilogue.
+std::vector<NodeId> two_place_sources(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 
 }  // namespace lumen::kernel
