@@ -109,20 +109,6 @@ Expr replace(const Expr& e, const Expr& from, const Expr& to) {
   }
 }
 
-std::vector<Expr> unflatten(const Expr& flat, const Shape& shape) {
-  std::vector<Expr> coords(shape.size());
-  std::vector<Expr> strides = contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].is_const(1) || shape[d].is_const(0) || strides[d].is_const(0)) {
-      coords[d] = Expr(0);
-      continue;
-    }
-    Expr c = flat / strides[d];
-    coords[d] = simplify(d == 0 ? c : c % shape[d]);
-  }
-  return coords;
-}
-
 bool all_known(const Known& r, double v) { return r.live.is_const(0) && same(r.value, v); }
 
 Known add_known(const Known& a, const Known& b, DType dtype) {
@@ -208,6 +194,20 @@ Known unary_known(Op op, const Known& k, DType dtype) {
 }
 
 }  // namespace
+
+std::vector<Expr> unflatten(const Expr& flat, const Shape& shape) {
+  std::vector<Expr> coords(shape.size());
+  std::vector<Expr> strides = contiguous_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d].is_const(1) || shape[d].is_const(0) || strides[d].is_const(0)) {
+      coords[d] = Expr(0);
+      continue;
+    }
+    Expr c = flat / strides[d];
+    coords[d] = simplify(d == 0 ? c : c % shape[d]);
+  }
+  return coords;
+}
 
 Expr as_predicate(const Expr& e0) {
   Expr e = simplify(e0);

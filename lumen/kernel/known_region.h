@@ -59,6 +59,9 @@ class KnownRegions {
   std::map<std::pair<NodeId, std::vector<const ExprNode*>>, Known> memo_;
 };
 
+// The coordinates of flat position `flat` in a contiguous buffer of `shape`.
+std::vector<Expr> unflatten(const Expr& flat, const Shape& shape);
+
 // A predicate over 0/1-valued integer Exprs in plain boolean form:
 // `1 - b` becomes not(b), `b < 1` not(b), `0 < b` and `b == 1` b, ...
 Expr as_predicate(const Expr& e);

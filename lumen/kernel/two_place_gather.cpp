@@ -70,15 +70,7 @@ void sources_at(const Graph& graph, const Edge& e, const std::vector<Expr>& at, 
     return;
   }
   if (materialized[static_cast<size_t>(e.node)] || !is_binary(producer.op)) return;
-  std::vector<Expr> coords(producer.shape.size());
-  std::vector<Expr> strides = contiguous_strides(producer.shape);
-  for (size_t d = 0; d < coords.size(); ++d) {
-    if (strides[d].is_const(0) || producer.shape[d].is_const(1)) {
-      coords[d] = Expr(0);
-    } else {
-      coords[d] = simplify(d == 0 ? flat / strides[d] : flat / strides[d] % producer.shape[d]);
-    }
-  }
+  std::vector<Expr> coords = unflatten(flat, producer.shape);
   for (const Edge& in : producer.inputs) sources_at(graph, in, coords, gather, materialized, depth + 1, out);
 }
 
