@@ -12,6 +12,7 @@
 #include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/known_region.h"
+#include "lumen/kernel/lower_levels.h"
 #include "lumen/kernel/packing.h"
 #include "lumen/kernel/restricted_loops.h"
 #include "lumen/kernel/reuse.h"
@@ -20,41 +21,6 @@
 namespace lumen::kernel {
 
 namespace {
-
-// Memo key: a node at given coordinates under a guard.
-struct Key {
-  NodeId node;
-  std::vector<const ExprNode*> coords;
-  const ExprNode* guard;
-  bool operator<(const Key& o) const {
-    if (node != o.node) return node < o.node;
-    if (guard != o.guard) return guard < o.guard;
-    return coords < o.coords;
-  }
-};
-
-// One loop level while building: its statements and what it defines.
-struct Level {
-  Expr var;  // undefined for the kernel's root
-  Expr extent;
-  Expr counted;  // the extent counted for evaluations when `extent` is restricted (known_region.h)
-  LoopKind kind = LoopKind::Serial;
-  int unroll_hint = 1;
-  Block block;
-  std::vector<Expr> defines;  // loop variable and data-dependent index variables bound here
-  std::vector<int> accs;      // accumulators initialised here
-  std::map<Key, Value> reduce_memo;
-  std::map<Key, Value> value_memo;  // any node at given coordinates: computed once, reused below
-  std::map<Key, Expr> gather_memo;
-};
-
-using Context = std::vector<Level*>;
-
-std::vector<const ExprNode*> key_of(const std::vector<Expr>& coords) {
-  std::vector<const ExprNode*> k;
-  for (const Expr& e : coords) k.push_back(e.get());
-  return k;
-}
 
 DType accumulator_dtype(DType d) { return d == DType::F16 || d == DType::BF16 ? DType::F32 : d; }
 
@@ -100,7 +66,7 @@ class Lowerer {
     if (!needed.is_const(1)) ctx.push_back(open(Expr::index("live", Expr(1)), simplify(select(needed, 1, 0)), LoopKind::Serial));
     Value v = compute(target, coords, Expr(1), ctx);
     if (skipped_) v = select(index_value(target_live_, DType::Bool), v, number(known.value, t.dtype));
-    Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
+    Expr at = store_index(coords);
     ctx.back()->block.push_back(Stmt::store(0, at, v));
     if (!needed.is_const(1)) {
       close(ctx, keep);
@@ -143,10 +109,15 @@ class Lowerer {
       ctx.push_back(open(var, count, LoopKind::Serial));
       for (const LaneLoop& lane : cut.lanes) ctx.push_back(open(lane.var, lane.extent, lane.kind));
       coords[cut.dim] = simplify((begin + var) * cut.step + cut.lanes.back().var);
-      Expr at = options_.store_node >= 0 ? simplify(options_.store_view.index(coords).index) : flat_index(graph_.node(buffer_nodes_[0]).shape, coords);
-      ctx.back()->block.push_back(Stmt::store(0, at, constant));
+      ctx.back()->block.push_back(Stmt::store(0, store_index(coords), constant));
       close(ctx, cut.level);
     }
+  }
+
+  // Where the output at `coords` is stored (into a state's view, or its own buffer).
+  Expr store_index(const std::vector<Expr>& coords) const {
+    if (options_.store_node >= 0) return simplify(options_.store_view.index(coords).index);
+    return flat_index(graph_.node(buffer_nodes_[0]).shape, coords);
   }
 
   // rfactor's first kernel: part p of the reduction `node` at every output
