@@ -144,3 +144,13 @@ def test_where_exact_with_infinities_and_nan(backend):
 
     check("where", masked, lambda x, y: torch.where(torch.arange(37).reshape(1, 37) > torch.arange(5).reshape(5, 1) * 7, x, y),
           [a, b], backend, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [lumen.float16, lumen.bfloat16], ids=lambda d: d.name)
+def test_causal_half_precision(backend, dtype):
+    from harness import Input
+    q, k, v = (Input(data((1, 2, 33, 16), dtype, seed, low=-1, high=1), dtype) for seed in (20, 21, 22))
+    causal = lambda row, col: col > row  # noqa: E731
+    check("attention_causal_where", lambda a, b, c: plain_attention(a, b, c, causal),
+          lambda a, b, c: torch_attention(a.float(), b.float(), c.float(), causal), [q, k, v], backend,
+          3e-2, 3e-2)
