@@ -20,7 +20,7 @@ PROMPT = 128          # prefill length
 DECODE_FROM = 128     # decode steps start at this position ...
 DECODE_STEPS = 32     # ... and run this many tokens per measurement
 LLAMA = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
-             num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=1024, tie_word_embeddings=True)
+             num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=2048, tie_word_embeddings=True)
 
 
 class Missing(Exception):
@@ -29,7 +29,7 @@ class Missing(Exception):
 
 def llama_files():
     """The 110M Llama directory and its GGUF exports (made once)."""
-    path = os.path.join(MODELS, "llama110m")
+    path = os.path.join(MODELS, "llama110m_ctx2048")
     files = {"dir": path, "f32": path + "_f32.gguf", "q8": path + "_q8_0.gguf"}
     if not all(os.path.exists(p) for p in (os.path.join(path, "model.safetensors"), files["f32"], files["q8"])):
         import torch
@@ -286,6 +286,8 @@ class MiniLMWorkload:
 
 def model_workloads():
     rows = [LlamaWorkload("llama110m_prefill_fp32", "prefill", "fp32"),
+            LlamaWorkload("llama110m_prefill1024_fp32", "prefill", "fp32", prompt=1024),
+            LlamaWorkload("llama110m_prefill2048_fp32", "prefill", "fp32", prompt=2048),
             LlamaWorkload("llama110m_decode_fp32", "decode", "fp32"),
             LlamaWorkload("llama110m_decode_q8", "decode", "q8"),
             SmolLM2Workload("smollm2_q4_1_prefill128", "prefill", 128),

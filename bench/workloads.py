@@ -52,16 +52,28 @@ def _gemv(n, k):
         rotate=max(2, int(math.ceil(320e6 / (4.0 * n * k)))))
 
 
-def _attention(causal):
+def _attention(causal, s=1024, plain=False):
+    """Attention B1 H8 D64. `plain`: written as users write it with plain ops —
+    matmul, scale, softmax, matmul, and a causal mask as where(col > row, -inf,
+    scores) over arange — not through scaled_dot_product_attention."""
+    import lumen
     import lumen.nn.functional as F
 
     def t(q, k, v):
         return __import__("torch").nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    s, d, h = 1024, 64, 8
+
+    def plain_ops(g, q, k, v):
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d))
+        if causal:
+            row = g.arange(s).unsqueeze(1)
+            col = g.arange(s).unsqueeze(0)
+            scores = lumen.where(col > row, g.full((1,), float("-inf")), scores)
+        return lumen.softmax(scores, -1) @ v
+    d, h = 64, 8
     flops = 4.0 * h * s * s * d * (0.5 if causal else 1.0)
-    return Workload(
-        "attention_s1024" + ("_causal" if causal else ""), [(1, h, s, d)] * 3,
-        lambda g, q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal), t, flops=flops)
+    name = f"attention_s{s}" + ("_causal" if causal else "") + ("_plain" if plain else "")
+    build = plain_ops if plain else (lambda g, q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    return Workload(name, [(1, h, s, d)] * 3, build, t, flops=flops)
 
 
 def _mlp():
@@ -149,6 +161,7 @@ def all_workloads():
             Workload("sum_cols_4096", [(4096, 4096)], lambda g, x: lumen.sum(x, 0), lambda x: x.sum(0),
                      bytes=4.0 * 4096 * 4096, numpy=lambda x: x.sum(0), jax=lambda jnp: (lambda x: x.sum(0)),
                      tinygrad=lambda x: x.sum(0), rotate=5),
-            _attention(False), _attention(True), _mlp(), _conv(), _gpt2_block()]
+            _attention(False), _attention(True), _attention(False, 4096, plain=True),
+            _attention(True, 4096, plain=True), _attention(False, 16384, plain=True), _mlp(), _conv(), _gpt2_block()]
     from models import model_workloads
     return {**{w.name: w for w in rows}, **model_workloads()}

@@ -3,8 +3,13 @@
 #include <chrono>
 
 #include "lumen/core/error.h"
-#include "lumen/runtime/cpu_executor.h"
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/compiler/graph_search.h"
+#include "lumen/runtime/candidate_rig.h"
+#include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
+#include "lumen/runtime/program_timing.h"
 
 namespace lumen {
 
@@ -61,14 +66,23 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
     case Backend::Cpu:
     {
-      CpuOptions cpu;
+      compiler::CompilerOptions cpu;
+      cpu.time_programs = [](const std::vector<const backend::CompiledProgram*>& programs, const Bindings& dims,
+                             double seconds) { return time_programs(programs, dims, seconds).median_ms; };
       cpu.search.budget_s = options.search_budget_s;
       cpu.search.use_cache = options.tuning_cache;
       cpu.search.cache_path = options.cache_path;
-      cpu.search.progress = options.progress;
+      cpu.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
-      return Program(copy, named, std::make_unique<CpuExecutor>(copy, edges, cpu));
+      compiler::ProgramCheck check;
+      if (options.graph_search) {
+        auto rig = std::make_shared<CandidateRig>(copy, edges, options.tune_dims, options.tune_dim);
+        check = [rig](const backend::CompiledProgram& program) { rig->check(program); };
+      }
+      compiler::CompileResult compiled =
+          compiler::compile_with_graph_search(*copy, edges, cpu, cpu::CpuBackend::shared(), check);
+      return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }
   fail("compile: unknown backend");

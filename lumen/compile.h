@@ -20,9 +20,13 @@ struct CompileOptions {
   double search_budget_s = 0;
   bool tuning_cache = true;
   std::string cache_path;   // default: LUMEN_CACHE_DIR/tuning.db
-  bool progress = false;    // print search progress to stderr (on a terminal)
+  bool progress = false;    // live progress on stderr when a terminal (kernels, search time), then a summary line
   int64_t tune_dim = 64;    // dynamic dims take this value while tuning ...
   std::map<std::string, int64_t> tune_dims;  // ... unless given here by name (representative sizes)
+  // With a search budget: the graph-level search (lumen/compiler/graph_search.h)
+  // measures the best few programs the e-graph rewrites extract and keeps the
+  // fastest verified one. Budget 0 skips it.
+  bool graph_search = true;
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,

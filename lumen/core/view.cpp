@@ -328,6 +328,27 @@ View View::unfold(int dim, int64_t size, int64_t step, int64_t dilation) const {
   return v;
 }
 
+View View::then(const View& next) const {
+  if (next.base_.size() != rank() || !std::equal(next.base_.begin(), next.base_.end(), shape().begin(),
+                                                  [](const Expr& a, const Expr& b) { return simplify(a) == simplify(b); })) {
+    fail("view: cannot read a view of shape ", lumen::to_string(next.base_), " from one of shape ", lumen::to_string(shape()));
+  }
+  auto plain = [](const ViewLayer& l) {
+    return l.mask.empty() && l.offset.is_const(0) && l.strides == contiguous_strides(l.shape);
+  };
+  View out = *this;
+  size_t first = 0;
+  if (plain(next.layers_[0]) && simplify(shape_numel(next.layers_[0].shape)) == simplify(shape_numel(shape()))) {
+    out = out.reshape(next.layers_[0].shape);  // a row-major re-index: reshape knows how to merge it
+    first = 1;
+  } else if (plain(out.top())) {
+    out.top() = next.layers_[0];  // the plain top layer's flat index is exactly next's first layer's
+    first = 1;
+  }
+  for (size_t k = first; k < next.layers_.size(); ++k) out.layers_.push_back(next.layers_[k]);
+  return out;
+}
+
 View::Index View::index(const std::vector<Expr>& idx) const {
   if (idx.size() != rank()) fail("view: ", idx.size(), " indices given for shape ", lumen::to_string(shape()));
   std::vector<Expr> current = idx;

@@ -55,6 +55,10 @@ class View {
   // Sliding windows (torch.Tensor.unfold with dilation): dim d of extent n
   // becomes two dims [windows, size], window w reading w*step + k*dilation.
   View unfold(int dim, int64_t size, int64_t step, int64_t dilation = 1) const;
+  // Reading through this view, then through `next` (whose base shape is this
+  // view's shape): one view from this base to next's shape (layers stacked,
+  // merged where a layer is a plain row-major index).
+  View then(const View& next) const;
 
   struct Index {
     Expr index;  // flat position in the source buffer

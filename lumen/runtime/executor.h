@@ -1,4 +1,4 @@
-// Executor — what a backend gives the runtime: run the compiled graph on a
+// Executor — what the runtime runs a compiled graph with: run the compiled graph on a
 // set of inputs and dim bindings, producing the outputs in order.
 #pragma once
 
@@ -6,18 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "lumen/backend/compiled_program.h"
 #include "lumen/core/array.h"
 #include "lumen/core/expr_eval.h"
 
 namespace lumen {
 
-// One kernel's schedule search over time: the best time found so far after
-// each measured candidate (the first point is the heuristic schedule).
-struct SearchTrace {
-  std::string kernel;  // the graph nodes it fuses
-  std::vector<std::pair<double, double>> progress;  // (seconds into its search, best ms so far)
-  double baseline_ms = 0, best_ms = 0;  // the finalists re-measured side by side: heuristic and winner
-};
+// One kernel's schedule search over time (what compilation recorded).
+using SearchTrace = backend::SearchTrace;
 
 class Executor {
  public:

@@ -8,9 +8,6 @@
 #include <random>
 #include <sstream>
 
-#include "lumen/backend/cpu/codegen.h"
-#include "lumen/backend/cpu/launch.h"
-#include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/backend/interp/point_evaluator.h"
 #include "lumen/core/error.h"
 #include "lumen/core/host_memory.h"
@@ -33,8 +30,10 @@ bool agree(double got, double want, double scale) {
 
 }  // namespace
 
-KernelRig::KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims)
-    : graph_(graph), node_(node), materialized_(materialized), dims_(dims) {
+KernelRig::KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims,
+                     std::shared_ptr<const backend::Backend> backend, bool parameters_warm)
+    : graph_(graph), backend_(std::move(backend)), node_(node), materialized_(materialized), dims_(dims),
+      parameters_warm_(parameters_warm) {
   for (const std::string& d : graph.dim_names()) dim_values_.push_back(dims_.at(d));
   const Node& n = graph.node(node);
   output_ = Array(n.dtype, concrete(n.shape, dims_));
@@ -101,7 +100,7 @@ void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
   for (Candidate* c : candidates) {
     if (c->error.empty()) valid.push_back(c);
   }
-  auto keeps = [&](const Candidate& c, size_t pre) {  // as CpuExecutor::find_kept_packs decides
+  auto keeps = [&](const Candidate& c, size_t pre) {  // as lumen/compiler/lower_stage.cpp keeps packs
     const kernel::ScratchBuffer& sb = c.lowered.scratch.at(static_cast<size_t>(-1 - c.lowered.pre_buffer_nodes[pre][0]));
     if (!sb.elements.is_const()) return false;
     int64_t read = 0;
@@ -117,21 +116,20 @@ void KernelRig::compile(std::vector<Candidate*> candidates, double* seconds) {
     c->once.push_back(false);
     c->done.assign(c->once.size(), false);
   }
-  auto build = [](std::vector<Candidate*> group) {
+  auto build = [this](std::vector<Candidate*> group) {
     std::vector<kernel::Kernel> kernels;
     for (Candidate* c : group) {
       for (const kernel::Kernel& k : c->lowered.pre_kernels) kernels.push_back(k);
       kernels.push_back(c->lowered.kernel);
     }
-    auto library = cpu::compile_and_load(cpu::render_source(kernels));
+    std::shared_ptr<backend::Module> module = backend_->compile(backend_->render(kernels, 1), nullptr);
     for (Candidate* c : group) {
-      c->library = library;
+      c->module = module;
       std::vector<const kernel::Kernel*> launches;
       for (const kernel::Kernel& k : c->lowered.pre_kernels) launches.push_back(&k);
       launches.push_back(&c->lowered.kernel);
       for (size_t i = 0; i < launches.size(); ++i) {
-        c->run.push_back(library->symbol("lumen_" + launches[i]->name));
-        c->tasks.push_back(library->symbol("lumen_" + launches[i]->name + "_tasks"));
+        c->entries.push_back(backend_->load(*module, launches[i]->name));
         c->buffers.push_back(i + 1 < launches.size() ? c->lowered.pre_buffer_nodes[i] : c->lowered.buffer_nodes);
       }
     }
@@ -169,18 +167,19 @@ constexpr int64_t kHotInputBytes = int64_t{32} << 20;
 // Cold inputs rotate through copies adding up to this much (as make bench does).
 constexpr double kColdBytes = 320e6;
 
-bool read_cold(const Node& node, int64_t bytes) {
+bool read_cold(const Node& node, int64_t bytes, bool parameters_warm) {
   if (node.op != Op::Input) return false;
+  if (node.parameter && parameters_warm) return false;
   return bytes > (node.parameter ? kHotParameterBytes : kHotInputBytes);
 }
 }  // namespace
 
 void* KernelRig::run_data(NodeId n) {
-  if (!read_cold(graph_.node(n), buffer(n).nbytes())) return buffer(n).data();
+  if (!read_cold(graph_.node(n), buffer(n).nbytes(), parameters_warm_)) return buffer(n).data();
   if (copy_count_ == 0) {  // enough copies of the large inputs to overflow the caches (this host's L3 holds ~100 MiB)
     double bytes = 0;
     for (const auto& [id, a] : inputs_) {
-      if (read_cold(graph_.node(id), a.nbytes())) bytes += static_cast<double>(a.nbytes());
+      if (read_cold(graph_.node(id), a.nbytes(), parameters_warm_)) bytes += static_cast<double>(a.nbytes());
     }
     copy_count_ = static_cast<int>(std::clamp(std::ceil(kColdBytes / std::max(bytes, 1.0)), 2.0, 64.0));
   }
@@ -218,8 +217,8 @@ double KernelRig::run(Candidate& c) {
   if (c.scratch_data.size() != c.lowered.scratch.size()) bind_scratch(c);
   ++runs_;
   // Each launch's arguments are gathered before the clock starts: only the kernels are timed.
-  std::vector<std::vector<void*>> args(c.run.size());
-  for (size_t l = 0; l < c.run.size(); ++l) {
+  std::vector<std::vector<void*>> args(c.entries.size());
+  for (size_t l = 0; l < c.entries.size(); ++l) {
     for (NodeId b : c.buffers[l]) {
       if (b == node_) {
         args[l].push_back(output_.data());
@@ -230,16 +229,14 @@ double KernelRig::run(Candidate& c) {
       }
     }
   }
-  std::shared_ptr<cpu::ThreadPool> pool_owner = cpu::ThreadPool::global();
-  cpu::ThreadPool& pool = *pool_owner;
+  std::shared_ptr<backend::Queue> queue = backend_->queue();
   auto start = std::chrono::steady_clock::now();
-  for (size_t l = 0; l < c.run.size(); ++l) {
+  for (size_t l = 0; l < c.entries.size(); ++l) {
     if (l < c.once.size() && c.once[l]) {
       if (c.done[l]) continue;
       c.done[l] = true;
     }
-    cpu::KernelStatus status = cpu::launch(pool, reinterpret_cast<cpu::KernelEntry>(c.run[l]),
-                                           reinterpret_cast<cpu::KernelTasks>(c.tasks[l]), args[l].data(), dim_values_.data());
+    backend::LaunchStatus status = backend_->launch(*queue, c.entries[l], args[l].data(), dim_values_.data());
     if (status.failed) fail("kernel reported index ", status.value, " out of range [0, ", status.bound, ")");
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -1,6 +1,7 @@
 // KernelRig — one kernel set up for measuring schedules: random inputs,
-// reference values at sampled output elements (from the per-element
-// reference evaluator), candidates compiled in batches, runs timed.
+// reference values at sampled output elements (from the interpreter's
+// per-element evaluator, the oracle), candidates compiled in batches and run
+// through the Backend interface, runs timed.
 #pragma once
 
 #include <map>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lumen/backend/cpu/compiler.h"
+#include "lumen/backend/backend.h"
 #include "lumen/core/array.h"
 #include "lumen/core/graph.h"
 #include "lumen/kernel/lower.h"
@@ -23,12 +24,12 @@ struct Candidate {
   std::string name;
   std::string error;  // why it could not be built (illegal schedule, compile failure)
   bool tampered = false;
-  // After compiling: one function per launch (pre-kernels, then the kernel).
-  std::shared_ptr<cpu::Library> library;
-  std::vector<void*> run, tasks;
+  // After compiling: one entry per launch (pre-kernels, then the kernel).
+  std::shared_ptr<backend::Module> module;
+  std::vector<backend::Entry> entries;
   std::vector<std::vector<NodeId>> buffers;
   // Launches done once and not timed: packs of parameters, which a program
-  // keeps between runs (see CpuExecutor).
+  // keeps between runs (see lumen/compiler/lower_stage.cpp).
   std::vector<bool> once;
   std::vector<bool> done;
   std::vector<void*> scratch_data;  // its scratch buffers, bound at the first run
@@ -36,7 +37,11 @@ struct Candidate {
 
 class KernelRig {
  public:
-  KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims);
+  // Candidates are compiled and run through `backend`. `parameters_warm`:
+  // the program's parameters all fit in the last-level cache, so a run finds
+  // them there (the previous run read them): the rig reads them hot too.
+  KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims,
+            std::shared_ptr<const backend::Backend> backend, bool parameters_warm = false);
 
   // Lowers `actions` into a candidate (error set if illegal).
   Candidate make(const std::vector<kernel::Action>& actions, const std::string& name);
@@ -51,19 +56,21 @@ class KernelRig {
  private:
   Array& buffer(NodeId n);
   // The data a run reads for buffer `n`: parameters larger than 1 MiB
-  // (weights) and any input larger than 32 MiB rotate through identical
+  // (weights; unless parameters_warm) and any input larger than 32 MiB rotate through identical
   // copies so each run reads them from memory, not cache, as a layer's
   // weights are read in a real program; other inputs and intermediates stay hot.
   void* run_data(NodeId n);
   void bind_scratch(Candidate& c);
 
   const Graph& graph_;
+  std::shared_ptr<const backend::Backend> backend_;
   NodeId node_;
   const std::vector<bool>& materialized_;
   Bindings dims_;
   std::vector<int64_t> dim_values_;
   std::map<NodeId, Array> inputs_;
   std::map<NodeId, std::vector<std::shared_ptr<unsigned char>>> copies_;  // cold copies of graph inputs
+  bool parameters_warm_ = false;
   int copy_count_ = 0;
   int64_t runs_ = 0;
   Array output_;

@@ -1,7 +1,5 @@
 #include "lumen/search/search.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/core/error.h"
 #include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
@@ -40,6 +39,10 @@ std::string join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
+double seconds_left(Clock::time_point deadline, Clock::time_point now) {
+  return std::max(0.0, std::chrono::duration<double>(deadline - now).count());
+}
+
 std::string SearchReport::to_string() const {
   std::ostringstream out;
   char line[512];
@@ -50,6 +53,7 @@ std::string SearchReport::to_string() const {
                 kernels.size(), by_source["search"], by_source["cache"], by_source["repeat"], by_source["heuristic"], seconds,
                 timing_runs);
   out << line;
+  if (timing_runs > 0 && parameters_warm) out << "  (weights read warm: the program's parameters fit in the last-level cache)\n";
   for (const KernelReport& k : kernels) {
     if (k.source != "search" && k.source != "cache") continue;  // nothing measured to show
     double speedup = k.best_ms > 0 && k.baseline_ms > 0 ? k.baseline_ms / k.best_ms : 1.0;
@@ -65,6 +69,9 @@ std::string SearchReport::to_string() const {
 ScheduleSearch::ScheduleSearch(const Graph& graph, const std::vector<bool>& materialized, SearchOptions options,
                                kernel::Target target)
     : graph_(graph), materialized_(materialized), options_(std::move(options)), target_(target) {
+  report_.parameters_warm = options_.parameters_warm;
+  if (!options_.backend) options_.backend = cpu::CpuBackend::shared();
+  fingerprint_ = options_.backend->fingerprint();
   if (options_.use_cache) {
     cache_ = std::make_unique<TuningCache>(options_.cache_path);
     for (const std::string& w : cache_->warnings()) report_.warnings.push_back(w);
@@ -85,7 +92,7 @@ Bindings ScheduleSearch::tuning_dims() const {
 std::string ScheduleSearch::key(NodeId node) const {
   const Node& n = graph_.node(node);
   kernel::LoweredKernel canonical = kernel::lower(graph_, node, materialized_, kernel::Schedule(n.shape), "k");
-  return tuning_key(canonical.kernel, tuning_dims(), target_.threads);
+  return tuning_key(canonical.kernel, tuning_dims(), target_.threads, fingerprint_);
 }
 
 bool ScheduleSearch::known(NodeId node) const {
@@ -104,7 +111,7 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
   Bindings dims = tuning_dims();
   kernel::LoweredKernel canonical = kernel::lower(graph_, node, materialized_, kernel::Schedule(n.shape), "k");
   rep.fuses = join(canonical.kernel.fused);
-  std::string key = tuning_key(canonical.kernel, dims, target_.threads);
+  std::string key = tuning_key(canonical.kernel, dims, target_.threads, fingerprint_);
   auto finish = [&](std::vector<kernel::Action> actions, const std::string& source) {
     rep.actions = kernel::to_string(actions);
     rep.source = source;
@@ -134,7 +141,7 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
   if (budget_s <= 0 || n.shape.empty()) return finish(seed_actions, "heuristic");
 
   // ---- measure ----
-  KernelRig rig(graph_, node, materialized_, dims);
+  KernelRig rig(graph_, node, materialized_, dims, options_.backend, options_.parameters_warm);
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget_s));
   int counter = 0;
   auto measure = [&](Candidate& c, double best, int min_runs, double min_ms) -> double {
@@ -236,10 +243,9 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
           improved = true;
         }
         rep.progress.emplace_back(since(start), best);
-        if (options_.progress && isatty(2)) {
-          std::fprintf(stderr, "\r[lumen search] node %d: %d tried, %d rejected, best x%.2f, %.0f s left   ", node, rep.tried,
-                       rep.rejected, rep.baseline_ms / best,
-                       std::chrono::duration<double>(deadline - Clock::now()).count());
+        if (options_.on_candidate) {
+          options_.on_candidate({node, rep.tried, rep.rejected, rep.baseline_ms / best, since(start),
+                                 seconds_left(deadline, Clock::now())});
         }
       }
     }
@@ -247,7 +253,6 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
     std::sort(evaluated.begin(), evaluated.end(), [](const Trial& a, const Trial& b) { return a.ms < b.ms; });
     beam.assign(evaluated.begin(), evaluated.begin() + std::min<long>(options_.beam, static_cast<long>(evaluated.size())));
   }
-  if (options_.progress && isatty(2)) std::fprintf(stderr, "\n");
 
   // Re-measure the finalists and the seed the same way (median of 10) and keep
   // the fastest, so the reported speed-up compares like with like.

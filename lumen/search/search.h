@@ -11,12 +11,14 @@
 // With budget 0, or on a cache hit, nothing is timed.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "lumen/backend/backend.h"
 #include "lumen/core/graph.h"
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/lower.h"
@@ -25,14 +27,34 @@
 
 namespace lumen::search {
 
+// Where one kernel's search stands, after each measured candidate.
+struct CandidateProgress {
+  NodeId node = -1;
+  int tried = 0, rejected = 0;
+  double speedup = 1;         // heuristic time / best time so far
+  double seconds = 0;         // into this kernel's search
+  double seconds_left = 0;    // of this kernel's share of the budget; never negative
+};
+
+// Seconds from `now` until `deadline`, 0 once it has passed (a batch of
+// candidates can overrun the share it started in).
+double seconds_left(std::chrono::steady_clock::time_point deadline, std::chrono::steady_clock::time_point now);
+
 struct SearchOptions {
+  // Where candidates are compiled, run and timed; null: the host CPU.
+  std::shared_ptr<const backend::Backend> backend;
   double budget_s = 0;       // total search time for a program; 0: heuristic schedules only
   bool use_cache = true;     // read and write the tuning cache
   std::string cache_path;    // default: LUMEN_CACHE_DIR/tuning.db
   int beam = 3;
-  bool progress = false;     // a progress line on stderr
   int64_t assumed_dim = 64;  // binding for dynamic dims while tuning ...
   std::map<std::string, int64_t> dims;  // ... unless named here (e.g. {"seq_blocks": 8})
+  // The program's parameters all fit in the last-level cache (the compiler
+  // decides, from their bytes and the backend's cache sizes): candidates then
+  // read weights warm, as the program's runs will.
+  bool parameters_warm = false;
+  // Called after each measured candidate (e.g. a live progress line); may be empty.
+  std::function<void(const CandidateProgress&)> on_candidate;
   // Test hook: may alter a candidate before it is compiled (e.g. inject a bug
   // that verification must catch). Returns true if it altered it.
   std::function<bool(kernel::LoweredKernel&)> tamper;
@@ -57,6 +79,7 @@ struct SearchReport {
   double seconds = 0;
   int timing_runs = 0;
   int cache_hits = 0;
+  bool parameters_warm = false;  // candidates read weights warm (SearchOptions::parameters_warm)
   std::vector<std::string> warnings;
   std::string to_string() const;
 };
@@ -88,6 +111,7 @@ class ScheduleSearch {
   const std::vector<bool>& materialized_;
   SearchOptions options_;
   kernel::Target target_;
+  std::string fingerprint_;  // the backend's, part of every tuning key
   std::unique_ptr<TuningCache> cache_;
   SearchReport report_;
 };

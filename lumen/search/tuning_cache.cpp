@@ -7,7 +7,6 @@
 #include <ctime>
 
 #include "lumen/backend/cpu/compiler.h"
-#include "lumen/backend/cpu/isa.h"
 #include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
 
@@ -39,7 +38,7 @@ std::string column_text(sqlite3_stmt* s, int i) {
 
 }  // namespace
 
-std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int threads) {
+std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int threads, const std::string& fingerprint) {
   // Only the computation counts: not node ids, input names or the kernel's name.
   kernel::Kernel canonical = kernel;
   canonical.name = "k";
@@ -50,8 +49,18 @@ std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int t
   std::string text = std::string(kFormat) + " space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
                      kernel::to_string(canonical) + "\n";
   for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
-  const cpu::Isa& isa = cpu::host_isa();
-  text += isa.model + "\n" + isa.features() + "\n" + cpu::compiler_version() + "\nthreads=" + std::to_string(threads) + "\n";
+  text += fingerprint + "\nthreads=" + std::to_string(threads) + "\n";
+  return cpu::hash_hex(text);
+}
+
+std::string program_key(const std::string& source, const std::string& heuristic_plan, const Bindings& dims,
+                        int threads, const std::string& fingerprint) {
+  std::vector<std::pair<std::string, int64_t>> sorted(dims.begin(), dims.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::string text = std::string(kFormat) + " program space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
+                     source + "\n--- heuristic\n" + heuristic_plan;
+  for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
+  text += fingerprint + "\nthreads=" + std::to_string(threads) + "\n";
   return cpu::hash_hex(text);
 }
 

@@ -144,6 +144,18 @@ def test_cli_generate_prints_text_then_statistics_on_stderr_and_says_when_the_ca
     assert "stop: context_full" in r.stderr and "KV cache is full (capacity 10 positions): 7 of 20 tokens" in r.stderr
 
 
+@needs_cli
+def test_cli_show_search_prints_what_compiling_searched(llama, tmp_path):
+    _, path = llama
+    r = run_cli("show", "-m", path, "--format", "dot", "-o", str(tmp_path / "s"), "--search", "--budget", "2",
+                "--no-tuning-cache")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "s_kernels.dot").exists() and "digraph" in (tmp_path / "s_kernels.dot").read_text()
+    assert "search:" in r.stdout and "kernels (" in r.stdout  # the schedule search's account follows the pictures
+    r = run_cli("show", "-m", path, "--format", "dot", "-o", str(tmp_path / "t"), "--no-tuning-cache")
+    assert r.returncode == 0 and "search:" not in r.stdout
+
+
 def gguf_with_bad_flag(path, out):
     f = export_llama(path, Path(out).with_suffix(".base.gguf"), "f32")
     reader = gguf.GGUFReader(str(f))

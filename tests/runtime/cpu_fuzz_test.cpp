@@ -11,7 +11,9 @@
 #include "lumen/kernel/lower.h"
 #include "lumen/kernel/schedule.h"
 #include "lumen/lumen.h"
-#include "lumen/runtime/cpu_executor.h"
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/runtime/compiled_executor.h"
 
 namespace lumen {
 namespace {
@@ -218,6 +220,14 @@ void add_contractions(GraphFuzzer& f) {
   }
 }
 
+// A CPU program whose kernels are scheduled by `chooser` instead of the search.
+std::unique_ptr<Executor> scheduled_executor(const Graph& g, const std::vector<Edge>& edges,
+                                             compiler::ScheduleChooser chooser) {
+  compiler::CompilerOptions options;
+  options.choose = std::move(chooser);
+  return std::make_unique<CompiledExecutor>(compiler::compile(g, edges, options, cpu::CpuBackend::shared()).program);
+}
+
 // Picks a random legal schedule for every kernel.
 auto random_chooser(std::mt19937& schedule_rng) {
   return [&schedule_rng](const Graph& g, NodeId n, const std::vector<bool>& materialized) {
@@ -256,7 +266,7 @@ void run_case(unsigned seed) {
     edges.push_back(t.edge());
   }
   bool scheduled = seed % 2 == 0;  // half the cases use random schedules
-  Program cpu = scheduled ? Program(shared, named, std::make_unique<CpuExecutor>(shared, edges, chooser))
+  Program cpu = scheduled ? Program(shared, named, scheduled_executor(*shared, edges, chooser))
                           : compile(f.g, outs, {Backend::Cpu});
   Program ref = compile(f.g, outs, {Backend::Interp});
   for (const auto& [name, a] : f.inputs) {
@@ -366,7 +376,7 @@ TEST(CpuFuzz, LongFloatSumsMeetTheStatedBound) {
     std::mt19937 schedule_rng(seed * 104729u + 1);
     // The default (heuristic) schedules first, then random ones.
     Program cpu = seed == 0 ? compile(g, outs, {Backend::Cpu})
-                            : Program(shared, named, std::make_unique<CpuExecutor>(shared, edges, random_chooser(schedule_rng)));
+                            : Program(shared, named, scheduled_executor(*shared, edges, random_chooser(schedule_rng)));
     for (const auto& [name, value] : inputs) cpu.set(name, value);
     cpu.run();
     for (const NamedOutput& out : named) {

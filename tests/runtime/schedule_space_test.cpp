@@ -17,7 +17,9 @@
 #include "lumen/ops/conv.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/reduce.h"
-#include "lumen/runtime/cpu_executor.h"
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/runtime/compiled_executor.h"
 
 namespace lumen {
 namespace {
@@ -167,6 +169,14 @@ std::string lowered_text(const Case& c, const kernel::Knobs& k, const kernel::Ke
   return kernel::to_string(kernel::lower(c.g, out, materialized, s, "k").kernel);
 }
 
+// A CPU program whose kernels are scheduled by `chooser` instead of the search.
+std::unique_ptr<Executor> scheduled_executor(const Graph& g, const std::vector<Edge>& edges,
+                                             compiler::ScheduleChooser chooser) {
+  compiler::CompilerOptions options;
+  options.choose = std::move(chooser);
+  return std::make_unique<CompiledExecutor>(compiler::compile(g, edges, options, cpu::CpuBackend::shared()).program);
+}
+
 // Runs the case with every kernel scheduled as `pick` says; checks against the interpreter.
 void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel::KernelFacts&)>& pick,
            const std::string& what) {
@@ -181,7 +191,7 @@ void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel
     named.push_back(o);
     edges.push_back(o.edge);
   }
-  Program cpu(shared, named, std::make_unique<CpuExecutor>(shared, edges, chooser));
+  Program cpu(shared, named, scheduled_executor(*shared, edges, chooser));
   CompileOptions o;
   o.backend = Backend::Interp;
   Program ref = compile(c.g, {}, o);

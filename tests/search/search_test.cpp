@@ -6,7 +6,6 @@
 #include "lumen/kernel/fusion.h"
 #include "lumen/kernel/printer.h"
 #include "lumen/lumen.h"
-#include "lumen/runtime/cpu_executor.h"
 #include "lumen/search/search.h"
 
 namespace lumen {

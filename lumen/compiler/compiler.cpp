@@ -1,0 +1,132 @@
+#include "lumen/compiler/compiler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "lumen/compiler/emit_stage.h"
+#include "lumen/compiler/graph_stages.h"
+#include "lumen/compiler/lower_stage.h"
+#include "lumen/compiler/progress.h"
+#include "lumen/compiler/program_boundary.h"
+#include "lumen/kernel/fusion.h"
+
+namespace lumen::compiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Fusion: which nodes get a buffer. Kernels are the materialised nodes the
+// program needs, state writes excluded (lower_stage adds those last).
+void partition_kernels(Pipeline& p) {
+  std::vector<Edge> roots = p.outputs;
+  for (const StateWrite& w : p.writes) roots.push_back(p.graph->node(w.copy).inputs[0]);
+  kernel::Partition part = kernel::partition(*p.graph, roots);
+  p.report.fusion_rounds = part.rounds;
+  p.materialized = part.materialized;
+  auto is_write = [&](NodeId n) {
+    return std::any_of(p.writes.begin(), p.writes.end(), [&](const StateWrite& w) { return w.copy == n; });
+  };
+  for (NodeId n : part.kernels) {
+    if (!p.needed[static_cast<size_t>(n)] || is_write(n)) continue;
+    p.kernel_nodes.push_back(n);
+  }
+}
+
+kernel::Target target_of(const backend::Backend& backend) {
+  backend::Capabilities c = backend.capabilities();
+  return kernel::Target{c.f32_lanes, c.threads};
+}
+
+void describe(Pipeline& p) {
+  backend::CompiledProgram& prog = p.program;
+  prog.graph = p.graph;
+  prog.outputs = p.outputs;
+  prog.needed = p.needed;
+  prog.stats = compile_stats(p.report, p.search_report);
+  prog.report = p.search_report.to_string() + p.confirmation;
+  prog.search_traces = search_traces(p.search_report);
+}
+
+CompileSummary summary_of(const Pipeline& p, double seconds, double budget) {
+  CompileSummary s;
+  s.kernels = p.report.kernels;
+  s.seconds = seconds;
+  s.search_seconds = p.search_report.seconds;
+  s.search_budget_s = budget;
+  for (const search::KernelReport& k : p.search_report.kernels) {
+    s.searched += k.source == "search" ? 1 : 0;
+    s.from_cache += k.source == "cache" ? 1 : 0;
+  }
+  s.compiler_seconds = p.report.compile_seconds;
+  s.object_cache_hit = p.report.cache_hit;
+  return s;
+}
+
+}  // namespace
+
+CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, const CompilerOptions& options,
+                      std::shared_ptr<const backend::Backend> backend) {
+  Pipeline p;
+  ProgressLine progress(options.progress && ProgressLine::stderr_is_terminal(), options.progress);
+  auto compile_start = Clock::now();
+  auto start = compile_start;
+  p.graph = std::make_shared<Graph>(graph);
+  p.outputs = outputs;
+  run_graph_stages(graph_stages(), *p.graph, p.outputs);
+  set_program_boundary(p);
+  p.report.graph_seconds = seconds_since(start);
+
+  start = Clock::now();
+  partition_kernels(p);
+  p.report.fusion_seconds = seconds_since(start);
+
+  start = Clock::now();
+  p.target = target_of(*backend);
+  p.l3_bytes = backend->capabilities().l3_bytes;
+  p.program.backend = backend;  // the search compiles and times candidates on it
+  choose_schedules(p, options.search, options.choose, progress);
+  p.report.schedule_seconds = seconds_since(start);
+
+  start = Clock::now();
+  lower_kernels(p);
+  p.report.kernels = static_cast<int>(p.program.kernels.size());
+  p.report.lower_seconds = seconds_since(start);
+
+  ProgressCounts compiling;
+  compiling.stage = "compiling";
+  compiling.kernels_total = p.report.kernels;
+  progress.update(compiling, true);
+  emit_kernels(p, backend);
+  confirm_against_heuristic(p, options.search, options.time_programs, backend);
+  describe(p);
+  progress.finish(summary_of(p, seconds_since(compile_start), options.choose ? 0.0 : options.search.budget_s));
+  return {std::move(p.program), p.report, std::move(p.search_report)};
+}
+
+std::map<std::string, double> compile_stats(const CompileReport& report, const search::SearchReport& search) {
+  return {{"kernels", report.kernels},
+          {"fusion_rounds", report.fusion_rounds},
+          {"graph_seconds", report.graph_seconds},
+          {"fusion_seconds", report.fusion_seconds},
+          {"schedule_seconds", report.schedule_seconds},
+          {"lower_seconds", report.lower_seconds},
+          {"codegen_seconds", report.codegen_seconds},
+          {"compile_seconds", report.compile_seconds},
+          {"object_cache_hit", report.cache_hit ? 1.0 : 0.0},
+          {"search_seconds", search.seconds},
+          {"search_timing_runs", static_cast<double>(search.timing_runs)},
+          {"search_cache_hits", static_cast<double>(search.cache_hits)}};
+}
+
+std::vector<backend::SearchTrace> search_traces(const search::SearchReport& search) {
+  std::vector<backend::SearchTrace> out;
+  for (const search::KernelReport& k : search.kernels) {
+    if (k.source == "search" && !k.progress.empty()) out.push_back({k.fuses, k.progress, k.baseline_ms, k.best_ms});
+  }
+  return out;
+}
+
+}  // namespace lumen::compiler

@@ -1,0 +1,90 @@
+#include "lumen/compiler/lower_stage.h"
+
+#include <string>
+
+#include "lumen/kernel/heuristic.h"
+#include "lumen/kernel/lower.h"
+
+namespace lumen::compiler {
+
+namespace {
+
+void add_launch(backend::CompiledProgram& prog, kernel::Kernel k, std::vector<NodeId> buffers, NodeId computes) {
+  backend::Launch l;
+  l.kernel = prog.kernels.size();
+  l.buffers = std::move(buffers);
+  l.computes = computes;
+  prog.launches.push_back(std::move(l));
+  prog.kernels.push_back(std::move(k));
+}
+
+std::string next_name(const backend::CompiledProgram& prog) { return "k" + std::to_string(prog.kernels.size()); }
+
+void lower_kernel(Pipeline& p, NodeId n, const std::vector<kernel::Action>& actions) {
+  backend::CompiledProgram& prog = p.program;
+  kernel::Schedule schedule = kernel::Schedule::from_actions(p.graph->node(n).shape, actions);
+  kernel::LoweredKernel lk = kernel::lower(*p.graph, n, p.materialized, schedule, next_name(prog));
+  // Scratch buffers get program-wide numbers.
+  auto global = [&](std::vector<NodeId> buffers) {
+    for (NodeId& b : buffers) {
+      if (b < 0) b = -1 - static_cast<NodeId>(prog.scratch.size() + static_cast<size_t>(-1 - b));
+    }
+    return buffers;
+  };
+  for (size_t i = 0; i < lk.pre_kernels.size(); ++i) {
+    add_launch(prog, std::move(lk.pre_kernels[i]), global(lk.pre_buffer_nodes[i]), backend::kPackLaunch);
+  }
+  add_launch(prog, std::move(lk.kernel), global(lk.buffer_nodes), n);
+  for (const kernel::ScratchBuffer& sb : lk.scratch) prog.scratch.push_back({sb.elements, sb.dtype, {}});
+}
+
+void lower_write(Pipeline& p, const StateWrite& w) {
+  const Node& copy = p.graph->node(w.copy);
+  kernel::LowerOptions lo;
+  lo.store_node = w.state;
+  lo.store_view = w.view;
+  kernel::Schedule schedule =
+      kernel::Schedule::from_actions(copy.shape, kernel::heuristic_actions(*p.graph, w.copy, p.materialized, p.target));
+  kernel::LoweredKernel lk = kernel::lower(*p.graph, w.copy, p.materialized, schedule, next_name(p.program), lo);
+  add_launch(p.program, std::move(lk.kernel), lk.buffer_nodes, backend::kWriteLaunch);
+}
+
+// A pack that reads only parameters and makes no more bytes than it reads
+// (a relayout, not a dequantization) is done once and kept between runs,
+// outside the arena, until one of its parameters is set again.
+void find_kept_packs(Pipeline& p) {
+  backend::CompiledProgram& prog = p.program;
+  for (const backend::Launch& l : prog.launches) {
+    if (l.computes != backend::kPackLaunch) continue;
+    backend::Scratch& sb = prog.scratch[static_cast<size_t>(-1 - l.buffers[0])];
+    if (!sb.elements.is_const()) continue;
+    bool parameters = true;
+    int64_t read = 0;
+    std::vector<std::string> names;
+    for (size_t b = 1; b < l.buffers.size(); ++b) {
+      NodeId id = l.buffers[b];
+      const Node* node = id >= 0 ? &p.graph->node(id) : nullptr;
+      if (!node || node->op != Op::Input || !node->parameter) {
+        parameters = false;
+        break;
+      }
+      int64_t numel = 1;
+      for (const Expr& d : node->shape) numel *= d.is_const() ? d.value() : 0;
+      read += numel * static_cast<int64_t>(dtype_size(node->dtype));
+      names.push_back(node->name);
+    }
+    int64_t made = sb.elements.value() * static_cast<int64_t>(dtype_size(sb.dtype));
+    if (!parameters || names.empty() || made > read) continue;
+    sb.kept_inputs = names;
+  }
+}
+
+}  // namespace
+
+void lower_kernels(Pipeline& p) {
+  for (size_t i = 0; i < p.kernel_nodes.size(); ++i) lower_kernel(p, p.kernel_nodes[i], p.schedules[i]);
+  for (const StateWrite& w : p.writes) lower_write(p, w);
+  find_kept_packs(p);
+}
+
+}  // namespace lumen::compiler

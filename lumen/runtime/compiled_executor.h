@@ -1,0 +1,74 @@
+// CompiledExecutor — runs a CompiledProgram (lumen/backend/compiled_program.h)
+// through its Backend: intermediates in one arena planned by liveness per
+// binding, launches in order, packed parameters kept between runs, state
+// writes last. Dynamic dims are kernel arguments, so one compiled program
+// runs for any binding; the memory plan is made per binding and reused.
+// Compiling is not done here: lumen/compiler makes the program.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/backend/compiled_program.h"
+#include "lumen/core/graph.h"
+#include "lumen/runtime/executor.h"
+#include "lumen/runtime/memory_plan.h"
+
+namespace lumen {
+
+class CompiledExecutor : public Executor {
+ public:
+  explicit CompiledExecutor(backend::CompiledProgram program);
+
+  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
+  const char* backend_name() const override { return program_.backend ? program_.backend->name() : "cpu"; }
+  std::map<std::string, double> stats() const override;
+  // The compile's report and, with LUMEN_PROFILE=1, where run time went, kernel by kernel.
+  std::string report() const override { return program_.report + profile_report(); }
+  std::string profile_report() const;
+  std::vector<SearchTrace> search_trace() const override { return program_.search_traces; }
+  std::string kernels_dot() const override;
+  void invalidate(const std::string& input) override;
+
+  const backend::CompiledProgram& program() const { return program_; }
+  const std::vector<kernel::Kernel>& kernels() const { return program_.kernels; }
+  const std::string& source() const { return program_.source; }
+  // The plan of the last run (arena size vs. largest live set).
+  const MemoryPlan& last_plan() const { return plan_; }
+
+ private:
+  void plan(const std::vector<int64_t>& dims, const Bindings& bindings);
+  void find_lifetimes();
+
+  backend::CompiledProgram program_;
+  const Graph& graph() const { return *program_.graph; }
+
+  // Per-binding state.
+  std::vector<int64_t> planned_dims_;
+  bool planned_ = false;
+  MemoryPlan plan_;
+  std::vector<int64_t> buffer_index_;   // node -> index into plan offsets (-1: not in the arena)
+  std::vector<int64_t> scratch_index_;  // scratch -> index into plan offsets
+  // Lifetimes do not depend on the dims (found once); each buffer's slot in
+  // the plan is at least its size at the last planned dims. New dims whose
+  // buffers all fit their slots keep the plan (a decode step's growing `past`).
+  std::vector<BufferLife> lives_;
+  std::vector<NodeId> life_keys_;  // node id, or -1 - scratch number
+  std::vector<int64_t> slot_bytes_;
+  std::shared_ptr<unsigned char> arena_;
+  int64_t arena_capacity_ = 0;
+  std::vector<Array> results_;
+
+  // Packed parameters kept between runs (by scratch number; undefined: not kept).
+  std::vector<Array> kept_;
+  std::vector<bool> kept_valid_;
+
+  // LUMEN_PROFILE=1: time per launch, summed over runs.
+  bool profile_ = false;
+  int64_t runs_ = 0;
+  std::vector<double> launch_seconds_;
+};
+
+}  // namespace lumen
