@@ -88,8 +88,9 @@ class Lowerer {
     auto d = static_cast<size_t>(std::find(coords.begin(), coords.end(), simplify(ctx[l]->var * u + lane.var)) - coords.begin());
     std::vector<LoopVar> others;
     for (size_t i = l + 1; i + 1 < ctx.size(); ++i) others.push_back({ctx[i]->var, ctx[i]->extent});
-    auto range = d < coords.size() ? output_range(known_, target, shape, coords, d, others) : std::nullopt;
-    if (!range || !shape[d].is_const() || shape[d].value() % u != 0) return std::nullopt;
+    if (d == coords.size() || !shape[d].is_const() || shape[d].value() % u != 0) return std::nullopt;  // static dims only
+    auto range = output_range(known_, target, shape, coords, d, others);
+    if (!range) return std::nullopt;
     AxisRange axis{range->lo, range->hi, Expr(1)};
     RestrictedOutput out{l, d, u, ctx[l]->extent, first_block(axis, u), block_count(axis, u, ctx[l]->extent), {}};
     for (size_t i = l + 1; i < ctx.size(); ++i) out.lanes.push_back({ctx[i]->var, ctx[i]->extent, ctx[i]->kind});
