@@ -1,5 +1,7 @@
 #include "lumen/kernel/kernel_roots.h"
 
+#include "lumen/kernel/two_place_gather.h"
+
 namespace lumen::kernel {
 
 namespace {
@@ -12,6 +14,14 @@ template <typename Wanted>
 NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>& materialized, Wanted&& wanted) {
   const Node& n = graph.node(node);
   if (is_reduce(n.op)) return !is_small_reduce(n) && wanted(node) ? node : -1;
+  if (n.op == Op::Gather) {  // where(c, a, b): a select epilogue of a or b
+    for (NodeId source : two_place_sources(graph, node, materialized)) {
+      if (materialized[static_cast<size_t>(source)]) continue;
+      NodeId found = through_epilogue(graph, source, materialized, wanted);
+      if (found >= 0) return found;
+    }
+    return -1;
+  }
   if (!is_elementwise(n.op)) return -1;
   for (const Edge& e : n.inputs) {
     if (materialized[static_cast<size_t>(e.node)]) continue;

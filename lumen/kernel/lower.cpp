@@ -11,93 +11,18 @@
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/known_region.h"
+#include "lumen/kernel/lower_levels.h"
+#include "lumen/kernel/packing.h"
+#include "lumen/kernel/restricted_loops.h"
 #include "lumen/kernel/reuse.h"
+#include "lumen/kernel/two_place_gather.h"
 
 namespace lumen::kernel {
 
 namespace {
 
-// Memo key: a node at given coordinates under a guard.
-struct Key {
-  NodeId node;
-  std::vector<const ExprNode*> coords;
-  const ExprNode* guard;
-  bool operator<(const Key& o) const {
-    if (node != o.node) return node < o.node;
-    if (guard != o.guard) return guard < o.guard;
-    return coords < o.coords;
-  }
-};
-
-// One loop level while building: its statements and what it defines.
-struct Level {
-  Expr var;  // undefined for the kernel's root
-  Expr extent;
-  LoopKind kind = LoopKind::Serial;
-  int unroll_hint = 1;
-  Block block;
-  std::vector<Expr> defines;  // loop variable and data-dependent index variables bound here
-  std::vector<int> accs;      // accumulators initialised here
-  std::map<Key, Value> reduce_memo;
-  std::map<Key, Value> value_memo;  // any node at given coordinates: computed once, reused below
-  std::map<Key, Expr> gather_memo;
-};
-
-using Context = std::vector<Level*>;
-
-std::vector<const ExprNode*> key_of(const std::vector<Expr>& coords) {
-  std::vector<const ExprNode*> k;
-  for (const Expr& e : coords) k.push_back(e.get());
-  return k;
-}
-
-std::vector<Expr> unflatten(const Expr& flat, const Shape& shape) {
-  std::vector<Expr> coords(shape.size());
-  std::vector<Expr> strides = contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].is_const(1) || shape[d].is_const(0) || strides[d].is_const(0)) {  // size-1 dim, or an empty tensor
-      coords[d] = Expr(0);
-      continue;
-    }
-    Expr c = flat / strides[d];
-    coords[d] = simplify(d == 0 ? c : c % shape[d]);
-  }
-  return coords;
-}
-
 DType accumulator_dtype(DType d) { return d == DType::F16 || d == DType::BF16 ? DType::F32 : d; }
-
-// An operand of a contraction read from packed panels instead of its producer.
-struct Packed {
-  int scratch;
-  Shape shape;               // [kept dims..., N/nr, K, nr]
-  std::vector<size_t> kept;  // product dims the operand depends on (besides n and k)
-  size_t n_dim, k_dim;
-  int64_t nr;
-  bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
-  bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
-  size_t rank = 0;           // the product's rank
-};
-
-// The panel coordinates [kept..., n / nr, k, n % nr] of a product point.
-std::vector<Expr> panel_of(const Packed& pk, const std::vector<Expr>& at) {
-  std::vector<Expr> panel;
-  for (size_t d : pk.kept) panel.push_back(at[d]);
-  panel.push_back(simplify(at[pk.n_dim] / pk.nr));
-  panel.push_back(at[pk.k_dim]);
-  panel.push_back(simplify(at[pk.n_dim] % pk.nr));
-  return panel;
-}
-
-// The product point of panel coordinates (dims the operand ignores at 0).
-std::vector<Expr> product_of(const Packed& pk, const std::vector<Expr>& panel) {
-  std::vector<Expr> at(pk.rank, Expr(0));
-  size_t base = pk.kept.size();
-  for (size_t i = 0; i < base; ++i) at[pk.kept[i]] = panel[i];
-  at[pk.n_dim] = simplify(panel[base] * pk.nr + panel[base + 2]);
-  at[pk.k_dim] = panel[base + 1];
-  return at;
-}
 
 // What a sum or a max starts from.
 double identity_of(Op op, DType dtype) {
@@ -125,10 +50,75 @@ class Lowerer {
     for (const auto& [e, pk] : packed_) {
       if (pk.made_inline) pack_inline(*e, pk, coords, ctx);
     }
+    // Where the output is a known constant (known_region.h), a point (or a
+    // tile of lanes) stores it without computing: loops of extent 0 or 1 do the choosing.
+    std::vector<Expr> whole = coords;
+    Known known = region_of(known_.at(target, coords));
+    bool region = !known.exact.defined() && !known.live.is_const(1);
+    std::optional<RestrictedOutput> cut = region ? restrict_output(target, t.shape, coords, ctx) : std::nullopt;
+    if (region) target_live_ = as_predicate(region_of(known_.at(target, coords)).live);  // at the restricted coords
+    std::vector<LoopVar> lanes;
+    for (const Level* l : ctx) {
+      if (l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector) lanes.push_back({l->var, l->extent});
+    }
+    Expr needed = cut || !target_live_.defined() ? Expr(1) : for_some(target_live_, lanes);
+    size_t keep = ctx.size();
+    if (!needed.is_const(1)) ctx.push_back(open(Expr::index("live", Expr(1)), simplify(select(needed, 1, 0)), LoopKind::Serial));
     Value v = compute(target, coords, Expr(1), ctx);
-    Expr at = into ? simplify(options_.store_view.index(coords).index) : flat_index(t.shape, coords);
+    if (skipped_) v = select(index_value(target_live_, DType::Bool), v, number(known.value, t.dtype));
+    Expr at = store_index(coords);
     ctx.back()->block.push_back(Stmt::store(0, at, v));
+    if (!needed.is_const(1)) {
+      close(ctx, keep);
+      ctx.push_back(open(Expr::index("known", Expr(1)), simplify(select(needed, 0, 1)), LoopKind::Serial));
+      ctx.back()->block.push_back(Stmt::store(0, at, number(known.value, t.dtype)));
+    }
+    if (cut) store_outside(*cut, whole, number(known.value, t.dtype), ctx);
     return finish(ctx);
+  }
+
+  // The innermost serial output loop (its lanes inside it along the same
+  // dim) restricted to the blocks where the output is not its known constant.
+  std::optional<RestrictedOutput> restrict_output(NodeId target, const Shape& shape, std::vector<Expr>& coords, Context& ctx) {
+    size_t l = ctx.size() - 1;
+    while (l > 0 && (ctx[l]->kind == LoopKind::Unroll || ctx[l]->kind == LoopKind::Vector)) --l;
+    const Level& lane = *ctx.back();
+    if (l == 0 || l + 1 == ctx.size() || ctx[l]->kind != LoopKind::Serial || !lane.extent.is_const()) return std::nullopt;
+    int64_t u = lane.extent.value();
+    auto d = static_cast<size_t>(std::find(coords.begin(), coords.end(), simplify(ctx[l]->var * u + lane.var)) - coords.begin());
+    std::vector<LoopVar> others;
+    for (size_t i = l + 1; i + 1 < ctx.size(); ++i) others.push_back({ctx[i]->var, ctx[i]->extent});
+    if (d == coords.size() || !shape[d].is_const() || shape[d].value() % u != 0) return std::nullopt;  // static dims only
+    auto range = output_range(known_, target, shape, coords, d, others);
+    if (!range) return std::nullopt;
+    AxisRange axis{range->lo, range->hi, Expr(1)};
+    RestrictedOutput out{l, d, u, ctx[l]->extent, first_block(axis, u), block_count(axis, u, ctx[l]->extent), {}};
+    for (size_t i = l + 1; i < ctx.size(); ++i) out.lanes.push_back({ctx[i]->var, ctx[i]->extent, ctx[i]->kind});
+    ctx[l]->extent = out.count;
+    ctx[l]->counted = out.full;
+    coords[d] = simplify((out.first + ctx[l]->var) * u + lane.var);
+    return out;
+  }
+
+  // The restricted output loop's other blocks: the known constant, stored.
+  void store_outside(const RestrictedOutput& cut, std::vector<Expr> coords, const Value& constant, Context& ctx) {
+    close(ctx, cut.level);
+    Expr rest = simplify(cut.full - cut.first - cut.count);
+    for (const auto& [begin, count] : {std::make_pair(Expr(0), cut.first), std::make_pair(simplify(cut.first + cut.count), rest)}) {
+      if (count.is_const(0)) continue;
+      Expr var = Expr::index("k" + std::to_string(ctx.size()) + (begin.is_const(0) ? "_lo" : "_hi"), cut.full);
+      ctx.push_back(open(var, count, LoopKind::Serial));
+      for (const LaneLoop& lane : cut.lanes) ctx.push_back(open(lane.var, lane.extent, lane.kind));
+      coords[cut.dim] = simplify((begin + var) * cut.step + cut.lanes.back().var);
+      ctx.back()->block.push_back(Stmt::store(0, store_index(coords), constant));
+      close(ctx, cut.level);
+    }
+  }
+
+  // Where the output at `coords` is stored (into a state's view, or its own buffer).
+  Expr store_index(const std::vector<Expr>& coords) const {
+    if (options_.store_node >= 0) return simplify(options_.store_view.index(coords).index);
+    return flat_index(graph_.node(buffer_nodes_[0]).shape, coords);
   }
 
   // rfactor's first kernel: part p of the reduction `node` at every output
@@ -452,7 +442,7 @@ class Lowerer {
     double m = 1;
     for (const Level* l : ctx) {
       if (!l->extent.defined()) continue;
-      m *= assumed(l->extent);
+      m *= assumed(l->counted.defined() ? l->counted : l->extent);
     }
     return m;
   }
@@ -626,6 +616,7 @@ class Lowerer {
       extent = simplify(extent / rfactor_.parts);
       first = rfactor_.part * extent;
     }
+    AxisRange range = reduction_range_at(n, coords, ctx, at, cut);
     int64_t lanes = schedule_.reduce_lanes();
     std::string base = "r" + std::to_string(next_reduce_++);
     Expr r;
@@ -638,23 +629,26 @@ class Lowerer {
     bool tail = !splits && extent.is_const() && extent.value() > lanes;
     Expr in_range = Expr(1);
     if (simd && (splits || tail)) {
-      Expr outer_extent = tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes);
+      Expr outer_extent = block_count(range, lanes, tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes));
       Expr outer = Expr::index(base + "_o", outer_extent);
       Expr lane = Expr::index(base + "_v", Expr(lanes));
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
-      r = outer * lanes + lane;
+      r = (first_block(range, lanes) + outer) * lanes + lane;
       if (tail) in_range = lt(r, extent);
     } else if (int64_t n = schedule_.reduce_split(); n > 1 && factor % n == 0 && (!extent.is_const() || extent.value() > n)) {
-      Expr outer_extent = simplify(extent / n);
+      Expr outer_extent = block_count(range, n, simplify(extent / n));
       Expr outer = Expr::index(base + "_o", outer_extent), part = Expr::index(base + "_i", Expr(n));
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
       inner.push_back(open(part, Expr(n), LoopKind::Serial, static_cast<int>(n)));
-      r = outer * n + part;
+      r = (first_block(range, n) + outer) * n + part;
     } else {
-      r = Expr::index(base, extent);
-      inner.push_back(open(r, extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      Expr count = block_count(range, 1, extent);
+      r = Expr::index(base, count);
+      inner.push_back(open(r, count, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+      r = first_block(range, 1) + r;
     }
+    inner[keep]->counted = extent;  // fusion counts the whole axis (restricted extents vary)
     for (size_t i = keep; i < inner.size(); ++i) reducing_[inner[i]] = n;
     std::vector<Expr> in_coords = coords;
     in_coords.insert(in_coords.begin() + node.axis, simplify(first + r));
@@ -666,6 +660,22 @@ class Lowerer {
     Value result = cut ? acc_value(acc, acc_dtype) : cast(acc_value(acc, acc_dtype), node.dtype);
     ctx[at]->reduce_memo[key] = result;
     return result;
+  }
+
+  // The part of reduction n's axis to loop over (restricted_loops.h): the
+  // lanes of the levels it is computed in share its loop; the loops outside
+  // it that vary the output points (deeper levels, lanes) decide whether any
+  // point needs it.
+  AxisRange reduction_range_at(NodeId n, const std::vector<Expr>& coords, const Context& ctx, size_t at, bool cut) {
+    std::vector<LoopVar> lanes, rest;
+    for (size_t i = 1; i < ctx.size(); ++i) {
+      bool lane = ctx[i]->kind == LoopKind::Unroll || ctx[i]->kind == LoopKind::Vector;
+      if (i <= at && lane) lanes.push_back({ctx[i]->var, ctx[i]->extent});
+      if (i > at || lane) rest.push_back({ctx[i]->var, ctx[i]->extent});
+    }
+    AxisRange range = reduction_range(known_, graph_, n, coords, lanes, rest, target_live_, cut);
+    if (!range.needed.is_const(1)) skipped_ = true;
+    return range;
   }
 
   // A reduction over a few elements, written out: op(v(0), v(1), ...).
@@ -696,6 +706,15 @@ class Lowerer {
     size_t k = node.inputs[1].view.rank();
     std::vector<Expr> idx_coords(coords.begin() + static_cast<long>(axis), coords.begin() + static_cast<long>(axis + k));
     Expr size = node.inputs[0].view.shape()[axis];
+    auto read_at = [&](const Expr& place) {
+      std::vector<Expr> at(coords.begin(), coords.begin() + static_cast<long>(axis));
+      at.push_back(place);
+      at.insert(at.end(), coords.begin() + static_cast<long>(axis + k), coords.end());
+      return edge(node.inputs[0], at, guard, ctx);
+    };
+    if (auto two = two_place_index(edge(node.inputs[1], idx_coords, guard, ctx), size)) {  // where(c, a, b)
+      return select(two->cond, read_at(simplify(two->position + two->offset)), read_at(two->position));
+    }
     Key key{n, key_of(idx_coords), guard.get()};
     Expr g;
     for (const Level* l : ctx) {
@@ -714,10 +733,7 @@ class Lowerer {
       ctx[at]->defines.push_back(g);
       ctx[at]->gather_memo[key] = g;
     }
-    std::vector<Expr> data_coords(coords.begin(), coords.begin() + static_cast<long>(axis));
-    data_coords.push_back(g);
-    data_coords.insert(data_coords.end(), coords.begin() + static_cast<long>(axis + k), coords.end());
-    return edge(node.inputs[0], data_coords, guard, ctx);
+    return read_at(g);
   }
 
   void collect_dims() {
@@ -750,6 +766,9 @@ class Lowerer {
   int next_acc_ = 0;
   int next_reduce_ = 0;
   int next_gather_ = 0;
+  KnownRegions known_{graph_};
+  Expr target_live_;      // where the kernel's output is not a known constant
+  bool skipped_ = false;  // a reduction skips output points outside target_live_
 };
 
 }  // namespace

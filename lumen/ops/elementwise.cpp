@@ -197,7 +197,9 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Graph* g = x.graph();
   Expr n = shape_numel(shape);
   // Select by gathering from [b..., a...]: exact for every value, inf and NaN
-  // included (blending c*a + (1-c)*b would turn inf*0 into NaN).
+  // included (blending c*a + (1-c)*b would turn inf*0 into NaN). The index is
+  // position + c·n, which lowering turns into a select of the two reads
+  // (kernel/two_place_gather.h): no data-dependent read remains.
   Tensor table = stack2(y.expand(shape), x.expand(shape)).reshape({simplify(n * 2)});
   Expr flat = Expr(0);
   std::vector<Expr> idx = loop_indices(shape);

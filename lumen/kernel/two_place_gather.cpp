@@ -1,0 +1,105 @@
+#include "lumen/kernel/two_place_gather.h"
+
+#include "lumen/core/linear_form.h"
+
+#include "lumen/core/simplify.h"
+#include "lumen/kernel/known_region.h"
+#include "lumen/kernel/lower.h"
+
+namespace lumen::kernel {
+
+namespace {
+
+// An integer value known without data: an Index value, a number, or an
+// integer cast of one.
+std::optional<Expr> affine_of(const Value& v) {
+  if (v->kind == ValueKind::Index) return v->index;
+  if (v->kind == ValueKind::Number && v->dtype != DType::Bool) {
+    auto n = static_cast<int64_t>(v->number);
+    if (static_cast<double>(n) == v->number) return Expr(n);
+    return std::nullopt;
+  }
+  if (v->kind == ValueKind::Cast && !is_float(v->dtype) && !is_float(v->args[0]->dtype)) return affine_of(v->args[0]);
+  return std::nullopt;
+}
+
+// cond·offset with cond a boolean cast to an integer.
+std::optional<TwoPlaceIndex> scaled_condition(const Value& v) {
+  if (v->kind != ValueKind::Binary || v->op != Op::Mul) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const Value& c = v->args[static_cast<size_t>(side)];
+    const Value& k = v->args[static_cast<size_t>(1 - side)];
+    if (c->kind != ValueKind::Cast || c->args[0]->dtype != DType::Bool || is_float(c->dtype)) continue;
+    if (auto offset = affine_of(k)) return TwoPlaceIndex{c->args[0], Expr(0), *offset};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TwoPlaceIndex> two_place_index(const Value& index, const Expr& size) {
+  if (index->dtype != DType::I32 || index->kind != ValueKind::Binary || index->op != Op::Add) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    auto position = affine_of(index->args[static_cast<size_t>(side)]);
+    auto scaled = scaled_condition(index->args[static_cast<size_t>(1 - side)]);
+    if (!position || !scaled) continue;
+    Expr p = simplify(*position), q = simplify(*position + scaled->offset);
+    // i32 arithmetic: both places must also stay far from overflow, which
+    // lying in [0, size) with size a buffer extent guarantees.
+    if (!prove(le(Expr(0), p)) || !prove(lt(p, size)) || !prove(le(Expr(0), q)) || !prove(lt(q, size))) {
+      return std::nullopt;
+    }
+    return TwoPlaceIndex{scaled->cond, p, simplify(scaled->offset)};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The nodes read at `coords` (the gather's canonical coordinates) at the
+// same flat position of a buffer shaped like the gather: directly, or through
+// inlined elementwise nodes read at some other point (the table's half).
+void sources_at(const Graph& graph, const Edge& e, const std::vector<Expr>& at, const Node& gather,
+                const std::vector<bool>& materialized, int depth, std::vector<NodeId>& out) {
+  View::Index vi = e.view.index(at);
+  if (!simplify(vi.valid).is_const(1) || depth > 2) return;
+  const Node& producer = graph.node(e.node);
+  Expr flat = simplify(vi.index);
+  if (producer.shape == gather.shape && flat == flat_index(gather.shape, loop_indices(gather.shape))) {
+    out.push_back(e.node);
+    return;
+  }
+  if (materialized[static_cast<size_t>(e.node)] || !is_binary(producer.op)) return;
+  std::vector<Expr> coords = unflatten(flat, producer.shape);
+  for (const Edge& in : producer.inputs) sources_at(graph, in, coords, gather, materialized, depth + 1, out);
+}
+
+}  // namespace
+
+std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+  const Node& node = graph.node(n);
+  if (node.op != Op::Gather || node.axis != 0 || node.inputs[1].view.rank() != node.shape.size()) return {};
+  if (materialized[static_cast<size_t>(node.inputs[1].node)]) return {};
+  std::vector<Expr> coords = loop_indices(node.shape);
+  KnownRegions known(graph);
+  Known index = known.through(node.inputs[1], coords);
+  if (!index.exact.defined()) return {};
+  auto form = LinearForm::of(index.exact);  // position + cond·offset
+  if (!form) return {};
+  Expr position = Expr(form->constant), offset;
+  for (const auto& [term, coefficient] : form->terms) {
+    if (term.lo() >= 0 && term.hi() <= 1 && !offset.defined()) {
+      offset = Expr(coefficient);
+    } else {
+      position = position + term * coefficient;
+    }
+  }
+  if (!offset.defined()) return {};
+  std::vector<NodeId> out;
+  for (const Expr& p : {simplify(position), simplify(position + offset)}) {
+    sources_at(graph, node.inputs[0], {p}, node, materialized, 0, out);
+  }
+  return out;
+}
+
+}  // namespace lumen::kernel
