@@ -76,6 +76,7 @@ struct Packed {
   int64_t nr;
   bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
   bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
+  bool k_inner = false;      // ... along k (a transposed B): copy vectors along k, lanes outside
   size_t rank = 0;           // the product's rank
 };
 
@@ -165,11 +166,14 @@ class Lowerer {
     // rows stream, rather than every panel striding down all rows.
     std::vector<size_t> order(pk.shape.size());
     for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+    // One contiguous along k is read as vectors along k (stored at stride nr):
+    // the lanes' gather would stride a whole row per lane.
     if (pk.rows_outer) std::swap(order[pk.kept.size()], order[pk.kept.size() + 1]);
+    if (pk.k_inner) std::swap(order[pk.kept.size() + 1], order[pk.kept.size() + 2]);
+    size_t vector_dim = pk.k_inner ? pk.shape.size() - 2 : pk.shape.size() - 1;
     for (size_t i = 0; i < order.size(); ++i) {
       size_t d = order[i];
-      // The panel's lanes (the last dim, nr wide) are copied as SIMD vectors.
-      LoopKind kind = i == 0 ? LoopKind::Parallel : d + 1 == pk.shape.size() ? LoopKind::Vector : LoopKind::Serial;
+      LoopKind kind = i == 0 ? LoopKind::Parallel : d == vector_dim ? LoopKind::Vector : LoopKind::Serial;
       ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
     copy_to_panel(edge, pk, panel, 0, ctx);
@@ -319,6 +323,8 @@ class Lowerer {
     pk.shape.push_back(Expr(nr));
     if (auto form = LinearForm::of(at.index)) {
       for (const auto& [term, c] : form->terms) pk.rows_outer = pk.rows_outer || (term == probe[pk.n_dim] && c == 1);
+      for (const auto& [term, c] : form->terms) pk.k_inner = pk.k_inner || (term == probe[pk.k_dim] && c == 1);
+      pk.k_inner = pk.k_inner && !pk.rows_outer;
     }
     pk.scratch = static_cast<int>(scratch_.size());
     scratch_.push_back({shape_numel(pk.shape), graph_.node(e.node).dtype});
