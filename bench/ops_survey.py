@@ -3,7 +3,10 @@ schedules, or searched with LUMEN_SURVEY_BUDGET seconds per case) against
 PyTorch eager, each timed as the median of 15 calls on warm inputs. For
 finding the weakest cases, not for claims: claims come from `make bench`.
 
-    python3 bench/ops_survey.py [--threads 2] [--only transpose_copy,sum_all]
+    python3 bench/ops_survey.py [--threads 2] [--only transpose_copy,sum_all] [--interleave]
+
+--interleave alternates lumen and torch calls (40 pairs) and reports the
+minimum of each: steadier than medians on a machine shared with other work.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ def cases():
         ("concat", [(n, n), (n, n)], lambda a, b: lumen.cat([a, b], 0), lambda a, b: torch.cat([a, b], 0)),
         ("bmm_64", [(256, 64, 64), (256, 64, 64)], lambda a, b: a @ b, lambda a, b: a @ b),
         ("matmul_AtB", [(1024, 1024), (1024, 1024)], lambda a, b: a.transpose(0, 1) @ b, lambda a, b: a.t() @ b),
+        ("linear_weight_input", [(1024, 1024), (1024, 1024)], lambda x, w: F.linear(x, w), lambda x, w: tf.linear(x, w)),
         ("conv1x1", [(8, 256, 28, 28), (256, 256, 1, 1)], lambda x, w: F.conv2d(x, w), lambda x, w: tf.conv2d(x, w)),
         ("depthwise3x3", [(8, 256, 28, 28), (256, 1, 3, 3)], lambda x, w: F.conv2d(x, w, padding=1, groups=256),
          lambda x, w: tf.conv2d(x, w, padding=1, groups=256)),
@@ -61,10 +65,26 @@ def median_ms(fn, runs=15):
     return sorted(times)[len(times) // 2] * 1e3
 
 
+def interleaved_min_ms(fa, fb, pairs=40):
+    for _ in range(3):
+        fa()
+        fb()
+    ta, tb = [], []
+    for _ in range(pairs):
+        start = time.perf_counter()
+        fa()
+        ta.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        fb()
+        tb.append(time.perf_counter() - start)
+    return min(ta) * 1e3, min(tb) * 1e3
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", default="")
+    parser.add_argument("--interleave", action="store_true")
     args = parser.parse_args()
     import lumen
     import torch
@@ -87,7 +107,10 @@ def main():
         program.run()
         want = torch_fn(*tensors).numpy()
         error = float(np.max(np.abs(program.get("out0") - want)) / (np.max(np.abs(want)) + 1e-9))
-        ours, theirs = median_ms(program.run), median_ms(lambda: torch_fn(*tensors))
+        if args.interleave:
+            ours, theirs = interleaved_min_ms(program.run, lambda: torch_fn(*tensors))
+        else:
+            ours, theirs = median_ms(program.run), median_ms(lambda: torch_fn(*tensors))
         print(f"{name:20s} {ours:9.3f} {theirs:9.3f} {theirs / ours:8.2f}x {error:10.1e}")
 
 

@@ -156,15 +156,18 @@ class Lowerer {
     std::vector<size_t> order(pk.shape.size());
     for (size_t d = 0; d < order.size(); ++d) order[d] = d;
     if (pk.rows_outer) std::swap(order[pk.kept.size()], order[pk.kept.size() + 1]);
+    // One contiguous along k is read as vectors along k (stored at stride nr),
+    // not by the lanes' gather striding a row per lane: k is the SIMD dim.
+    if (pk.k_inner) std::swap(order[pk.kept.size() + 1], order[pk.kept.size() + 2]);
+    size_t vector_dim = pk.k_inner ? pk.shape.size() - 2 : pk.shape.size() - 1;
     bool parallel = false;
     for (size_t i = 0; i < order.size(); ++i) {
       size_t d = order[i];
-      bool lanes = d + 1 == pk.shape.size();
+      bool lanes = d == vector_dim;
       if (pk.shape[d].is_const(1) && !lanes) {  // no loop: the first loop with work runs in parallel
         panel[d] = Expr(0);
         continue;
       }
-      // The panel's lanes (the last dim, nr wide) are copied as SIMD vectors.
       LoopKind kind = lanes ? LoopKind::Vector : !parallel ? LoopKind::Parallel : LoopKind::Serial;
       parallel = true;
       ctx.push_back(open(panel[d], pk.shape[d], kind));
@@ -322,6 +325,8 @@ class Lowerer {
     pk.shape.push_back(Expr(nr));
     if (auto form = LinearForm::of(at.index)) {
       for (const auto& [term, c] : form->terms) pk.rows_outer = pk.rows_outer || (term == probe[pk.n_dim] && c == 1);
+      for (const auto& [term, c] : form->terms) pk.k_inner = pk.k_inner || (term == probe[pk.k_dim] && c == 1);
+      pk.k_inner = pk.k_inner && !pk.rows_outer;
     }
     pk.scratch = static_cast<int>(scratch_.size());
     scratch_.push_back({shape_numel(pk.shape), graph_.node(e.node).dtype});

@@ -19,6 +19,7 @@ struct Packed {
   int64_t nr;
   bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
   bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
+  bool k_inner = false;      // ... along k (a transposed B): copy vectors along k, lanes outside
   size_t rank = 0;           // the product's rank
 };
 

@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 15;
+constexpr int kScheduleSpaceVersion = 16;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {

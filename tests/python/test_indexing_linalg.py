@@ -99,3 +99,14 @@ def test_linalg_errors():
     expect_error(lambda: lumen.einsum("ij->ik", a), "einsum", "'k'")
     expect_error(lambda: lumen.gather(a, 0, g.input("i", (3,), lumen.int32)), "gather", "rank")
     expect_error(lambda: lumen.index_select(a, 0, g.input("f", (2,))), "index_select", "integers")
+
+
+@pytest.mark.parametrize("m,k,n", [(67, 129, 192), (5, 1000, 128)], ids=str)
+def test_linear_weight_input_and_transposed_a(backend, m, k, n):
+    """Big enough that the CPU heuristic packs B: linear's weight given as an input is B read through a
+    transpose (contiguous along k, its pack copies vectors along k), and Aᵀ·B reads A down its columns;
+    odd M and K."""
+    x, w, a_t = data((m, k), seed=21), data((n, k), seed=22), data((k, m), seed=23)
+    check("linear", lambda p, q: F.linear(p, q), lambda p, q: TF.linear(p, q), [x, w], backend, rtol=1e-5, atol=1e-4)
+    check("matmul", lambda p, q: p.transpose(0, 1) @ q, lambda p, q: p.t() @ q, [a_t, data((k, n), seed=24)],
+          backend, rtol=1e-5, atol=1e-4)

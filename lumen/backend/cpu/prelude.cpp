@@ -196,13 +196,20 @@ inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {
   __m512 r = _mm512_max_ps((__m512)b, (__m512)a);
   return (lumen_f32v)_mm512_mask_mov_ps(r, _mm512_cmp_ps_mask((__m512)b, (__m512)b, _CMP_UNORD_Q), (__m512)b);
 }
+// max(x, c) for a number c (not NaN): x where x is NaN, as lumen_maxv.
+inline lumen_f32v lumen_max_numberv(lumen_f32v x, lumen_f32v c) { return (lumen_f32v)_mm512_max_ps((__m512)c, (__m512)x); }
 #else
+inline lumen_f32v lumen_max_numberv(lumen_f32v x, lumen_f32v c) {
+  lumen_f32v r = x > c ? x : c;
+  return x != x ? x : r;
+}
 inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {  // NaN-propagating
   lumen_f32v r = a > b ? a : b;
   r = b != b ? b : r;
   return a != a ? a : r;
 }
 #endif
+inline lumen_f32v lumen_absv(lumen_f32v x) { return (lumen_f32v)((lumen_i32v)x & 0x7fffffff); }
 inline lumen_i32v lumen_maxv_i32(lumen_i32v a, lumen_i32v b) { return a > b ? a : b; }
 
 inline float lumen_hsum_f32(lumen_f32v v) { float s = 0.0f; for (int i = 0; i < LANES; ++i) s += v[i]; return s; }

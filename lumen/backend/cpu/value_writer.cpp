@@ -2,6 +2,7 @@
 // a value varies across the SIMD lane, and a per-lane fallback for anything
 // without a vector form.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "lumen/backend/cpu/writer.h"
@@ -34,6 +35,34 @@ std::string scalar_cast(const std::string& a, DType from, DType to) {
   if (ff) return "lumen_f2i(" + a + ")";
   return "(int32_t)" + a;
 }
+
+// Structural equality of two values (operands compared recursively).
+bool same_value(const Value& a, const Value& b) {
+  if (a == b) return true;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->op != b->op || a->buffer != b->buffer || a->acc != b->acc ||
+      a->args.size() != b->args.size()) {
+    return false;
+  }
+  if (a->kind == ValueKind::Number && !(a->number == b->number && std::signbit(a->number) == std::signbit(b->number))) return false;
+  if (a->index.defined() != b->index.defined() || (a->index.defined() && !(a->index == b->index))) return false;
+  if (a->valid.defined() != b->valid.defined() || (a->valid.defined() && !(a->valid == b->valid))) return false;
+  for (size_t i = 0; i < a->args.size(); ++i) {
+    if (!same_value(a->args[i], b->args[i])) return false;
+  }
+  return true;
+}
+
+// v is x * -1 (how the graph writes -x).
+bool is_negation_of(const Value& v, const Value& x) {
+  if (v->kind != ValueKind::Binary || v->op != Op::Mul) return false;
+  for (int i = 0; i < 2; ++i) {
+    const Value& k = v->args[static_cast<size_t>(i)];
+    if (k->kind == ValueKind::Number && k->number == -1 && same_value(v->args[static_cast<size_t>(1 - i)], x)) return true;
+  }
+  return false;
+}
+
+bool is_plain_number(const Value& v) { return v->kind == ValueKind::Number && !std::isnan(v->number); }
 
 }  // namespace
 
@@ -329,6 +358,15 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       return emit(type, "(" + cond + " ? " + a + " : " + b + ")", true, v->dtype, pad);
     }
     case ValueKind::Max: {
+      if (v->dtype == DType::F32) {
+        // max(x, -x) is |x| (one AND); max with a number keeps x's NaN with one vmaxps.
+        for (int i = 0; i < 2; ++i) {
+          if (is_negation_of(v->args[1 - i], v->args[i])) return emit(type, "lumen_absv(" + vec(i) + ")", true, v->dtype, pad);
+          if (is_plain_number(v->args[1 - i])) {
+            return emit(type, "lumen_max_numberv(" + vec(i) + ", " + vec(1 - i) + ")", true, v->dtype, pad);
+          }
+        }
+      }
       std::string a = vec(0), b = vec(1);
       if (v->dtype == DType::Bool) return emit(type, a + " | " + b, true, v->dtype, pad);
       return emit(type, std::string(is_float(v->dtype) ? "lumen_maxv(" : "lumen_maxv_i32(") + a + ", " + b + ")", true,

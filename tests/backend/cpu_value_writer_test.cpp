@@ -1,0 +1,86 @@
+// Tests for lumen/backend/cpu/value_writer: the vector forms it picks for a
+// maximum — |x| for max(x, -x), one vmaxps for a max with a number — keep the
+// interpreter's answers (NaN, ±inf) on the SIMD path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/ops/elementwise.h"
+
+namespace lumen {
+namespace {
+
+compiler::CompilerOptions no_cache() {
+  compiler::CompilerOptions o;
+  o.search.use_cache = false;
+  return o;
+}
+
+// Runs y(x) on the inputs (a multiple of 16: the SIMD path) and returns the output and the source.
+std::vector<float> run(const std::function<Tensor(const Tensor&)>& f, const std::vector<float>& in, std::string* source) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(static_cast<int64_t>(in.size()))});
+  Tensor y = f(x);
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  EXPECT_EQ(r.program.kernels.size(), 1u);
+  std::shared_ptr<const backend::Backend> be = cpu::CpuBackend::shared();
+  std::vector<std::string> sources = be->render(r.program.kernels, 1);
+  *source = sources[0];
+  backend::CompileInfo info;
+  std::shared_ptr<backend::Module> module = be->compile(sources, &info);
+  backend::Entry entry = be->load(*module, r.program.kernels[0].name);
+  std::vector<float> out(in.size(), -7.0f), copy = in;
+  std::vector<void*> buffers;
+  for (NodeId n : r.program.launches[0].buffers) buffers.push_back(n == y.edge().node ? out.data() : copy.data());
+  int64_t dims[1] = {0};
+  EXPECT_EQ(be->launch(*be->queue(), entry, buffers.data(), dims).failed, 0);
+  return out;
+}
+
+std::vector<float> inputs() {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> in = {0.0f, -0.0f, inf, -inf, nan, -nan, 1e-40f, -1e-40f, 3.4e38f, -3.4e38f};
+  while (in.size() < 64) in.push_back(std::sin(static_cast<float>(in.size())) * 5);
+  in[53] = nan;  // in a later vector too
+  in[54] = -inf;
+  return in;
+}
+
+TEST(CpuValueWriter, AbsIsOneAndOnTheSimdPathAndKeepsNaN) {
+  std::string source;
+  std::vector<float> in = inputs();
+  std::vector<float> out = run([](const Tensor& x) { return ops::abs(x); }, in, &source);
+  EXPECT_NE(source.find("lumen_absv("), std::string::npos) << source;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (std::isnan(in[i])) {
+      EXPECT_TRUE(std::isnan(out[i])) << i;
+    } else {
+      EXPECT_EQ(out[i], std::fabs(in[i])) << i;
+    }
+  }
+}
+
+TEST(CpuValueWriter, MaxWithANumberIsOneVmaxAndKeepsNaN) {
+  std::string source;
+  std::vector<float> in = inputs();
+  for (int order = 0; order < 2; ++order) {
+    std::vector<float> out = run(
+        [&](const Tensor& x) { return order ? ops::maximum(x.scalar(0.5), x) : ops::maximum(x, x.scalar(0.5)); }, in,
+        &source);
+    EXPECT_NE(source.find("lumen_max_numberv("), std::string::npos) << source;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (std::isnan(in[i])) {
+        EXPECT_TRUE(std::isnan(out[i])) << i;
+      } else {
+        EXPECT_EQ(out[i], std::fmax(in[i], 0.5f)) << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lumen
