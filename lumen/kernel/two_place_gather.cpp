@@ -76,16 +76,17 @@ void sources_at(const Graph& graph, const Edge& e, const std::vector<Expr>& at, 
 
 }  // namespace
 
-std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
   const Node& node = graph.node(n);
-  if (node.op != Op::Gather || node.axis != 0 || node.inputs[1].view.rank() != node.shape.size()) return {};
-  if (materialized[static_cast<size_t>(node.inputs[1].node)]) return {};
+  if (node.op != Op::Gather || node.axis != 0 || node.inputs[1].view.rank() != node.shape.size()) return std::nullopt;
+  if (node.inputs[0].view.rank() != 1) return std::nullopt;
+  if (materialized[static_cast<size_t>(node.inputs[1].node)]) return std::nullopt;
   std::vector<Expr> coords = loop_indices(node.shape);
   KnownRegions known(graph);
   Known index = known.through(node.inputs[1], coords);
-  if (!index.exact.defined()) return {};
+  if (!index.exact.defined()) return std::nullopt;
   auto form = LinearForm::of(index.exact);  // position + cond·offset
-  if (!form) return {};
+  if (!form) return std::nullopt;
   Expr position = Expr(form->constant), offset;
   for (const auto& [term, coefficient] : form->terms) {
     if (term.lo() >= 0 && term.hi() <= 1 && !offset.defined()) {
@@ -94,11 +95,45 @@ std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::v
       position = position + term * coefficient;
     }
   }
-  if (!offset.defined()) return {};
+  if (!offset.defined()) return std::nullopt;
+  return TwoPlaces{simplify(position), simplify(position + offset)};
+}
+
+std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+  std::optional<TwoPlaces> places = two_places(graph, n, materialized);
+  if (!places) return {};
+  const Node& node = graph.node(n);
   std::vector<NodeId> out;
-  for (const Expr& p : {simplify(position), simplify(position + offset)}) {
-    sources_at(graph, node.inputs[0], {p}, node, materialized, 0, out);
+  for (const Expr& p : {places->unset, places->set}) sources_at(graph, node.inputs[0], {p}, node, materialized, 0, out);
+  return out;
+}
+
+std::vector<NodeId> two_place_index_constants(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+  const Node& node = graph.node(n);
+  if (node.op != Op::Gather || node.inputs.size() != 2) return {};
+  NodeId top = node.inputs[1].node;
+  const Node& add = graph.node(top);
+  if (materialized[static_cast<size_t>(top)] || add.op != Op::Add) return {};
+  std::vector<NodeId> out;
+  bool scaled = false;
+  for (const Edge& e : add.inputs) {
+    const Node& side = graph.node(e.node);
+    if (side.op == Op::Constant) {
+      out.push_back(e.node);
+      continue;
+    }
+    if (side.op != Op::Mul || materialized[static_cast<size_t>(e.node)] || scaled) return {};
+    scaled = true;
+    for (const Edge& f : side.inputs) {
+      const Node& k = graph.node(f.node);
+      if (k.op == Op::Constant) {
+        out.push_back(f.node);
+      } else if (k.op != Op::Cast || graph.node(k.inputs[0].node).dtype != DType::Bool) {
+        return {};
+      }
+    }
   }
+  if (!scaled) return {};
   return out;
 }
 
