@@ -1,5 +1,7 @@
 #include "lumen/kernel/two_place_gather.h"
 
+#include <unordered_map>
+
 #include "lumen/core/linear_form.h"
 
 #include "lumen/core/simplify.h"
@@ -74,9 +76,58 @@ void sources_at(const Graph& graph, const Edge& e, const std::vector<Expr>& at, 
   for (const Edge& in : producer.inputs) sources_at(graph, in, coords, gather, materialized, depth + 1, out);
 }
 
-}  // namespace
+// A constant's value where the edge reading it is at `coords`.
+std::optional<Expr> constant_at(const Graph& graph, const Edge& e, const std::vector<Expr>& coords) {
+  const Node& k = graph.node(e.node);
+  if (k.op != Op::Constant) return std::nullopt;
+  if (!k.pattern.defined()) {
+    auto v = static_cast<int64_t>(k.number);
+    if (static_cast<double>(v) != k.number) return std::nullopt;
+    return Expr(v);
+  }
+  View::Index vi = e.view.index(coords);
+  if (!simplify(vi.valid).is_const(1)) return std::nullopt;
+  std::vector<Expr> at = unflatten(simplify(vi.index), k.shape);
+  std::unordered_map<Expr, Expr, ExprHash> to;
+  std::vector<Expr> idx = loop_indices(k.shape);
+  for (size_t d = 0; d < idx.size(); ++d) to[idx[d]] = at[d];
+  return simplify(substitute(k.pattern, to));
+}
 
-std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+// The coordinates of the producer an edge reads at `coords`.
+std::vector<Expr> producer_coords(const Graph& graph, const Edge& e, const std::vector<Expr>& coords) {
+  return unflatten(simplify(e.view.index(coords).index), graph.node(e.node).shape);
+}
+
+// The places read from the index's structure as where() builds it (for a
+// condition computed from data, which KnownRegions leaves unknown).
+std::optional<TwoPlaces> structural_places(const Graph& graph, const Node& node,
+                                           const std::vector<bool>& materialized) {
+  const Edge& top = node.inputs[1];
+  const Node& add = graph.node(top.node);
+  if (add.op != Op::Add || !simplify(top.view.index(loop_indices(node.shape)).valid).is_const(1)) return std::nullopt;
+  std::vector<Expr> at = producer_coords(graph, top, loop_indices(node.shape));
+  std::optional<Expr> position, offset;
+  for (const Edge& e : add.inputs) {
+    const Node& side = graph.node(e.node);
+    if (side.op == Op::Constant) {
+      position = constant_at(graph, e, at);
+      continue;
+    }
+    if (side.op != Op::Mul || materialized[static_cast<size_t>(e.node)]) return std::nullopt;
+    std::vector<Expr> in = producer_coords(graph, e, at);
+    for (const Edge& f : side.inputs) {
+      if (graph.node(f.node).op == Op::Constant) offset = constant_at(graph, f, in);
+    }
+  }
+  if (!position || !offset) return std::nullopt;
+  return TwoPlaces{simplify(*position), simplify(*position + *offset)};
+}
+
+// The places from what KnownRegions knows of the index; `structural`: from
+// where()'s structure when it knows no exact value.
+std::optional<TwoPlaces> places_of(const Graph& graph, NodeId n, const std::vector<bool>& materialized,
+                                   bool structural) {
   const Node& node = graph.node(n);
   if (node.op != Op::Gather || node.axis != 0 || node.inputs[1].view.rank() != node.shape.size()) return std::nullopt;
   if (node.inputs[0].view.rank() != 1) return std::nullopt;
@@ -84,7 +135,10 @@ std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vec
   std::vector<Expr> coords = loop_indices(node.shape);
   KnownRegions known(graph);
   Known index = known.through(node.inputs[1], coords);
-  if (!index.exact.defined()) return std::nullopt;
+  if (!index.exact.defined()) {
+    if (!structural || two_place_index_constants(graph, n, materialized).empty()) return std::nullopt;
+    return structural_places(graph, node, materialized);
+  }
   auto form = LinearForm::of(index.exact);  // position + cond·offset
   if (!form) return std::nullopt;
   Expr position = Expr(form->constant), offset;
@@ -99,8 +153,14 @@ std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vec
   return TwoPlaces{simplify(position), simplify(position + offset)};
 }
 
+}  // namespace
+
+std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+  return places_of(graph, n, materialized, true);
+}
+
 std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
-  std::optional<TwoPlaces> places = two_places(graph, n, materialized);
+  std::optional<TwoPlaces> places = places_of(graph, n, materialized, false);
   if (!places) return {};
   const Node& node = graph.node(n);
   std::vector<NodeId> out;
