@@ -124,10 +124,11 @@ std::optional<TwoPlaces> structural_places(const Graph& graph, const Node& node,
   return TwoPlaces{simplify(*position), simplify(*position + *offset)};
 }
 
-// The places from what KnownRegions knows of the index; `structural`: from
-// where()'s structure when it knows no exact value.
-std::optional<TwoPlaces> places_of(const Graph& graph, NodeId n, const std::vector<bool>& materialized,
-                                   bool structural) {
+}  // namespace
+
+// From what KnownRegions knows of the index; from where()'s structure when it
+// knows no exact value (a condition from data, or read at a chunk's origin).
+std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
   const Node& node = graph.node(n);
   if (node.op != Op::Gather || node.axis != 0 || node.inputs[1].view.rank() != node.shape.size()) return std::nullopt;
   if (node.inputs[0].view.rank() != 1) return std::nullopt;
@@ -136,7 +137,7 @@ std::optional<TwoPlaces> places_of(const Graph& graph, NodeId n, const std::vect
   KnownRegions known(graph);
   Known index = known.through(node.inputs[1], coords);
   if (!index.exact.defined()) {
-    if (!structural || two_place_index_constants(graph, n, materialized).empty()) return std::nullopt;
+    if (two_place_index_constants(graph, n, materialized).empty()) return std::nullopt;
     return structural_places(graph, node, materialized);
   }
   auto form = LinearForm::of(index.exact);  // position + cond·offset
@@ -153,14 +154,8 @@ std::optional<TwoPlaces> places_of(const Graph& graph, NodeId n, const std::vect
   return TwoPlaces{simplify(position), simplify(position + offset)};
 }
 
-}  // namespace
-
-std::optional<TwoPlaces> two_places(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
-  return places_of(graph, n, materialized, true);
-}
-
 std::vector<NodeId> two_place_sources(const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
-  std::optional<TwoPlaces> places = places_of(graph, n, materialized, false);
+  std::optional<TwoPlaces> places = two_places(graph, n, materialized);
   if (!places) return {};
   const Node& node = graph.node(n);
   std::vector<NodeId> out;
