@@ -5,6 +5,7 @@
 
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/two_place_gather.h"
 
 namespace lumen::kernel {
 
@@ -70,7 +71,7 @@ class Analysis {
         if (std::find(mine.begin(), mine.end(), n) != mine.end()) continue;
         mine.push_back(n);
         const Node& node = graph_.node(n);
-        if (node.op == Op::Gather) {
+        if (node.op == Op::Gather && !two_place(n)) {
           out_.why_not = "a gather (data-dependent read) is computed in the group";
           return;
         }
@@ -86,10 +87,34 @@ class Analysis {
     out_.closure = all;
   }
 
+  // A gather that reads one of two places known without the data (where()),
+  // with its table computed in the group and its index built from constants
+  // that chunk copies can compute at chunk-relative coordinates.
+  bool two_place(NodeId n) const {
+    const Node& node = graph_.node(n);
+    if (!two_places(graph_, n, materialized_) || two_place_index_constants(graph_, n, materialized_).empty()) return false;
+    return !materialized_[static_cast<size_t>(node.inputs[0].node)] || is_member(node.inputs[0].node);
+  }
+
   bool is_member(NodeId n) const { return std::find(members_.begin(), members_.end(), n) != members_.end(); }
 
   void follow_inputs(NodeId n, const std::vector<int>& dims) {
     const Node& node = graph_.node(n);
+    if (node.op == Op::Gather) {  // a two-place gather (find_closure): its table at both places
+      TwoPlaces places = *two_places(graph_, n, materialized_);
+      std::vector<Expr> x = loop_indices(node.shape);
+      const Edge& table = node.inputs[0];
+      std::vector<int> unset = producer_dims(node, dims, table, x, table.view.index({places.unset}));
+      std::vector<int> set = producer_dims(node, dims, table, x, table.view.index({places.set}));
+      for (size_t a = 0; a < dims.size(); ++a) {
+        if (unset[a] != set[a]) drop(a);
+      }
+      record_dims(table.node, unset);
+      const Edge& index = node.inputs[1];
+      std::vector<Expr> xi = loop_indices(index.view.shape());
+      map_producer(node, dims, index, xi, index.view.index(xi));
+      return;
+    }
     for (const Edge& e : node.inputs) {
       std::vector<Expr> x = loop_indices(e.view.shape());
       View::Index vi = e.view.index(x);
@@ -107,6 +132,13 @@ class Analysis {
   // The producer's dims carrying each axis, from the coordinates the edge reads.
   void map_producer(const Node& consumer, const std::vector<int>& dims, const Edge& e, const std::vector<Expr>& x,
                     const View::Index& vi) {
+    record_dims(e.node, producer_dims(consumer, dims, e, x, vi));
+  }
+
+  // The producer's dims at the coordinates `vi` reads, with x the consumer's
+  // coordinates along the edge.
+  std::vector<int> producer_dims(const Node& consumer, const std::vector<int>& dims, const Edge& e,
+                                 const std::vector<Expr>& x, const View::Index& vi) {
     const Node& producer = graph_.node(e.node);
     std::vector<Expr> p = unflatten_index(vi.index, producer.shape);
     std::vector<int> found(dims.size(), -1);
@@ -114,9 +146,10 @@ class Analysis {
       int at = input_position(consumer, dims[a]);
       if (at < 0) continue;
       const Expr& var = x[static_cast<size_t>(at)];
+      Expr extent = consumer.op == Op::Gather ? consumer.shape[static_cast<size_t>(at)] : e.view.shape()[static_cast<size_t>(at)];
       if (mentions(vi.valid, var)) drop(a);
       for (size_t d = 0; d < p.size(); ++d) {
-        bool same = p[d] == var && simplify(producer.shape[d]) == simplify(e.view.shape()[static_cast<size_t>(at)]);
+        bool same = p[d] == var && simplify(producer.shape[d]) == simplify(extent);
         if (same && found[a] < 0) {
           found[a] = static_cast<int>(d);
         } else if (mentions(p[d], var)) {
@@ -124,9 +157,13 @@ class Analysis {
         }
       }
     }
-    auto [it, fresh] = out_.dims.emplace(e.node, found);
+    return found;
+  }
+
+  void record_dims(NodeId producer, const std::vector<int>& found) {
+    auto [it, fresh] = out_.dims.emplace(producer, found);
     if (fresh) return;
-    for (size_t a = 0; a < dims.size(); ++a) {
+    for (size_t a = 0; a < found.size(); ++a) {
       if (it->second[a] != found[a]) drop(a);  // read along the axis by one consumer, at a fixed place by another
     }
   }

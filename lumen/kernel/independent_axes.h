@@ -8,8 +8,10 @@
 // take the consumer's coordinate along an axis unchanged in exactly one dim
 // and nowhere else, or not at all (the producer is the same along the axis: a
 // broadcast). Anything else — a reduction over the axis, a shifted or flipped
-// read, a fixed position, padding that depends on it, a gather — makes the
-// axis dependent. A buffer from outside the group may be read any way whose
+// read, a fixed position, padding that depends on it — makes the axis
+// dependent. A gather is refused, except a two-place one (where(c, a, b),
+// two_place_gather.h) whose table is computed in the group: its table is
+// followed at both places it reads, which must map the axis alike. A buffer from outside the group may be read any way whose
 // flat index moves by the same amount at every point when the axis
 // coordinate moves (linear in it, or separable from the other coordinates).
 #pragma once

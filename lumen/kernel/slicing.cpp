@@ -13,6 +13,7 @@
 #include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/independent_axes.h"
+#include "lumen/kernel/two_place_gather.h"
 
 namespace lumen::kernel {
 
@@ -108,6 +109,7 @@ class GroupFinder {
     if (internal.empty()) return std::nullopt;
     if (!options_.always && internal_bytes < static_cast<double>(options_.min_internal_bytes)) return std::nullopt;
     if (!outputs_read_only_outside(axes, members, outputs)) return std::nullopt;
+    if (!find_relative(axes, members)) return std::nullopt;
     double io_bytes = 0;
     std::vector<NodeId> seen;
     for (const auto& ext : axes.external) {
@@ -142,6 +144,33 @@ class GroupFinder {
           if (debug_slicing()) std::fprintf(stderr, "slicing: group ending at %d: node %d is also read outside\n", members.back(), n);
           return false;
         }
+      }
+    }
+    return true;
+  }
+
+  // The constants giving two-place gathers (where) their index's position and
+  // offset: chunk copies compute them at chunk-relative coordinates, since the
+  // gather's table is read from chunk buffers (chunk_copy). Nothing else may
+  // read them.
+  bool find_relative(const GroupAxes& axes, const std::vector<NodeId>& members) {
+    relative_.clear();
+    std::vector<NodeId> index_tops;
+    for (NodeId n : axes.closure) {
+      if (graph_.node(n).op != Op::Gather) continue;
+      index_tops.push_back(graph_.node(n).inputs[1].node);
+      for (NodeId k : two_place_index_constants(graph_, n, materialized_)) relative_.push_back(k);
+    }
+    for (NodeId k : relative_) {
+      for (NodeId r : readers_[static_cast<size_t>(k)]) {
+        bool top = std::find(index_tops.begin(), index_tops.end(), r) != index_tops.end();
+        bool scaled = graph_.node(r).op == Op::Mul && std::any_of(index_tops.begin(), index_tops.end(), [&](NodeId t) {
+          const auto& in = graph_.node(t).inputs;
+          return std::any_of(in.begin(), in.end(), [&](const Edge& e) { return e.node == r; });
+        });
+        if ((top || scaled) || !is_needed(r)) continue;
+        if (debug_slicing()) std::fprintf(stderr, "slicing: group ending at %d: a where's index constant %d is read elsewhere\n", members.back(), k);
+        return false;
       }
     }
     return true;
@@ -274,20 +303,23 @@ class GroupFinder {
       int d = dims[choice.axes[i]];
       if (d >= 0) c.shape[static_cast<size_t>(d)] = Expr(g.axes[i].chunk);
     }
+    bool relative = std::find(relative_.begin(), relative_.end(), n) != relative_.end();
     if (c.op == Op::Constant && c.pattern.defined()) {
       std::unordered_map<Expr, Expr, ExprHash> at;
       for (size_t d = 0; d < c.shape.size(); ++d) at[loop_index(original.shape, d)] = loop_index(c.shape, d);
       for (size_t i = 0; i < choice.axes.size(); ++i) {
         int d = dims[choice.axes[i]];
-        if (d < 0) continue;
+        if (d < 0 || relative) continue;
         auto dd = static_cast<size_t>(d);
         at[loop_index(original.shape, dd)] = loop_index(c.shape, dd) + origin_dim(g, i);
       }
       c.pattern = simplify(substitute(original.pattern, at));
     }
-    for (Edge& e : c.inputs) {
+    for (size_t k = 0; k < c.inputs.size(); ++k) {
+      Edge& e = c.inputs[k];
       View v = e.view;
-      for (size_t i = 0; i < choice.axes.size(); ++i) {
+      // A two-place gather reads its (flat) table at chunk-relative places.
+      for (size_t i = 0; i < choice.axes.size() && !(c.op == Op::Gather && k == 0); ++i) {
         int at = input_position(original, dims[choice.axes[i]]);
         if (at >= 0) v = v.slice(at, Expr(0), Expr(g.axes[i].chunk));
       }
@@ -323,6 +355,7 @@ class GroupFinder {
   const SliceOptions& options_;
   std::vector<std::vector<NodeId>> readers_;
   std::vector<NodeId> roots_;
+  std::vector<NodeId> relative_;  // find_relative
 };
 
 }  // namespace

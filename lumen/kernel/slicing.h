@@ -24,6 +24,10 @@
 //  - internal buffers are chunk-sized and rewritten by every chunk;
 //  - a value computed from the element index (an iota such as a causal
 //    mask's row) reads the chunk origin from a dynamic dim added to the graph.
+//  - a two-place gather (where(c, a, b), kernel/two_place_gather.h) reads its
+//    table from chunk buffers: the constants giving its index's position and
+//    offset are computed at chunk-relative coordinates (no origin), so the
+//    places it reads are those of the chunk's own block.
 // A static sliced extent that `chunk` does not divide ends with a chunk
 // shifted back to end at the extent: it recomputes a few rows and writes the
 // same values again.

@@ -24,11 +24,26 @@ struct TwoPlaceIndex {
 // and both places provably lie in [0, size). Nothing otherwise.
 std::optional<TwoPlaceIndex> two_place_index(const Value& index, const Expr& size);
 
+// The flat places of its table a two-place gather `node` reads at its own
+// output points (loop_indices of its shape): `unset` where its condition is
+// false, `set` where true. Nothing when its index does not have that form.
+struct TwoPlaces {
+  Expr unset;
+  Expr set;
+};
+std::optional<TwoPlaces> two_places(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
+
 // The same, seen in the graph: the nodes a two-place gather `node` reads
 // (through elementwise nodes that are not materialised, such as the stacked
 // pair's add) at its own output points, in order, with its shape. A kernel
 // whose output is where(c, a, b) over a contraction `a` is that contraction's
 // kernel with a select epilogue.
 std::vector<NodeId> two_place_sources(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
+
+// The constants that give a two-place gather's index its position and
+// offset, when the index is built as where() builds it (an Add of a constant
+// and a Mul of a cast boolean by a constant); empty otherwise. Sliced
+// execution computes them at chunk-relative coordinates (slicing.h).
+std::vector<NodeId> two_place_index_constants(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 
 }  // namespace lumen::kernel

@@ -3,11 +3,17 @@
 // coordinate, on the partition fusion makes of small graphs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "lumen/core/simplify.h"
 #include "lumen/core/tensor.h"
 #include "lumen/kernel/fusion.h"
 #include "lumen/kernel/independent_axes.h"
+#include "lumen/kernel/kernel_roots.h"
 #include "lumen/ops/attention.h"
+#include "lumen/ops/creation.h"
+#include "lumen/ops/elementwise.h"
+#include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
 
 namespace lumen::kernel {
@@ -85,6 +91,48 @@ TEST(IndependentAxes, AShiftedReadMakesTheAxisDependent) {
   ASSERT_EQ(a.independent.size(), 2u);
   EXPECT_FALSE(a.independent[0]);
   EXPECT_FALSE(a.independent[1]);  // size 1
+}
+
+// Scores of a causal attention written with where over arange rows and columns.
+Tensor where_masked_softmax(Graph& g, int64_t s) {
+  Shape shape{Expr(1), Expr(2), Expr(s), Expr(16)};
+  Tensor scores = ops::matmul(g.input("q", shape), g.input("k", shape).transpose(-1, -2)) * 0.25;
+  Tensor row = ops::arange(g, 0, static_cast<double>(s)).unsqueeze(1);
+  Tensor col = ops::arange(g, 0, static_cast<double>(s)).unsqueeze(0);
+  scores = ops::where(ops::gt(col, row), ops::full(g, {Expr(1)}, -INFINITY), scores);
+  return ops::softmax(scores, -1);
+}
+
+TEST(IndependentAxes, AWhereMaskKeepsTheQueryRows) {
+  // where(c, a, b) is a gather reading one of two places known without the data.
+  Graph g;
+  GroupAxes a = analyse(g, where_masked_softmax(g, 64));
+  ASSERT_TRUE(a.why_not.empty()) << a.why_not;
+  ASSERT_EQ(a.independent.size(), 4u);
+  EXPECT_TRUE(a.independent[1]);
+  EXPECT_TRUE(a.independent[2]);
+  EXPECT_TRUE(a.independent[3] == false);  // the softmax reduces along the keys
+}
+
+TEST(IndependentAxes, AGatherReadingDataDependentPlacesIsRefused) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(64), Expr(32)});
+  Tensor idx = g.input("i", {Expr(64), Expr(32)}, DType::I32);
+  Tensor e = x.exp();
+  Tensor gathered = e.reshape({Expr(64 * 32)}).gather(idx, 0);
+  GroupAxes a = analyse(g, ops::matmul(ops::softmax(gathered, -1), x.transpose(0, 1)));
+  EXPECT_NE(a.why_not.find("gather"), std::string::npos) << a.why_not;
+}
+
+TEST(IndependentAxes, AWhereOnDataOverAMatmulIsTheMatmulsKernelWithASelect) {
+  // The condition is data (an input's sign): the places still come from where's index.
+  Graph g;
+  Tensor scores = ops::matmul(g.input("x", {Expr(32), Expr(16)}), g.input("y", {Expr(16), Expr(48)}));
+  Tensor keep = ops::gt(g.input("z", {Expr(32), Expr(48)}), ops::full(g, {Expr(1)}, 0.0));
+  Tensor out = ops::where(keep, scores * 0.5, ops::full(g, {Expr(1)}, 0.0));
+  Partition p = partition(g, {out.edge()});
+  ASSERT_TRUE(g.node(out.node_id()).op == Op::Gather);
+  EXPECT_GE(contraction_of(g, out.node_id(), p.materialized), 0);
 }
 
 }  // namespace

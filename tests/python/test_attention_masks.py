@@ -154,3 +154,22 @@ def test_causal_half_precision(backend, dtype):
     check("attention_causal_where", lambda a, b, c: plain_attention(a, b, c, causal),
           lambda a, b, c: torch_attention(a.float(), b.float(), c.float(), causal), [q, k, v], backend,
           3e-2, 3e-2)
+
+
+def test_where_masked_attention_is_sliced():
+    """where() inside the scores' group does not keep it from running chunk by
+    chunk along the query rows (kernel/slicing.h): the 32 MiB of scores never
+    exist at once, and the result still matches PyTorch."""
+    causal = lambda row, col: col > row  # noqa: E731
+    arrays = qkv(1, 8, 1024, 1024, 64, seed=21)
+    g = lumen.Graph()
+    ins = [g.input(n, a.shape) for n, a in zip("qkv", arrays)]
+    out = plain_attention(*ins, causal)
+    p = lumen.compile(g, [out], backend="cpu")
+    assert p.stats["sliced_groups"] == 1, p.report()
+    for n, a in zip("qkv", arrays):
+        p.set(n, a)
+    p.run()
+    assert p.stats["arena_bytes"] < 16 * 2**20, p.report()
+    want = torch_attention(*[torch.from_numpy(a) for a in arrays], causal).numpy()
+    np.testing.assert_allclose(p.get(out), want, rtol=1e-4, atol=1e-5)

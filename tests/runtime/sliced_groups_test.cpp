@@ -10,6 +10,7 @@
 
 #include "lumen/lumen.h"
 #include "lumen/ops/attention.h"
+#include "lumen/ops/creation.h"
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
@@ -215,6 +216,73 @@ TEST(SlicedGroups, GroupedQueryAndCrossAttentionMatchTheInterpreter) {
                                       {"v", random_array({1, 2, 56, 16}, 10)}};
   auto cpu = check_against_interpreter(g, {out}, inputs, sliced(16));
   EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
+}
+
+// Attention written with plain ops, the mask applied as where(masked, -inf,
+// scores) over arange rows and columns: where is a two-place gather
+// (kernel/two_place_gather.h) computed inside the sliced group. `window` > 0:
+// a sliding window of that many keys ending at the row.
+Attention where_masked_attention(int64_t heads, int64_t s, int64_t d, int64_t window) {
+  Attention a;
+  Shape shape{Expr(1), Expr(heads), Expr(s), Expr(d)};
+  Tensor q = a.g->input("q", shape), k = a.g->input("k", shape), v = a.g->input("v", shape);
+  Tensor scores = ops::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
+  Tensor row = ops::arange(*a.g, 0, static_cast<double>(s)).unsqueeze(1);
+  Tensor col = ops::arange(*a.g, 0, static_cast<double>(s)).unsqueeze(0);
+  Tensor masked = ops::gt(col, row);
+  if (window > 0) masked = ops::logical_or(masked, ops::ge(row - col, ops::full(*a.g, {Expr(1)}, static_cast<double>(window))));
+  scores = ops::where(masked, ops::full(*a.g, {Expr(1)}, -INFINITY), scores);
+  a.out = ops::matmul(ops::softmax(scores, -1), v);
+  a.inputs = {{"q", random_array({1, heads, s, d}, 11)},
+              {"k", random_array({1, heads, s, d}, 12)},
+              {"v", random_array({1, heads, s, d}, 13)}};
+  return a;
+}
+
+// The where (a Gather) runs inside the sliced group, not as a whole kernel before it.
+void expect_where_sliced(const CompiledExecutor& cpu) {
+  EXPECT_EQ(cpu.stats().at("sliced_groups"), 1);
+  std::string report = cpu.report();
+  size_t at = report.find("sliced group of");
+  ASSERT_NE(at, std::string::npos) << report;
+  EXPECT_NE(report.find("Gather_", at), std::string::npos) << report;
+  EXPECT_LT(report.find("Gather_", at), report.find('\n', at)) << report;
+}
+
+TEST(SlicedGroups, WhereMaskedCausalAttentionMatchesTheInterpreter) {
+  Attention a = where_masked_attention(2, 300, 16, 0);  // 300 rows in chunks of 32: the last one shifted back
+  auto cpu = check_against_interpreter(a.g, {a.out}, a.inputs, sliced(32));
+  expect_where_sliced(*cpu);
+}
+
+TEST(SlicedGroups, WhereMaskedSlidingWindowAttentionMatchesTheInterpreter) {
+  Attention a = where_masked_attention(3, 70, 8, 9);
+  auto cpu = check_against_interpreter(a.g, {a.out}, a.inputs, sliced(16));
+  expect_where_sliced(*cpu);
+}
+
+TEST(SlicedGroups, WhereBetweenTwoComputedTensorsMatchesTheInterpreter) {
+  // Both of where's values computed in the group, its condition from data.
+  auto g = std::make_shared<Graph>();
+  Tensor x = g->input("x", {Expr(40), Expr(8)});
+  Tensor y = g->input("y", {Expr(56), Expr(8)});
+  Tensor scores = ops::matmul(x, y.transpose(0, 1));
+  Tensor picked = ops::where(ops::gt(scores, ops::full(*g, {Expr(1)}, 0.0)), scores.exp(), scores * 3.0);
+  Tensor out = ops::sum(picked, {1});
+  std::map<std::string, Array> inputs{{"x", random_array({40, 8}, 14)}, {"y", random_array({56, 8}, 15)}};
+  auto cpu = check_against_interpreter(g, {out}, inputs, sliced(16), 1e-4);
+  EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);  // the where is inlined into the row sums
+}
+
+TEST(SlicedGroups, TheDefaultOptionsSliceLargeWhereMaskedAttention) {
+  // As users write causal attention: sliced like scaled_dot_product_attention's.
+  Attention a = where_masked_attention(8, 1024, 64, 0);
+  Options o;
+  o.search.use_cache = false;
+  auto cpu = compiled(*a.g, {a.out.edge()}, o);
+  cpu->execute(a.inputs, {});
+  expect_where_sliced(*cpu);
+  EXPECT_LT(cpu->stats().at("arena_bytes"), 16.0 * (1 << 20));  // unsliced: 32 MiB of scores alone
 }
 
 TEST(SlicedGroups, SlicingCanBeTurnedOff) {
