@@ -50,7 +50,7 @@ def qkv(b, h, sq, sk, d, hk=None, seed=0):
 @pytest.mark.parametrize("s", [37, 64, 100])
 def test_causal_where_with_arange(backend, s):
     causal = lambda row, col: col > row  # noqa: E731
-    check("attention_causal_where", lambda q, k, v: plain_attention(q, k, v, causal),
+    check("scaled_dot_product_attention", lambda q, k, v: plain_attention(q, k, v, causal),
           lambda q, k, v: torch_attention(q, k, v, causal), list(qkv(1, 2, s, s, 16, seed=s)), backend, RTOL, ATOL)
 
 
@@ -65,7 +65,7 @@ def test_additive_float_bias(backend):
     q, k, v = qkv(1, 2, 37, 37, 16, seed=7)
     bias = data((37, 37), seed=10, low=-2, high=2)
     bias[np.triu_indices(37, 1)] = -np.inf  # an additive causal mask, as HF models build it
-    check("attention_bias", lambda a, b, c, m: lumen.matmul(lumen.softmax(scores_of(a, b) + m, -1), c),
+    check("scaled_dot_product_attention", lambda a, b, c, m: lumen.matmul(lumen.softmax(scores_of(a, b) + m, -1), c),
           lambda a, b, c, m: torch.softmax(a @ b.transpose(-1, -2) / 4.0 + m, -1) @ c, [q, k, v, bias], backend, RTOL, ATOL)
     check("scaled_dot_product_attention", lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m),
           lambda a, b, c, m: TF.scaled_dot_product_attention(a, b, c, attn_mask=m), [q, k, v, bias], backend, RTOL, ATOL)
@@ -74,13 +74,13 @@ def test_additive_float_bias(backend):
 def test_sliding_window(backend):
     window = 256
     outside = lambda row, col: (col > row) | (col <= row - window)  # noqa: E731
-    check("attention_sliding_window", lambda q, k, v: plain_attention(q, k, v, outside),
+    check("scaled_dot_product_attention", lambda q, k, v: plain_attention(q, k, v, outside),
           lambda q, k, v: torch_attention(q, k, v, outside), list(qkv(1, 1, 300, 300, 8, seed=11)), backend, RTOL, ATOL)
 
 
 def test_band(backend):
     band = lambda row, col: (col > row + 3) | (col < row - 5)  # noqa: E731
-    check("attention_band", lambda q, k, v: plain_attention(q, k, v, band),
+    check("scaled_dot_product_attention", lambda q, k, v: plain_attention(q, k, v, band),
           lambda q, k, v: torch_attention(q, k, v, band), list(qkv(1, 2, 50, 50, 8, seed=12)), backend, RTOL, ATOL)
 
 
@@ -93,7 +93,7 @@ def test_grouped_query_heads(backend):
 
 def test_non_default_scale(backend):
     causal = lambda row, col: col > row  # noqa: E731
-    check("attention_scale", lambda q, k, v: plain_attention(q, k, v, causal, scale=0.37),
+    check("scaled_dot_product_attention", lambda q, k, v: plain_attention(q, k, v, causal, scale=0.37),
           lambda q, k, v: torch_attention(q, k, v, causal, scale=0.37), list(qkv(1, 2, 45, 45, 16, seed=14)), backend,
           RTOL, ATOL)
     check("scaled_dot_product_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.37),
@@ -107,7 +107,7 @@ def test_cross_attention(backend, causal):
     check("scaled_dot_product_attention", lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal),
           lambda a, b, c: TF.scaled_dot_product_attention(a, b, c, is_causal=causal), [q, k, v], backend, RTOL, ATOL)
     mask = lambda row, col: col > row + 41  # noqa: E731  (bottom-right aligned causal)
-    check("attention_cross_where", lambda a, b, c: plain_attention(a, b, c, mask),
+    check("scaled_dot_product_attention", lambda a, b, c: plain_attention(a, b, c, mask),
           lambda a, b, c: torch_attention(a, b, c, mask), [q, k, v], backend, RTOL, ATOL)
 
 
@@ -125,7 +125,7 @@ def test_masked_scores_stay_exact(backend):
         row, col = torch.arange(37).reshape(-1, 1), torch.arange(37).reshape(1, -1)
         return torch.where(causal(row, col), float("-inf"), a @ b.transpose(-1, -2) / 4.0)
 
-    check("attention_scores_masked", lumen_scores, torch_scores, [q, k], backend, RTOL, ATOL)
+    check("scaled_dot_product_attention", lumen_scores, torch_scores, [q, k], backend, RTOL, ATOL)
 
 
 def test_where_exact_with_infinities_and_nan(backend):
@@ -151,7 +151,7 @@ def test_causal_half_precision(backend, dtype):
     from harness import Input
     q, k, v = (Input(data((1, 2, 33, 16), dtype, seed, low=-1, high=1), dtype) for seed in (20, 21, 22))
     causal = lambda row, col: col > row  # noqa: E731
-    check("attention_causal_where", lambda a, b, c: plain_attention(a, b, c, causal),
+    check("scaled_dot_product_attention", lambda a, b, c: plain_attention(a, b, c, causal),
           lambda a, b, c: torch_attention(a.float(), b.float(), c.float(), causal), [q, k, v], backend,
           3e-2, 3e-2)
 
