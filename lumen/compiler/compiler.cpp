@@ -105,7 +105,15 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
   compiling.kernels_total = p.report.kernels;
   progress.update(compiling, true);
   emit_kernels(p, backend);
-  confirm_against_heuristic(p, search, options.time_programs, backend);
+  auto make_heuristic = [&] {
+    CompilerOptions plain = options;
+    plain.search.budget_s = 0;
+    plain.search.use_cache = false;
+    plain.choose = {};
+    plain.progress = false;
+    return compile(graph, outputs, plain, backend).program;
+  };
+  confirm_against_heuristic(p, search, options.time_programs, backend, make_heuristic);
   describe(p);
   progress.finish(summary_of(p, seconds_since(compile_start), options.choose ? 0.0 : options.search.budget_s));
   return {std::move(p.program), p.report, std::move(p.search_report)};

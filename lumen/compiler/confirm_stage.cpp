@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "lumen/compiler/emit_stage.h"
-#include "lumen/compiler/lower_stage.h"
+#include "lumen/kernel/heuristic.h"
 #include "lumen/search/tuning_cache.h"
 
 namespace lumen::compiler {
@@ -29,26 +28,6 @@ void with_boundary(Pipeline& p) {
   p.program.groups = p.groups;
 }
 
-// The heuristic's program: the same partition with the heuristic's schedules.
-Pipeline heuristic_program(const Pipeline& searched, std::vector<std::vector<kernel::Action>> schedules,
-                           const std::shared_ptr<const backend::Backend>& backend) {
-  Pipeline h;
-  h.graph = searched.graph;
-  h.outputs = searched.outputs;
-  h.writes = searched.writes;
-  h.needed = searched.needed;
-  h.materialized = searched.materialized;
-  h.kernel_nodes = searched.kernel_nodes;
-  h.groups = searched.groups;
-  h.chunk_member_of = searched.chunk_member_of;
-  h.target = searched.target;
-  h.schedules = std::move(schedules);
-  lower_kernels(h);
-  emit_kernels(h, backend);
-  with_boundary(h);
-  return h;
-}
-
 std::string describe(double searched_ms, double heuristic_ms, bool keep, bool cached) {
   char line[256];
   std::snprintf(line, sizeof line, "whole-program check: searched %.3f ms, heuristic %.3f ms (%s): kept the %s schedules\n",
@@ -60,37 +39,34 @@ std::string describe(double searched_ms, double heuristic_ms, bool keep, bool ca
 }  // namespace
 
 void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options, const ProgramTimer& timer,
-                               const std::shared_ptr<const backend::Backend>& backend) {
-  if (options.budget_s <= 0 || !timer || p.kernel_nodes.empty()) return;
-  std::vector<std::vector<kernel::Action>> heuristic;
-  std::string plan;
-  for (NodeId n : p.kernel_nodes) {
-    heuristic.push_back(kernel::heuristic_actions(*p.graph, n, p.materialized, p.target));
-    plan += kernel::to_string(heuristic.back()) + "\n";
+                               const std::shared_ptr<const backend::Backend>& backend,
+                               const std::function<backend::CompiledProgram()>& make_heuristic) {
+  if (options.budget_s <= 0 || !timer || !make_heuristic || p.kernel_nodes.empty()) return;
+  bool same_schedules = true;
+  for (size_t k = 0; k < p.kernel_nodes.size() && same_schedules; ++k) {
+    same_schedules = kernel::heuristic_actions(*p.graph, p.kernel_nodes[k], p.materialized, p.target) == p.schedules[k];
   }
-  if (heuristic == p.schedules) {
+  if (same_schedules && p.program.groups.empty()) {
     p.confirmation = "whole-program check: not needed (the search kept every heuristic schedule)\n";
+    return;
+  }
+  backend::CompiledProgram heuristic = make_heuristic();
+  if (heuristic.source == p.program.source) {
+    p.confirmation = "whole-program check: not needed (the searched program is the heuristic one)\n";
     return;
   }
   with_boundary(p);
   Bindings dims = timing_dims(*p.graph, options);
-  std::string key = search::program_key(p.program.source, plan, dims, p.target.threads, backend->fingerprint());
+  std::string key = search::program_key(p.program.source, heuristic.source, dims, p.target.threads, backend->fingerprint());
   std::unique_ptr<search::TuningCache> cache;
   if (options.use_cache) cache = std::make_unique<search::TuningCache>(options.cache_path);
-  if (cache) {
-    if (std::optional<search::TuningEntry> hit = cache->lookup(key)) {
-      bool keep = hit->actions == "searched";
-      p.confirmation = describe(hit->best_ms, hit->baseline_ms, keep, true);
-      if (!keep) p.program = heuristic_program(p, std::move(heuristic), backend).program;
-      return;
-    }
-  }
-  Pipeline h = heuristic_program(p, heuristic, backend);
-  double seconds = std::clamp(0.05 * options.budget_s, 0.3, 3.0);
-  std::vector<double> ms = timer({&p.program, &h.program}, dims, seconds);
-  bool keep = ms.size() == 2 && ms[0] < ms[1] * kConfirmMargin;
-  p.confirmation = describe(ms.at(0), ms.at(1), keep, false);
-  if (cache) {
+  std::optional<search::TuningEntry> hit;
+  if (cache) hit = cache->lookup(key);
+  std::vector<double> ms{hit ? hit->best_ms : 0.0, hit ? hit->baseline_ms : 0.0};
+  if (!hit) ms = timer({&p.program, &heuristic}, dims, std::clamp(0.05 * options.budget_s, 0.3, 3.0));
+  bool keep = hit ? hit->actions == "searched" : ms.size() == 2 && ms[0] < ms[1] * kConfirmMargin;
+  p.confirmation = describe(ms.at(0), ms.at(1), keep, hit.has_value());
+  if (cache && !hit) {
     search::TuningEntry entry;
     entry.actions = keep ? "searched" : "heuristic";
     entry.best_ms = ms[0];
@@ -99,10 +75,7 @@ void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options
     entry.created = static_cast<int64_t>(std::time(nullptr));
     cache->store(key, entry);
   }
-  if (!keep) {
-    p.program = std::move(h.program);
-    p.schedules = std::move(heuristic);
-  }
+  if (!keep) p.program = std::move(heuristic);
 }
 
 }  // namespace lumen::compiler

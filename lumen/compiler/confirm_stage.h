@@ -1,5 +1,5 @@
-// Confirmation: a program whose schedules the search changed is timed whole
-// against the program with the heuristic's schedules, the two interleaved
+// Confirmation: a program the search changed (schedules, slicing chunks) is
+// timed whole against the program compiled without search, the two interleaved
 // run by run, and the searched one is kept only when it is faster. Kernels
 // timed one at a time cannot see what a whole run does to the caches (a
 // model whose weights fit in L3 reads them warm from one run to the next);
@@ -25,10 +25,13 @@ using ProgramTimer = std::function<std::vector<double>(const std::vector<const b
 // A searched program is kept only when it is at least this much faster (0.99: 1%).
 inline constexpr double kConfirmMargin = 0.99;
 
-// Replaces p.program with the heuristic program when that runs faster;
-// writes what it found to p.confirmation. Does nothing without a budget or
-// a timer, or when the schedules chosen are the heuristic's.
+// Replaces p.program with the heuristic program (`make_heuristic`: the same
+// graph compiled with budget 0 and no tuning cache — heuristic slicing chunks
+// and schedules) when that runs faster; writes what it found to
+// p.confirmation. Does nothing without a budget or a timer, or when the
+// program is the heuristic's.
 void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options, const ProgramTimer& timer,
-                               const std::shared_ptr<const backend::Backend>& backend);
+                               const std::shared_ptr<const backend::Backend>& backend,
+                               const std::function<backend::CompiledProgram()>& make_heuristic);
 
 }  // namespace lumen::compiler

@@ -22,8 +22,9 @@ struct ProgramTimes {
 // Inputs are made once for the graph at `dims` (floats random, integers and
 // bools 0: always a valid index) and shared by every program; state buffers
 // are inputs too (their updates land in the copies made here). Each program
-// runs twice to warm up, then rounds run each program once, in rotating
-// order, until `max_seconds` is spent (at least 3 and at most 25 rounds).
+// runs twice to warm up (once when that already took half the time allowed),
+// then rounds run each program once, in rotating order, until `max_seconds`
+// is spent (at least 3 and at most 25 rounds).
 ProgramTimes time_programs(const std::vector<const backend::CompiledProgram*>& programs, const Bindings& dims,
                            double max_seconds);
 
