@@ -11,14 +11,6 @@ namespace lumen::compiler {
 
 namespace {
 
-Bindings timing_dims(const Graph& graph, const search::SearchOptions& options) {
-  Bindings dims;
-  for (const std::string& d : graph.dim_names()) {
-    auto it = options.dims.find(d);
-    dims[d] = it != options.dims.end() ? it->second : options.assumed_dim;
-  }
-  return dims;
-}
 
 // What the runtime needs besides kernels and launches (compiler.cpp fills the rest last).
 void with_boundary(Pipeline& p) {
@@ -56,7 +48,7 @@ void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options
     return;
   }
   with_boundary(p);
-  Bindings dims = timing_dims(*p.graph, options);
+  Bindings dims = search::tuning_bindings(*p.graph, options);
   std::string key = search::program_key(p.program.source, heuristic.source, dims, p.target.threads, backend->fingerprint());
   std::unique_ptr<search::TuningCache> cache;
   if (options.use_cache) cache = std::make_unique<search::TuningCache>(options.cache_path);

@@ -62,14 +62,6 @@ CompilerOptions heuristic_only(const CompilerOptions& options) {
   return o;
 }
 
-Bindings timing_dims(const Graph& graph, const search::SearchOptions& options) {
-  Bindings dims;
-  for (const std::string& d : graph.dim_names()) {
-    auto it = options.dims.find(d);
-    dims[d] = it != options.dims.end() ? it->second : options.assumed_dim;
-  }
-  return dims;
-}
 
 // Compiles and checks each candidate (the original first), times the
 // verified ones together, and returns the index of the fastest (the
@@ -101,7 +93,7 @@ int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOpt
   std::vector<const backend::CompiledProgram*> timed;
   for (const backend::CompiledProgram& p : programs) timed.push_back(&p);
   double seconds = std::clamp(0.05 * options.search.budget_s, 0.3, 3.0);
-  std::vector<double> ms = timed.size() > 1 ? options.time_programs(timed, timing_dims(graph, options.search), seconds)
+  std::vector<double> ms = timed.size() > 1 ? options.time_programs(timed, search::tuning_bindings(graph, options.search), seconds)
                                             : std::vector<double>{};
   report.measure_seconds = seconds_since(start);
   if (ms.size() != timed.size()) return 0;  // nothing to compare: the original

@@ -1,5 +1,7 @@
 #include "lumen/kernel/independent_axes.h"
 
+#include "lumen/kernel/known_region.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -140,7 +142,7 @@ class Analysis {
   std::vector<int> producer_dims(const Node& consumer, const std::vector<int>& dims, const Edge& e,
                                  const std::vector<Expr>& x, const View::Index& vi) {
     const Node& producer = graph_.node(e.node);
-    std::vector<Expr> p = unflatten_index(vi.index, producer.shape);
+    std::vector<Expr> p = unflatten(vi.index, producer.shape);
     std::vector<int> found(dims.size(), -1);
     for (size_t a = 0; a < dims.size(); ++a) {
       int at = input_position(consumer, dims[a]);
@@ -221,20 +223,6 @@ class Analysis {
 Expr axis_origin(size_t a, const Expr& extent) {
   int64_t hi = extent.is_const() ? std::max<int64_t>(extent.value() - 1, 0) : kMaxDim;
   return Expr::var("origin" + std::to_string(a), 0, hi);
-}
-
-std::vector<Expr> unflatten_index(const Expr& flat, const Shape& shape) {
-  std::vector<Expr> coords(shape.size());
-  std::vector<Expr> strides = contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].is_const(1) || shape[d].is_const(0) || strides[d].is_const(0)) {
-      coords[d] = Expr(0);
-      continue;
-    }
-    Expr c = flat / strides[d];
-    coords[d] = simplify(d == 0 ? c : c % shape[d]);
-  }
-  return coords;
 }
 
 GroupAxes independent_axes(const Graph& graph, const std::vector<bool>& materialized,

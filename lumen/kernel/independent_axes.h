@@ -52,7 +52,5 @@ struct GroupAxes {
 GroupAxes independent_axes(const Graph& graph, const std::vector<bool>& materialized,
                            const std::vector<NodeId>& members);
 
-// The coordinates of a flat position in a contiguous buffer of `shape`, simplified.
-std::vector<Expr> unflatten_index(const Expr& flat, const Shape& shape);
 
 }  // namespace lumen::kernel

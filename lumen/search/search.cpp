@@ -80,14 +80,16 @@ ScheduleSearch::ScheduleSearch(const Graph& graph, const std::vector<bool>& mate
 
 ScheduleSearch::~ScheduleSearch() = default;
 
-Bindings ScheduleSearch::tuning_dims() const {
+Bindings tuning_bindings(const Graph& graph, const SearchOptions& options) {
   Bindings dims;
-  for (const std::string& d : graph_.dim_names()) {
-    auto it = options_.dims.find(d);
-    dims[d] = it != options_.dims.end() ? it->second : options_.assumed_dim;
+  for (const std::string& d : graph.dim_names()) {
+    auto it = options.dims.find(d);
+    dims[d] = it != options.dims.end() ? it->second : options.assumed_dim;
   }
   return dims;
 }
+
+Bindings ScheduleSearch::tuning_dims() const { return tuning_bindings(graph_, options_); }
 
 std::string ScheduleSearch::key(NodeId node) const {
   const Node& n = graph_.node(node);

@@ -60,6 +60,9 @@ struct SearchOptions {
   std::function<bool(kernel::LoweredKernel&)> tamper;
 };
 
+// The binding dynamic dims take while tuning: `dims` by name, else `assumed_dim`.
+Bindings tuning_bindings(const Graph& graph, const SearchOptions& options);
+
 struct KernelReport {
   NodeId node = -1;
   std::string fuses;        // the graph nodes the kernel fuses
