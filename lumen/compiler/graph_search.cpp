@@ -73,6 +73,7 @@ int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOpt
   auto start = Clock::now();
   std::vector<backend::CompiledProgram> programs;
   std::vector<size_t> which;  // candidate index of each program
+  size_t original_groups = 0;
   for (size_t i = 0; i < x.candidates.size(); ++i) {
     const egraph::Candidate& c = x.candidates[i];
     GraphCandidateReport& r = report.candidates[i];
@@ -82,6 +83,13 @@ int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOpt
     }
     try {
       CompileResult compiled = compile(c.graph, c.outputs, heuristic_only(options), backend);
+      // Memory is not traded for speed: a rewrite that loses a sliced group
+      // would materialise a buffer the original holds one chunk at a time.
+      if (c.original) original_groups = compiled.program.groups.size();
+      if (!c.original && compiled.program.groups.size() < original_groups) {
+        fail("slices ", compiled.program.groups.size(), " kernel groups where the original slices ", original_groups,
+             " (a buffer the original holds one chunk at a time would be materialised whole)");
+      }
       check(compiled.program);
       programs.push_back(std::move(compiled.program));
       which.push_back(i);

@@ -173,3 +173,24 @@ def test_where_masked_attention_is_sliced():
     assert p.stats["arena_bytes"] < 16 * 2**20, p.report()
     want = torch_attention(*[torch.from_numpy(a) for a in arrays], causal).numpy()
     np.testing.assert_allclose(p.get(out), want, rtol=1e-4, atol=1e-5)
+
+
+def test_graph_search_keeps_the_sliced_form(tmp_path):
+    """With a search budget the graph-level search may find rewrites of the
+    same attention that run faster unsliced; none may win by materialising
+    the scores the original holds one chunk at a time."""
+    causal = lambda row, col: col > row  # noqa: E731
+    arrays = qkv(1, 8, 1024, 1024, 64, seed=22)
+    g = lumen.Graph()
+    ins = [g.input(n, a.shape) for n, a in zip("qkv", arrays)]
+    out = plain_attention(*ins, causal)
+    p = lumen.compile(g, [out], backend="cpu", budget_s=2, cache_path=str(tmp_path / "t.db"))
+    report = p.report()
+    assert "graph search: measured" in report, report
+    assert p.stats["sliced_groups"] >= 1, report
+    for n, a in zip("qkv", arrays):
+        p.set(n, a)
+    p.run()
+    assert p.stats["arena_bytes"] < 16 * 2**20, report
+    want = torch_attention(*[torch.from_numpy(a) for a in arrays], causal).numpy()
+    np.testing.assert_allclose(p.get(out), want, rtol=1e-4, atol=1e-5)
