@@ -67,7 +67,12 @@ void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options
     entry.created = static_cast<int64_t>(std::time(nullptr));
     cache->store(key, entry);
   }
-  if (!keep) p.program = std::move(heuristic);
+  if (!keep) {  // the heuristic program was compiled from its own copy of the graph (its slicing may differ)
+    p.program = std::move(heuristic);
+    p.graph = p.program.graph;
+    p.outputs = p.program.outputs;
+    p.needed = p.program.needed;
+  }
 }
 
 }  // namespace lumen::compiler

@@ -4,6 +4,8 @@
 // stay as they are.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cmath>
 #include <memory>
 #include <random>
@@ -189,6 +191,7 @@ TEST(SlicedGroups, TheDefaultOptionsSliceLargeAttention) {
 }
 
 TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
+  setenv("LUMEN_TIME_CHUNKS", "1", 1);  // off by default (schedule_stage.cpp)
   Attention a = attention(2, 96, 16, false);
   Options o = sliced(32);
   o.search.budget_s = 0.5;
@@ -200,6 +203,7 @@ TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
   EXPECT_NE(report.find(" 16: "), std::string::npos) << report;
   EXPECT_NE(report.find(" 64: "), std::string::npos) << report;
   EXPECT_NE(report.find(", chose "), std::string::npos) << report;
+  unsetenv("LUMEN_TIME_CHUNKS");
 }
 
 TEST(SlicedGroups, GroupedQueryAndCrossAttentionMatchTheInterpreter) {
