@@ -9,6 +9,7 @@
 #include "lumen/compiler/progress.h"
 #include "lumen/compiler/program_boundary.h"
 #include "lumen/compiler/slice_stage.h"
+#include "lumen/core/stopwatch.h"
 #include "lumen/kernel/fusion.h"
 
 namespace lumen::compiler {
@@ -16,8 +17,6 @@ namespace lumen::compiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Fusion: which nodes get a buffer. Kernels are the materialised nodes the
 // program needs, state writes excluded (lower_stage adds those last).

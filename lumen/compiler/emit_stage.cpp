@@ -5,6 +5,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "lumen/core/debug_flags.h"
+#include "lumen/core/stopwatch.h"
 #include "lumen/kernel/printer.h"
 
 namespace lumen::compiler {
@@ -15,10 +17,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool debug_kernels() {
-  const char* d = std::getenv("LUMEN_DEBUG");
-  return d && std::strstr(d, "kernels");
-}
 
 }  // namespace
 
@@ -31,7 +29,7 @@ void emit_kernels(Pipeline& p, std::shared_ptr<const backend::Backend> backend) 
   prog.source.clear();
   for (const std::string& s : sources) prog.source += s;
   p.report.codegen_seconds = seconds_since(start);
-  if (debug_kernels()) {
+  if (debug_enabled("kernels")) {
     for (const kernel::Kernel& k : prog.kernels) std::cerr << kernel::to_string(k) << "\n";
     std::cerr << prog.source << "\n";
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lumen/core/error.h"
+#include "lumen/core/stopwatch.h"
 #include "lumen/egraph/extract.h"
 #include "lumen/egraph/graph_hash.h"
 #include "lumen/egraph/rules.h"
@@ -18,8 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kNoiseMargin = 0.97;  // a rewrite wins only if at most this fraction of the original's time
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string hex(uint64_t h) {
   char buf[17];

@@ -207,6 +207,15 @@ NodeId Graph::find_input(const std::string& name) const {
 
 std::vector<std::string> Graph::dim_names() const { return dim_names_; }
 
+Bindings Graph::dims_bound(const std::map<std::string, int64_t>& named, int64_t otherwise) const {
+  Bindings dims;
+  for (const std::string& d : dim_names_) {
+    auto it = named.find(d);
+    dims[d] = it != named.end() ? it->second : otherwise;
+  }
+  return dims;
+}
+
 void Graph::require(const Expr& condition, const std::string& message) {
   Expr c = simplify(condition);
   if (prove(c)) return;

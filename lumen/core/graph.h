@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +99,9 @@ class Graph {
   std::vector<NodeId> input_ids() const;
   NodeId find_input(const std::string& name) const;  // -1 if absent
   std::vector<std::string> dim_names() const;         // dynamic dims, in first-use order
+  // A binding of every dynamic dim: `named` where it names it, else `otherwise`
+  // (the sizes programs are tuned and timed at).
+  Bindings dims_bound(const std::map<std::string, int64_t>& named, int64_t otherwise) const;
 
   // Records a condition on dynamic dims: fails now if provably false, is
   // dropped if provably true, else checked by check_dims() at run time.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lumen/core/debug_flags.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/lower.h"
@@ -26,14 +27,6 @@ double op_cost(const Node& n) {
   if (is_binary(n.op)) return 1;
   if (n.op == Op::Gather) return 2;
   return 0;
-}
-
-bool debug_fusion() {
-  static const bool on = [] {
-    const char* d = std::getenv("LUMEN_DEBUG");
-    return d && std::strstr(d, "fusion");
-  }();
-  return on;
 }
 
 double assumed_numel(const Shape& shape, double assumed_dim) {
@@ -158,7 +151,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
           if (k.evaluations[j] > 0 && j != i) counts[i].emplace_back(j, k.evaluations[j]);
         }
         lowered[i] = true;
-        if (debug_fusion()) {
+        if (debug_enabled("fusion")) {
           std::fprintf(stderr, "round %d lower %zu (%s) %.3f s\n", round, i, op_name(graph.nodes()[i].op),
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }

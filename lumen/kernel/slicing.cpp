@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "lumen/core/debug_flags.h"
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
@@ -18,14 +19,6 @@
 namespace lumen::kernel {
 
 namespace {
-
-bool debug_slicing() {
-  static const bool on = [] {
-    const char* d = std::getenv("LUMEN_DEBUG");
-    return d && std::strstr(d, "slicing");
-  }();
-  return on;
-}
 
 // Bytes of a node's buffer when its shape is static; nothing otherwise.
 std::optional<double> static_bytes(const Node& n) {
@@ -92,7 +85,7 @@ class GroupFinder {
     if (bound == 0 || (!options_.always && bound < static_cast<double>(options_.min_internal_bytes))) return std::nullopt;
     GroupAxes axes = independent_axes(graph_, materialized_, members);
     if (!axes.why_not.empty()) {
-      if (debug_slicing()) std::fprintf(stderr, "slicing: group ending at %d: %s\n", members.back(), axes.why_not.c_str());
+      if (debug_enabled("slicing")) std::fprintf(stderr, "slicing: group ending at %d: %s\n", members.back(), axes.why_not.c_str());
       return std::nullopt;
     }
     std::vector<NodeId> outputs, internal;
@@ -125,7 +118,7 @@ class GroupFinder {
     if (!choice) return std::nullopt;
     SliceGroup g = build(axes, members, outputs, *choice);
     g.full_bytes = internal_bytes;
-    if (debug_slicing()) std::fprintf(stderr, "slicing: %s\n", g.describe(graph_).c_str());
+    if (debug_enabled("slicing")) std::fprintf(stderr, "slicing: %s\n", g.describe(graph_).c_str());
     return g;
   }
 
@@ -141,7 +134,7 @@ class GroupFinder {
       for (NodeId r : readers_[static_cast<size_t>(n)]) {
         bool inside = std::binary_search(axes.closure.begin(), axes.closure.end(), r);
         if (!inside && is_needed(r)) {
-          if (debug_slicing()) std::fprintf(stderr, "slicing: group ending at %d: node %d is also read outside\n", members.back(), n);
+          if (debug_enabled("slicing")) std::fprintf(stderr, "slicing: group ending at %d: node %d is also read outside\n", members.back(), n);
           return false;
         }
       }
@@ -169,7 +162,7 @@ class GroupFinder {
           return std::any_of(in.begin(), in.end(), [&](const Edge& e) { return e.node == r; });
         });
         if ((top || scaled) || !is_needed(r)) continue;
-        if (debug_slicing()) std::fprintf(stderr, "slicing: group ending at %d: a where's index constant %d is read elsewhere\n", members.back(), k);
+        if (debug_enabled("slicing")) std::fprintf(stderr, "slicing: group ending at %d: a where's index constant %d is read elsewhere\n", members.back(), k);
         return false;
       }
     }

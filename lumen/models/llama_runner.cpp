@@ -6,15 +6,12 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
+#include "lumen/core/stopwatch.h"
 #include "lumen/models/unused_weights.h"
 
 namespace lumen::models {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // tie_word_embeddings with an lm_head.weight in the file: transformers 4 used
 // the embedding, transformers 5 uses the stored head when it differs. Equal,

@@ -46,12 +46,7 @@ std::map<std::string, Array> run_inputs(const Graph& graph, const std::map<std::
 
 CandidateRig::CandidateRig(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs,
                            const std::map<std::string, int64_t>& dims, int64_t default_dim)
-    : graph_(std::move(graph)), outputs_(std::move(outputs)) {
-  for (const std::string& name : graph_->dim_names()) {
-    auto it = dims.find(name);
-    bindings_[name] = it == dims.end() ? default_dim : it->second;
-  }
-}
+    : graph_(std::move(graph)), outputs_(std::move(outputs)), bindings_(graph_->dims_bound(dims, default_dim)) {}
 
 void CandidateRig::prepare() {
   if (prepared_) return;

@@ -12,14 +12,11 @@
 #include "lumen/core/error.h"
 #include "lumen/core/host_memory.h"
 #include "lumen/core/int_math.h"
+#include "lumen/core/stopwatch.h"
 
 namespace lumen {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int64_t bytes_of(const Shape& shape, DType dtype, const Bindings& b) {
   std::vector<int64_t> dims;

@@ -81,12 +81,7 @@ ScheduleSearch::ScheduleSearch(const Graph& graph, const std::vector<bool>& mate
 ScheduleSearch::~ScheduleSearch() = default;
 
 Bindings tuning_bindings(const Graph& graph, const SearchOptions& options) {
-  Bindings dims;
-  for (const std::string& d : graph.dim_names()) {
-    auto it = options.dims.find(d);
-    dims[d] = it != options.dims.end() ? it->second : options.assumed_dim;
-  }
-  return dims;
+  return graph.dims_bound(options.dims, options.assumed_dim);
 }
 
 Bindings ScheduleSearch::tuning_dims() const { return tuning_bindings(graph_, options_); }

@@ -36,6 +36,16 @@ std::string column_text(sqlite3_stmt* s, int i) {
   return t ? reinterpret_cast<const char*>(t) : "";
 }
 
+// The hash of `text` followed by the dims (sorted by name), the backend's
+// fingerprint and the thread count: every key's common tail.
+std::string hashed_key(std::string text, const Bindings& dims, int threads, const std::string& fingerprint) {
+  std::vector<std::pair<std::string, int64_t>> sorted(dims.begin(), dims.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
+  text += fingerprint + "\nthreads=" + std::to_string(threads) + "\n";
+  return cpu::hash_hex(text);
+}
+
 }  // namespace
 
 std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int threads, const std::string& fingerprint) {
@@ -44,24 +54,16 @@ std::string tuning_key(const kernel::Kernel& kernel, const Bindings& dims, int t
   canonical.name = "k";
   canonical.fused.clear();
   for (size_t i = 0; i < canonical.buffers.size(); ++i) canonical.buffers[i].name = "b" + std::to_string(i);
-  std::vector<std::pair<std::string, int64_t>> sorted(dims.begin(), dims.end());
-  std::sort(sorted.begin(), sorted.end());
-  std::string text = std::string(kFormat) + " space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
-                     kernel::to_string(canonical) + "\n";
-  for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
-  text += fingerprint + "\nthreads=" + std::to_string(threads) + "\n";
-  return cpu::hash_hex(text);
+  return hashed_key(std::string(kFormat) + " space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
+                        kernel::to_string(canonical) + "\n",
+                    dims, threads, fingerprint);
 }
 
-std::string program_key(const std::string& source, const std::string& heuristic_plan, const Bindings& dims,
+std::string program_key(const std::string& source, const std::string& heuristic_source, const Bindings& dims,
                         int threads, const std::string& fingerprint) {
-  std::vector<std::pair<std::string, int64_t>> sorted(dims.begin(), dims.end());
-  std::sort(sorted.begin(), sorted.end());
-  std::string text = std::string(kFormat) + " program space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
-                     source + "\n--- heuristic\n" + heuristic_plan;
-  for (const auto& [name, value] : sorted) text += name + "=" + std::to_string(value) + "\n";
-  text += fingerprint + "\nthreads=" + std::to_string(threads) + "\n";
-  return cpu::hash_hex(text);
+  return hashed_key(std::string(kFormat) + " program space " + std::to_string(kernel::kScheduleSpaceVersion) + "\n" +
+                        source + "\n--- heuristic\n" + heuristic_source,
+                    dims, threads, fingerprint);
 }
 
 TuningCache::TuningCache(const std::string& path) : path_(path.empty() ? cpu::cache_dir() + "/tuning.db" : path) {

@@ -32,8 +32,8 @@ struct TuningEntry {
 // `fingerprint`: the backend's (Backend::fingerprint: for the cpu, CPU model, ISA features, compiler version).
 std::string tuning_key(const kernel::Kernel& canonical, const Bindings& dims, int threads, const std::string& fingerprint);
 // The key of a whole-program decision: the searched program's source, the
-// heuristic's action lists, the dims it was timed at, the backend's fingerprint and threads.
-std::string program_key(const std::string& source, const std::string& heuristic_plan, const Bindings& dims,
+// unsearched program's source, the dims they were timed at, the backend's fingerprint and threads.
+std::string program_key(const std::string& source, const std::string& heuristic_source, const Bindings& dims,
                         int threads, const std::string& fingerprint);
 
 class TuningCache {
