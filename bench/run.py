@@ -323,6 +323,8 @@ def worker(threads, only, runs, impls):
             if reference is not None and outputs[impl] is not None:
                 got = outputs[impl]()
                 row["max_abs_error_vs_torch"] = float(np.max(np.abs(np.asarray(got, np.float64) - reference)))
+                tolerance = getattr(w, "tolerance", None) or 1e-3 * max(1.0, float(np.max(np.abs(reference))))
+                row["wrong"] = bool(row["max_abs_error_vs_torch"] > tolerance)
             if hasattr(w, "tokens"):
                 row["tokens_per_s"] = w.tokens / (row["median_ms"] / 1e3)
             results.append(row)
@@ -351,6 +353,10 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def wrong_rows(data):
+    return [r for r in data["results"] if r.get("wrong")]
 
 
 def render(data):
@@ -392,7 +398,8 @@ def render(data):
                     cells.append("—")
                 else:
                     cells.append(f"{r['median_ms']:.2f} ({r['median_ms'] / lm:.2f}×)")
-            lines.append(f"| {w['name']} | {lm:.2f} | {limit} | " + " | ".join(cells) + " |")
+            shown = f"{lm:.2f}" + (" **WRONG**" if rows["lumen"].get("wrong") else "")
+            lines.append(f"| {w['name']} | {shown} | {limit} | " + " | ".join(cells) + " |")
         lines.append("")
     model_rows = [r for r in data["results"] if "tokens_per_s" in r]
     if model_rows:
@@ -412,6 +419,14 @@ def render(data):
                     r = rows.get(impl)
                     cells.append("—" if r is None else f"{r['tokens_per_s']:.1f} ({lt / r['tokens_per_s']:.2f}×)")
                 lines.append(f"| {name} | {t} | " + " | ".join(cells) + " |")
+        lines.append("")
+    wrong = wrong_rows(data)
+    if wrong:
+        lines += ["## Wrong results", "",
+                  "Rows whose output differs from PyTorch's by more than the workload's tolerance (1e-3 of the "
+                  "reference's largest magnitude unless the workload sets one); their times do not count.", ""]
+        lines += [f"- {r['workload']} ({r['impl']}, {r['threads']} threads): max abs error "
+                  f"{r['max_abs_error_vs_torch']:.3g}" for r in wrong]
         lines.append("")
     lines += render_parity(data.get("parity"))
     missing = sorted({(r["impl"], r["missing"]) for r in data["results"] if "missing" in r and
@@ -558,6 +573,10 @@ def main():
             f.write(text)
         os.replace(args.doc + ".tmp", args.doc)
     print(text)
+    wrong = [r for r in wrong_rows(data) if r["impl"].startswith("lumen")]
+    if wrong:
+        sys.exit(f"bench: lumen gave wrong results on {len(wrong)} row(s): "
+                 + ", ".join(f"{r['workload']} ({r['impl']})" for r in wrong))
 
 
 if __name__ == "__main__":

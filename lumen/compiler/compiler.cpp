@@ -40,14 +40,20 @@ kernel::Target target_of(const backend::Backend& backend) {
   return kernel::Target{c.f32_lanes, c.threads};
 }
 
+// What the runtime needs besides kernels and launches: set before the
+// whole-program check, which may replace the program whole (with its own
+// graph and groups) — nothing of the pipeline is copied into it after that.
+void set_boundary(Pipeline& p) {
+  p.program.graph = p.graph;
+  p.program.outputs = p.outputs;
+  p.program.needed = p.needed;
+  p.program.groups = p.groups;
+}
+
 void describe(Pipeline& p) {
   backend::CompiledProgram& prog = p.program;
-  prog.graph = p.graph;
-  prog.outputs = p.outputs;
-  prog.needed = p.needed;
   prog.stats = compile_stats(p.report, p.search_report);
-  prog.stats["sliced_groups"] = static_cast<double>(p.groups.size());
-  prog.groups = p.groups;
+  prog.stats["sliced_groups"] = static_cast<double>(prog.groups.size());
   prog.report = p.search_report.to_string() + p.slice_report + p.confirmation;
   prog.search_traces = search_traces(p.search_report);
 }
@@ -86,6 +92,7 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
   p.target = target_of(*backend);
   search::SearchOptions search = options.search;
   slice_kernels(p, options.slice, backend->capabilities(), search);
+  if (options.choose_chunk) rechunk_groups(p, options.choose_chunk);
   p.report.fusion_seconds = seconds_since(start);
 
   start = Clock::now();
@@ -104,11 +111,13 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
   compiling.kernels_total = p.report.kernels;
   progress.update(compiling, true);
   emit_kernels(p, backend);
+  set_boundary(p);
   auto make_heuristic = [&] {
     CompilerOptions plain = options;
     plain.search.budget_s = 0;
     plain.search.use_cache = false;
     plain.choose = {};
+    plain.choose_chunk = {};
     plain.progress = false;
     return compile(graph, outputs, plain, backend).program;
   };

@@ -28,6 +28,7 @@ struct CompilerOptions {
   search::SearchOptions search;  // budget 0: heuristic schedules (and tuning cache hits)
   ScheduleChooser choose;        // overrides search (tests)
   kernel::SliceOptions slice;    // sliced execution of kernel groups with large internal buffers
+  ChunkChooser choose_chunk;     // overrides each sliced group's chunk rows (tests)
   ProgramTimer time_programs;    // times whole programs (the searched one against the heuristic's); none: no check
   // Live progress on stderr when it is a terminal (kernels done, search time
   // spent of the budget), and a summary line when the compile ends.

@@ -12,14 +12,6 @@ namespace lumen::compiler {
 namespace {
 
 
-// What the runtime needs besides kernels and launches (compiler.cpp fills the rest last).
-void with_boundary(Pipeline& p) {
-  p.program.graph = p.graph;
-  p.program.outputs = p.outputs;
-  p.program.needed = p.needed;
-  p.program.groups = p.groups;
-}
-
 std::string describe(double searched_ms, double heuristic_ms, bool keep, bool cached) {
   char line[256];
   std::snprintf(line, sizeof line, "whole-program check: searched %.3f ms, heuristic %.3f ms (%s): kept the %s schedules\n",
@@ -47,7 +39,6 @@ void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options
     p.confirmation = "whole-program check: not needed (the searched program is the heuristic one)\n";
     return;
   }
-  with_boundary(p);
   Bindings dims = search::tuning_bindings(*p.graph, options);
   std::string key = search::program_key(p.program.source, heuristic.source, dims, p.target.threads, backend->fingerprint());
   std::unique_ptr<search::TuningCache> cache;
@@ -72,6 +63,8 @@ void confirm_against_heuristic(Pipeline& p, const search::SearchOptions& options
     p.graph = p.program.graph;
     p.outputs = p.program.outputs;
     p.needed = p.program.needed;
+    p.groups = p.program.groups;
+    p.chunk_member_of.clear();
   }
 }
 

@@ -4,6 +4,7 @@
 // what the backend compiled. Each stage reads what earlier stages wrote.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,9 @@ struct StateWrite {
   NodeId copy, state;
   View view;
 };
+
+// Rows per chunk for a sliced group (tests choose them; the compiler times them).
+using ChunkChooser = std::function<int64_t(const kernel::SliceGroup&)>;
 
 struct CompileReport {
   int kernels = 0;

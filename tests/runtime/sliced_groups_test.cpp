@@ -191,7 +191,6 @@ TEST(SlicedGroups, TheDefaultOptionsSliceLargeAttention) {
 }
 
 TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
-  setenv("LUMEN_TIME_CHUNKS", "1", 1);  // off by default (schedule_stage.cpp)
   Attention a = attention(2, 96, 16, false);
   Options o = sliced(32);
   o.search.budget_s = 0.5;
@@ -203,7 +202,6 @@ TEST(SlicedGroups, WithABudgetTheChunkIsChosenByTimingCandidates) {
   EXPECT_NE(report.find(" 16: "), std::string::npos) << report;
   EXPECT_NE(report.find(" 64: "), std::string::npos) << report;
   EXPECT_NE(report.find(", chose "), std::string::npos) << report;
-  unsetenv("LUMEN_TIME_CHUNKS");
 }
 
 TEST(SlicedGroups, GroupedQueryAndCrossAttentionMatchTheInterpreter) {

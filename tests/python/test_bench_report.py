@@ -1,0 +1,41 @@
+"""bench/run.py's report: a row whose output differs from PyTorch's is shown as wrong and listed, never
+reported as a plain time (rendering only; nothing is timed here)."""
+import importlib.util
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bench_run():
+    spec = importlib.util.spec_from_file_location("bench_run", os.path.join(ROOT, "bench", "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _data(wrong):
+    row = {"workload": "attention_s4096_plain", "impl": "lumen", "threads": 2, "median_ms": 93.0,
+           "max_abs_error_vs_torch": 4.9e-3 if wrong else 7e-9, "wrong": wrong}
+    torch_row = {"workload": "attention_s4096_plain", "impl": "torch", "threads": 2, "median_ms": 221.0,
+                 "max_abs_error_vs_torch": 0.0, "wrong": False}
+    return {"date": "today", "machine": {"cpu": "test cpu", "cores": 2, "features": "avx2"},
+            "limits": {"2": {"fma_gflops": 100.0, "stream_triad_gbs": 10.0, "stream_triad_nt_gbs": 12.0,
+                             "read_gbs": 20.0}},
+            "workloads": [{"name": "attention_s4096_plain", "flops": 1e9, "bytes": 0}],
+            "results": [row, torch_row], "parity": None}
+
+
+def test_a_wrong_lumen_row_is_marked_and_listed():
+    run = _bench_run()
+    text = run.render(_data(wrong=True))
+    assert "93.00 **WRONG**" in text
+    assert "## Wrong results" in text
+    assert "attention_s4096_plain (lumen, 2 threads): max abs error 0.0049" in text
+
+
+def test_a_right_row_is_a_plain_time():
+    run = _bench_run()
+    text = run.render(_data(wrong=False))
+    assert "**WRONG**" not in text
+    assert "## Wrong results" not in text
+    assert "| attention_s4096_plain | 93.00 |" in text
