@@ -75,11 +75,28 @@ def _lumen(w, arrays, threads, search):
         program.run()
     call()
     stats = program.stats
-    return call, lambda: program.get("out0"), {"peak_bytes": int(stats.get("arena_bytes", 0)),
+    return call, lambda: program.get("out0"), {"winner": winner_of(program.report()),
+                                                "peak_bytes": int(stats.get("arena_bytes", 0)),
                                                 "live_bytes": int(stats.get("peak_live_bytes", 0)),
                                                 "compile_s": stats.get("compile_total_seconds", 0),
                                                 "search_s": stats.get("search_seconds", 0),
                                                 "search_timing_runs": int(stats.get("search_timing_runs", 0))}
+
+
+def winner_of(report):
+    """Which program a compile kept, from its report: the graph (the original or a rewrite the graph-level search
+    extracted) and the schedules (searched, or the heuristic's when the whole-program check preferred them)."""
+    graph = "original graph"
+    for line in report.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("* candidate "):
+            label = stripped.split("(", 1)[1].split(",", 1)[0] if "(" in stripped else "?"
+            index = stripped.split()[2]
+            graph = "original graph" if index == "0" else f"rewrite {index} ({label})"
+    schedules = "heuristic schedules"
+    if "kept the searched schedules" in report:
+        schedules = "searched schedules"
+    return f"{graph}, {schedules}"
 
 
 def _rotations(w, arrays):
@@ -317,7 +334,7 @@ def worker(threads, only, runs, impls):
                    "min_ms": min(ts), "runs": len(ts)}
             if "peak_bytes" in extra[impl]:
                 row["peak_bytes"] = extra[impl]["peak_bytes"]
-            for key in ("live_bytes", "compile_s", "search_s", "search_timing_runs"):
+            for key in ("live_bytes", "compile_s", "search_s", "search_timing_runs", "winner"):
                 if key in extra[impl]:
                     row[key] = extra[impl][key]
             if reference is not None and outputs[impl] is not None:
@@ -374,8 +391,8 @@ def render(data):
                   f"{lim['stream_triad_gbs']:.1f} GB/s ({lim['stream_triad_nt_gbs']:.1f} with non-temporal stores), "
                   f"read {lim['read_gbs']:.1f} GB/s.", ""]
         impls = list(IMPLS)
-        lines.append("| workload | lumen ms | % of limit | " + " | ".join(i for i in impls if i != "lumen") + " |")
-        lines.append("|" + " --- |" * (len(impls) + 2))
+        lines.append("| workload | lumen ms | % of limit | program kept | " + " | ".join(i for i in impls if i != "lumen") + " |")
+        lines.append("|" + " --- |" * (len(impls) + 3))
         for w in data["workloads"]:
             rows = {r["impl"]: r for r in data["results"] if r["workload"] == w["name"] and r["threads"] == t}
             if "lumen" not in rows:
@@ -399,7 +416,8 @@ def render(data):
                 else:
                     cells.append(f"{r['median_ms']:.2f} ({r['median_ms'] / lm:.2f}×)")
             shown = f"{lm:.2f}" + (" **WRONG**" if rows["lumen"].get("wrong") else "")
-            lines.append(f"| {w['name']} | {shown} | {limit} | " + " | ".join(cells) + " |")
+            kept = rows["lumen"].get("winner", "")
+            lines.append(f"| {w['name']} | {shown} | {limit} | {kept} | " + " | ".join(cells) + " |")
         lines.append("")
     model_rows = [r for r in data["results"] if "tokens_per_s" in r]
     if model_rows:

@@ -39,3 +39,17 @@ def test_a_right_row_is_a_plain_time():
     assert "**WRONG**" not in text
     assert "## Wrong results" not in text
     assert "| attention_s4096_plain | 93.00 |" in text
+
+
+def test_the_kept_program_is_read_from_the_compile_report():
+    run = _bench_run()
+    report = ("graph search: measured\n"
+              "    candidate 0 (original, cost 10, graph ab): 5 ms\n"
+              "  * candidate 2 (extracted 2, cost 8, graph cd): 4 ms\n"
+              "whole-program check: searched 3 ms, heuristic 4 ms (medians of interleaved runs): kept the searched "
+              "schedules\n")
+    assert run.winner_of(report) == "rewrite 2 (extracted 2), searched schedules"
+    assert run.winner_of("graph search: skipped (search budget 0)\n") == "original graph, heuristic schedules"
+    data = _data(wrong=False)
+    data["results"][0]["winner"] = "original graph, heuristic schedules"
+    assert "| 93.00 | 11% FMA | original graph, heuristic schedules |" in run.render(data)
