@@ -339,7 +339,11 @@ class GroupFinder {
     SliceAxis& s = g.axes[axis];
     // Named by the group's last kernel: variants of one group share it, groups do not.
     if (s.origin_dim.empty()) s.origin_dim = "slice" + std::to_string(g.members.back()) + "_origin" + std::to_string(axis);
-    return graph_.dim(s.origin_dim);
+    graph_.dim(s.origin_dim);
+    // Bounded as the runtime binds it (the last chunk is shifted back to end
+    // at the extent), so mask analysis can prove where a chunk's rows lie.
+    int64_t last = s.extent.is_const() ? std::max<int64_t>(s.extent.value() - s.chunk, 0) : kMaxDim;
+    return Expr::var(s.origin_dim, 0, last);
   }
 
   Graph& graph_;

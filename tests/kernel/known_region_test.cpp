@@ -20,6 +20,7 @@
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
+#include "tests/kernel/ir_terms.h"
 
 namespace lumen {
 namespace {
@@ -134,23 +135,6 @@ TEST(AffineRange, CausalWindowAndBandRanges) {
   }
 }
 
-// Reduction terms the kernel body adds: executions of accumulator updates,
-// every loop run for its extent at the enclosing loops' values.
-int64_t iterations(const kernel::Block& block, Bindings& env) {
-  int64_t n = 0;
-  for (const kernel::Stmt& s : block) {
-    if (s.kind == kernel::StmtKind::AccUpdate) ++n;
-    if (s.kind != kernel::StmtKind::Loop) continue;
-    int64_t extent = evaluate(s.extent, env);
-    for (int64_t i = 0; i < extent; ++i) {
-      env[s.var.name()] = i;
-      n += iterations(s.body, env);
-    }
-    env.erase(s.var.name());
-  }
-  return n;
-}
-
 // Every kernel of the graph's output, lowered with the heuristic schedule: reduction terms in total.
 int64_t program_iterations(const Graph& g) {
   std::vector<Edge> outs;
@@ -162,8 +146,8 @@ int64_t program_iterations(const Graph& g) {
     kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, kernel::heuristic_knobs(f)));
     kernel::LoweredKernel k = kernel::lower(g, n, p.materialized, s, "k");
     Bindings env;
-    for (const kernel::Kernel& pre : k.pre_kernels) total += iterations(pre.body, env);
-    total += iterations(k.kernel.body, env);
+    for (const kernel::Kernel& pre : k.pre_kernels) total += testing::reduction_terms(pre.body, env);
+    total += testing::reduction_terms(k.kernel.body, env);
   }
   return total;
 }

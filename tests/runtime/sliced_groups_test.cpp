@@ -20,6 +20,7 @@
 #include "lumen/compiler/compiler.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
+#include "tests/kernel/ir_terms.h"
 
 namespace lumen {
 namespace {
@@ -106,6 +107,29 @@ TEST(SlicedGroups, CausalAttentionReadsTheChunkOriginForItsMask) {
   Attention a = attention(3, 40, 8, true);
   auto cpu = check_against_interpreter(a.g, {a.out}, a.inputs, sliced(16));
   EXPECT_EQ(cpu->stats().at("sliced_groups"), 1);
+}
+
+// Reduction terms of a compiled program: its group's kernels once per chunk,
+// with the chunk origin bound as the runtime binds it.
+int64_t program_terms(const backend::CompiledProgram& p) {
+  int64_t total = 0;
+  for (const backend::Launch& l : p.launches) {
+    const kernel::Kernel& k = p.kernels[l.kernel];
+    Bindings env;
+    if (l.group < 0) {
+      total += testing::reduction_terms(k.body, env);
+      continue;
+    }
+    const kernel::SliceGroup& g = p.groups[static_cast<size_t>(l.group)];
+    for (int64_t c = 0; c < g.chunks({}); ++c) {
+      std::vector<int64_t> origin = g.origin(c, {});
+      for (size_t a = 0; a < origin.size(); ++a) {
+        if (!g.axes[a].origin_dim.empty()) env[g.axes[a].origin_dim] = origin[a];
+      }
+      total += testing::reduction_terms(k.body, env);
+    }
+  }
+  return total;
 }
 
 // Squared distances between the rows of x [n, k] and y [m, k]: [n, m], the
@@ -239,6 +263,24 @@ Attention where_masked_attention(int64_t heads, int64_t s, int64_t d, int64_t wi
               {"k", random_array({1, heads, s, d}, 12)},
               {"v", random_array({1, heads, s, d}, 13)}};
   return a;
+}
+
+// The causal bound of a chunk's rows depends on the chunk's origin (a dim
+// bounded by the extent less the chunk): the reductions of a sliced causal
+// `where` attention still skip the masked half.
+TEST(SlicedGroups, SlicedCausalAttentionAddsAboutHalfTheTerms) {
+  Attention plain = attention(2, 192, 16, false), causal = where_masked_attention(2, 192, 16, 0);
+  auto compile = [](const Attention& a) {
+    return compiler::compile(*a.g, {a.out.edge()}, sliced(32), cpu::CpuBackend::shared()).program;
+  };
+  backend::CompiledProgram full = compile(plain), masked = compile(causal);
+  ASSERT_EQ(masked.groups.size(), 1u);
+  ASSERT_EQ(masked.groups[0].axes.back().chunk, 32);
+  int64_t full_terms = program_terms(full), masked_terms = program_terms(masked);
+  EXPECT_LT(static_cast<double>(masked_terms), 0.65 * static_cast<double>(full_terms)) << masked_terms << " of " << full_terms;
+  check_against_interpreter(causal.g, {causal.out}, causal.inputs, sliced(32));
+  Attention uneven = where_masked_attention(2, 200, 16, 0);  // the last chunk shifted back: rows 168..199
+  check_against_interpreter(uneven.g, {uneven.out}, uneven.inputs, sliced(32));
 }
 
 // The where (a Gather) runs inside the sliced group, not as a whole kernel before it.

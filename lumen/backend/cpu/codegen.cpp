@@ -114,7 +114,9 @@ ExprPrinter::ExprPrinter(const std::vector<std::string>& dims) {
 
 std::string ExprPrinter::var_name(const Expr& v) const {
   auto it = dim_names_.find(v.name());
-  if (it != dim_names_.end() && v.lo() == 0 && v.hi() == kMaxDim) return it->second;
+  // A dynamic dim: unbounded, or bounded where the compiler knows more (a
+  // sliced group's chunk origin lies in [0, extent - chunk]).
+  if (it != dim_names_.end() && v.lo() == 0) return it->second;
   return c_identifier(v.name());
 }
 
