@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "lumen/core/error.h"
+#include "lumen/io/ggml_kquants.h"
 
 namespace lumen::io {
 
@@ -19,13 +20,14 @@ const GgmlBlockFormat kFormats[] = {
   {GgmlType::Q4_1, "Q4_1",  20,  32,  true,  false, 0,  2, -1,  4, 4,  0},
   {GgmlType::Q5_0, "Q5_0",  22,  32,  true,  false, 0, -1,  2,  6, 5, 16},
   {GgmlType::Q5_1, "Q5_1",  24,  32,  true,  false, 0,  2,  4,  8, 5,  0},
-  // Known, sized, not yet loaded (the k-quants use 256-element super-blocks).
+  // k-quants: 256-element super-blocks (ggml_kquants.h reads their fields).
+  {GgmlType::Q4_K, "Q4_K", 144, 256,  true,  false, -1, -1, -1, -1, 4,  0},
+  {GgmlType::Q5_K, "Q5_K", 176, 256,  true,  false, -1, -1, -1, -1, 5,  0},
+  {GgmlType::Q6_K, "Q6_K", 210, 256,  true,  false, -1, -1, -1, -1, 6, 32},
+  // Known, sized, not yet loaded.
   {GgmlType::Q8_1, "Q8_1",  36,  32,  false, false},
   {GgmlType::Q2_K, "Q2_K",  84, 256,  false, false},
   {GgmlType::Q3_K, "Q3_K", 110, 256,  false, false},
-  {GgmlType::Q4_K, "Q4_K", 144, 256,  false, false},
-  {GgmlType::Q5_K, "Q5_K", 176, 256,  false, false},
-  {GgmlType::Q6_K, "Q6_K", 210, 256,  false, false},
   {GgmlType::Q8_K, "Q8_K", 292, 256,  false, false},
 };
 // clang-format on
@@ -59,8 +61,43 @@ WeightFormat weight_format(GgmlType type) {
     case GgmlType::Q4_1: return WeightFormat::Q4_1;
     case GgmlType::Q5_0: return WeightFormat::Q5_0;
     case GgmlType::Q5_1: return WeightFormat::Q5_1;
+    case GgmlType::Q4_K: return WeightFormat::Q4_K;
+    case GgmlType::Q5_K: return WeightFormat::Q5_K;
+    case GgmlType::Q6_K: return WeightFormat::Q6_K;
     default: return WeightFormat::Plain;
   }
+}
+
+// k-quant super-blocks into per-sub-block f32 scales (and mins) and a byte a quant.
+StoredWeight unpack_k_quants(const GgmlBlockFormat& f, const unsigned char* src, const std::vector<int64_t>& shape,
+                             int64_t rows, const std::function<int64_t(int64_t)>& row_to) {
+  const bool q6 = f.type == GgmlType::Q6_K;
+  const int64_t cols = shape.back(), supers = cols / kKQuantElements;
+  const int64_t sub = q6 ? 16 : 32, per_super = kKQuantElements / sub;
+  StoredWeight w;
+  w.format = weight_format(f.type);
+  w.shape = shape;
+  w.block = sub;
+  std::vector<int64_t> per_block(shape.begin(), shape.end() - 1);
+  per_block.push_back(cols / sub);
+  w.data = Array(q6 ? DType::I8 : DType::U8, shape);
+  w.scales = Array(DType::F32, per_block);
+  if (!q6) w.mins = Array(DType::F32, per_block);
+  auto* values = static_cast<unsigned char*>(w.data.data());
+  auto* scales = static_cast<float*>(w.scales.data());
+  auto* mins = q6 ? nullptr : static_cast<float*>(w.mins.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t to = row_to ? row_to(r) : r;
+    for (int64_t b = 0; b < supers; ++b) {
+      const unsigned char* block = src + static_cast<size_t>(r * supers + b) * f.block_bytes;
+      unsigned char* q = values + static_cast<size_t>(to * cols + b * kKQuantElements);
+      const size_t at = static_cast<size_t>((to * supers + b) * per_super);
+      if (f.type == GgmlType::Q4_K) unpack_q4_k(block, q, scales + at, mins + at);
+      if (f.type == GgmlType::Q5_K) unpack_q5_k(block, q, scales + at, mins + at);
+      if (q6) unpack_q6_k(block, q, scales + at);
+    }
+  }
+  return w;
 }
 
 }  // namespace
@@ -98,6 +135,7 @@ StoredWeight unpack_ggml_blocks(uint32_t type, const unsigned char* src, const s
   const int64_t cols = shape.back(), blocks = cols / f->block_elements;
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  if (f->block_elements == kKQuantElements) return unpack_k_quants(*f, src, shape, rows, row_to);
   StoredWeight w;
   w.format = weight_format(f->type);
   w.shape = shape;

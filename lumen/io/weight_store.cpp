@@ -117,39 +117,49 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
 }
 
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype) {
-  if (w.shape.empty() || w.shape.back() % 32 != 0) {
-    fail("weights: quantized '", name, "' has shape ", shape_string(w.shape), "; its last dim must be a multiple of 32");
+  const int64_t block = w.block;
+  if (w.shape.empty() || block <= 0 || w.shape.back() % block != 0) {
+    fail("weights: quantized '", name, "' has shape ", shape_string(w.shape), "; its last dim must be a multiple of ",
+         block);
   }
-  const bool with_min = w.format == WeightFormat::Q4_1 || w.format == WeightFormat::Q5_1;
+  const bool with_min = w.format == WeightFormat::Q4_1 || w.format == WeightFormat::Q5_1 ||
+                        w.format == WeightFormat::Q4_K || w.format == WeightFormat::Q5_K;
   if (!w.scales.defined() || (with_min && !w.mins.defined())) {
     fail("weights: quantized '", name, "' lacks its ", with_min ? "scales or mins" : "scales");
   }
   Shape lead;
   for (size_t d = 0; d + 1 < w.shape.size(); ++d) lead.push_back(Expr(w.shape[d]));
-  int64_t blocks = w.shape.back() / 32;
+  int64_t blocks = w.shape.back() / block;
   Shape block_shape = lead, flat_shape = lead, scale_shape = lead;
   block_shape.push_back(Expr(blocks));
-  block_shape.push_back(Expr(32));
+  block_shape.push_back(Expr(block));
   flat_shape.push_back(Expr(w.shape.back()));
   scale_shape.push_back(Expr(blocks));
-  Shape per_block = scale_shape;  // broadcast over the 32 elements of a block
+  Shape per_block = scale_shape;  // broadcast over the elements of a block
   per_block.push_back(Expr(1));
-  Tensor scales = g.parameter(name + ".scales", scale_shape, DType::F16).cast(DType::F32).reshape(per_block);
-  Tensor values;  // [.., blocks, 32] f32, the quants with their bias removed
+  auto per_block_input = [&](const std::string& suffix, const Array& a) {
+    Tensor t = g.parameter(name + suffix, scale_shape, a.dtype());
+    return (a.dtype() == DType::F32 ? t : t.cast(DType::F32)).reshape(per_block);
+  };
+  Tensor scales = per_block_input(".scales", w.scales);
+  Tensor values;  // [.., blocks, block] f32, the quants with their bias removed
   switch (w.format) {
     case WeightFormat::Q8_0:
     case WeightFormat::Q4_0:  // unpacked to i8 q - 8 at load
     case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
+    case WeightFormat::Q6_K:  // unpacked to i8 q - 32 at load
       values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
       break;
     case WeightFormat::Q4_1:  // unpacked to u8 at load
     case WeightFormat::Q5_1:
+    case WeightFormat::Q4_K:
+    case WeightFormat::Q5_K:
       values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
       break;
     case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
   }
   Tensor out = values * scales;
-  if (with_min) out = out + g.parameter(name + ".mins", scale_shape, DType::F16).cast(DType::F32).reshape(per_block);
+  if (with_min) out = out + per_block_input(".mins", w.mins);
   out = out.reshape(flat_shape);
   return dtype == DType::F32 ? out : out.cast(dtype);
 }

@@ -4,8 +4,8 @@
 // declares is looked up by name (after the store's name mapping), its shape
 // checked, and an input declared in the weight's stored form. f16/bf16 weights
 // stay half precision in memory and are cast inside the consuming kernel;
-// quantized GGUF blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) stay quantized and are
-// dequantized there.
+// quantized GGUF blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay
+// quantized and are dequantized there.
 // After building, `inputs()` holds the arrays to set on the compiled program.
 #pragma once
 
@@ -30,15 +30,20 @@ enum class WeightFormat {
   Q4_1,  // the nibbles unpacked at load to u8 q [.., K], f16 mins m [.., K/32]: x = q * d + m
   Q5_0,  // the five-bit quants unpacked at load to i8 q - 16 [.., K]: x = q * d (Q8_0's form)
   Q5_1,  // the five-bit quants unpacked at load to u8 q [.., K], f16 mins: x = q * d + m
+  // k-quants (ggml_kquants.h), sub-block scales decoded at load to f32:
+  Q4_K,  // u8 q [.., K], f32 scales and mins [.., K/32]: x = q * d + m (Q4_1's form)
+  Q5_K,  // as Q4_K with five-bit quants
+  Q6_K,  // i8 q - 32 [.., K], f32 scales [.., K/16]: x = q * d (Q8_0's form on blocks of 16)
 };
 
 struct StoredWeight {
   WeightFormat format = WeightFormat::Plain;
   std::vector<int64_t> shape;  // the logical shape
   Array data;                  // Plain: the values; quantized: the packed values
-  Array scales;                // quantized: f16 [.., K/32]
-  Array mins;                  // Q4_1, Q5_1: f16 [.., K/32]; else undefined
+  Array scales;                // quantized: f16 [.., K/block] (k-quants: f32)
+  Array mins;                  // Q4_1, Q5_1, Q4_K, Q5_K: [.., K/block], the scales' dtype; else undefined
   std::string source;          // the name in the file, for messages
+  int64_t block = 32;          // elements per scale (Q6_K: 16)
 };
 
 class WeightStore : public nn::ParameterSource {
@@ -67,8 +72,8 @@ class WeightStore : public nn::ParameterSource {
 };
 
 // The dequantized weight, as a graph expression over its packed inputs
-// `name`.q (i8 or u8), `name`.scales (f16) and, for Q4_1 / Q5_1, `name`.mins
-// (f16): element [.., k] is as WeightFormat states, with d = scale[.., k / 32].
+// `name`.q (i8 or u8), `name`.scales and, for the formats with mins, `name`.mins:
+// element [.., k] is as WeightFormat states, with d = scale[.., k / block].
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype);
 
 }  // namespace lumen::io

@@ -86,12 +86,13 @@ def rewrite_tensor_type(path, out, name, new_type):
 def test_unsupported_types_give_clear_errors(tmp_path):
     model, path = make_model(tmp_path, hidden_size=256, intermediate_size=256, num_attention_heads=4)
     f = export_llama(path, tmp_path / "m.gguf", "q4_1")
-    # Q4_K (12): a known type lumen does not load yet. 256 columns of Q4_1 are 160 bytes a row; of Q4_K 144:
+    # Q2_K (10): a known type lumen does not load yet. 256 columns of Q4_1 are 160 bytes a row; of Q2_K 84:
     # the tensor still lies inside the data section, so the error is the type's.
-    q4k = rewrite_tensor_type(f, tmp_path / "q4k.gguf", "blk.0.ffn_down.weight", 12)
-    with pytest.raises(lumen.Error, match=r"tensor 'blk.0.ffn_down.weight' has type Q4_K \(12\); "
-                                          r"lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1"):
-        lumen.models.Llama(str(q4k), capacity=16)
+    q2k = rewrite_tensor_type(f, tmp_path / "q2k.gguf", "blk.0.ffn_down.weight", 10)
+    with pytest.raises(lumen.Error, match=r"tensor 'blk.0.ffn_down.weight' has type Q2_K \(10\); "
+                                          r"lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and "
+                                          r"Q6_K"):
+        lumen.models.Llama(str(q2k), capacity=16)
     bogus = rewrite_tensor_type(f, tmp_path / "bogus.gguf", "blk.0.ffn_down.weight", 99)
     with pytest.raises(lumen.Error, match=r"tensor 'blk.0.ffn_down.weight' has unknown type 99; lumen reads F32"):
         lumen.models.Llama(str(bogus), capacity=16)

@@ -1,0 +1,88 @@
+#include "lumen/io/ggml_kquants.h"
+
+#include <cstring>
+
+#include "lumen/core/dtype.h"
+
+namespace lumen::io {
+
+namespace {
+
+float read_f16(const unsigned char* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return half_to_float(bits);
+}
+
+// Sub-block j's 6-bit scale and min of a Q4_K / Q5_K super-block: the first
+// four in the low six bits of bytes j and j + 4; the last four split between
+// the nibbles of bytes j + 4 and the top two bits of bytes j - 4 and j.
+void scale_and_min(const unsigned char* packed, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = packed[j] & 63;
+    min = packed[j + 4] & 63;
+  } else {
+    scale = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
+    min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+
+// The shared part of Q4_K and Q5_K; `high` is the fifth-bit array or null.
+void unpack_q45_k(const unsigned char* block, const unsigned char* high, const unsigned char* nibbles,
+                  unsigned char* quants, float* scales, float* mins) {
+  const float d = read_f16(block), dmin = read_f16(block + 2);
+  const unsigned char* packed = block + 4;
+  for (int j = 0; j < 8; ++j) {
+    int scale = 0, min = 0;
+    scale_and_min(packed, j, scale, min);
+    scales[j] = d * static_cast<float>(scale);
+    mins[j] = -dmin * static_cast<float>(min);
+  }
+  // Each 64 elements: 32 bytes of nibbles, low nibbles first; fifth bits: bit
+  // 2c of high[l] for element l of chunk c's first half, bit 2c + 1 for its second.
+  for (int c = 0; c < 4; ++c) {
+    const unsigned char* q = nibbles + 32 * c;
+    for (int l = 0; l < 32; ++l) {
+      int low = q[l] & 0x0f, top = q[l] >> 4;
+      if (high) {
+        low |= ((high[l] >> (2 * c)) & 1) << 4;
+        top |= ((high[l] >> (2 * c + 1)) & 1) << 4;
+      }
+      quants[64 * c + l] = static_cast<unsigned char>(low);
+      quants[64 * c + 32 + l] = static_cast<unsigned char>(top);
+    }
+  }
+}
+
+}  // namespace
+
+void unpack_q4_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins) {
+  unpack_q45_k(block, nullptr, block + 16, quants, scales, mins);
+}
+
+void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins) {
+  unpack_q45_k(block, block + 16, block + 48, quants, scales, mins);
+}
+
+void unpack_q6_k(const unsigned char* block, unsigned char* quants, float* scales) {
+  const unsigned char* low = block;          // 128 bytes
+  const unsigned char* high = block + 128;   // 64 bytes
+  const auto* sc = reinterpret_cast<const signed char*>(block + 192);  // 16 bytes
+  const float d = read_f16(block + 208);
+  for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);
+  // Each 128 elements: 64 bytes of low nibbles and 32 of high bit pairs; the
+  // four 32-element quarters take nibbles (low, low + 32, high of low, high of
+  // low + 32) and bit pairs 0, 2, 4, 6 of the same high byte.
+  for (int half = 0; half < 2; ++half) {
+    const unsigned char* ql = low + 64 * half;
+    const unsigned char* qh = high + 32 * half;
+    unsigned char* out = quants + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      int q[4] = {(ql[l] & 0x0f) | ((qh[l] & 3) << 4), (ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4),
+                  (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
+      for (int k = 0; k < 4; ++k) out[32 * k + l] = static_cast<unsigned char>(static_cast<signed char>(q[k] - 32));
+    }
+  }
+}
+
+}  // namespace lumen::io

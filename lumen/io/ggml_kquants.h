@@ -1,0 +1,29 @@
+// ggml's k-quants (Q4_K, Q5_K, Q6_K): 256-element super-blocks whose
+// sub-blocks carry their own scales, packed in 6 or 8 bits under one or two
+// f16 super-block factors. At load each super-block becomes the forms lumen
+// keeps (WeightFormat): one byte per quant and, per sub-block, an f32 scale
+// (and min) with the super-block factor already applied — so a kernel
+// dequantizes a k-quant exactly as it does Q4_1 or Q8_0.
+//
+// Layouts (ggml's, little-endian):
+//   Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins for 8
+//        sub-blocks of 32, 128 bytes of nibbles; x = d*sc*q - dmin*m.
+//   Q5_K (176 bytes): as Q4_K plus 32 bytes of fifth bits before the nibbles.
+//   Q6_K (210 bytes): 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16
+//        i8 scales for 16 sub-blocks of 16, f16 d; x = d*sc*(q - 32).
+#pragma once
+
+#include <cstdint>
+
+namespace lumen::io {
+
+inline constexpr int kKQuantElements = 256;
+
+// Q4_K / Q5_K super-block -> 256 u8 quants, 8 scales d*sc and 8 mins -dmin*m
+// (x = q * scale + min, Q4_1's form).
+void unpack_q4_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins);
+void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins);
+// Q6_K super-block -> 256 i8 quants q - 32 and 16 scales d*sc (x = q * scale, Q8_0's form on blocks of 16).
+void unpack_q6_k(const unsigned char* block, unsigned char* quants, float* scales);
+
+}  // namespace lumen::io
