@@ -155,7 +155,8 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   expect_error(std::vector<unsigned char>(good.begin(), good.begin() + 60), "truncated");
   Writer bogus;
   bogus.tensor("x", {32}, 99, {});
-  expect_error(bogus.bytes(), "tensor 'x' has unknown type 99; lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
+  expect_error(bogus.bytes(),
+               "tensor 'x' has unknown type 99; lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K");
   Writer odd;
   odd.tensor("x", {33}, 8, std::vector<unsigned char>(68));
   expect_error(odd.bytes(), "not a multiple");
@@ -171,21 +172,21 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   expect_error(b, "claims");
 }
 
-// A known type lumen cannot load (a k-quant) is indexed, so the metadata stays
+// A known type lumen cannot load (Q2_K) is indexed, so the metadata stays
 // readable; loading its values names the tensor, the type and what lumen reads.
 TEST(Gguf, KnownUnreadableTypeIsIndexedAndNamedWhenLoaded) {
   Writer w = sample();
-  w.tensor("blk.0.ffn_down.weight", {256, 2}, 12, std::vector<unsigned char>(2 * 144));  // Q4_K
-  GgufFile f = GgufFile::open(write("q4k.gguf", w.bytes()));
+  w.tensor("blk.0.ffn_down.weight", {256, 2}, 10, std::vector<unsigned char>(2 * 84));  // Q2_K
+  GgufFile f = GgufFile::open(write("q2k.gguf", w.bytes()));
   const GgufTensor& t = f.tensor("blk.0.ffn_down.weight");
-  EXPECT_EQ(t.bytes, 288u);
+  EXPECT_EQ(t.bytes, 168u);
   EXPECT_EQ(f.readable_format(f.tensor("q")).name, std::string("Q8_0"));
   try {
     f.readable_format(t);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 'blk.0.ffn_down.weight' has type Q4_K (12); lumen reads F32, F16, BF16, "
-                                         "Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1"),
+                                         "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K"),
               std::string::npos)
         << e.what();
   }
