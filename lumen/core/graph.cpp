@@ -144,6 +144,14 @@ Tensor Graph::constant(double value, DType dtype) {
   return tensor(add(std::move(n)));
 }
 
+Tensor Graph::constant_int(int64_t value, DType dtype) {
+  constexpr int64_t exact = int64_t{1} << 53;  // every integer up to here is a double
+  if (is_float(dtype) || dtype == DType::Bool || (value >= -exact && value <= exact)) {
+    return constant(static_cast<double>(value), dtype);
+  }
+  return iota(Expr(value), {}, dtype);
+}
+
 Tensor Graph::iota(const Expr& pattern, const Shape& shape, DType dtype) {
   if (!pattern.defined()) fail("iota: the pattern expression is undefined");
   std::vector<Expr> allowed = loop_indices(shape);

@@ -19,11 +19,13 @@ int rank_of(DType d) {
     case DType::I8:
     case DType::U8:
     case DType::I32: return 1;
+    case DType::I64: return 2;
     case DType::F16:
-    case DType::BF16: return 2;
-    case DType::F32: return 3;
+    case DType::BF16: return 3;
+    case DType::F32: return 4;
+    case DType::F64: return 5;
   }
-  return 3;
+  return 4;
 }
 
 Tensor as_bool(const Tensor& x) { return x.dtype() == DType::Bool ? x : x.cast(DType::Bool); }

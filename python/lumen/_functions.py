@@ -405,7 +405,7 @@ def ones_like(x, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None):
-    return _ops.full(x.graph, x.shape, float(fill_value), x.dtype if dtype is None else _convert.dtype(dtype))
+    return _ops.full(x.graph, x.shape, fill_value, x.dtype if dtype is None else _convert.dtype(dtype))
 
 
 def tril(x, diagonal=0):
