@@ -19,6 +19,8 @@ const GgmlBlockFormat kFormats[] = {
   {GgmlType::Q4_1, "Q4_1",  20,  32,  true,  false, 0,  2, -1,  4, 4,  0},
   {GgmlType::Q5_0, "Q5_0",  22,  32,  true,  false, 0, -1,  2,  6, 5, 16},
   {GgmlType::Q5_1, "Q5_1",  24,  32,  true,  false, 0,  2,  4,  8, 5,  0},
+  {GgmlType::F64,  "F64",    8,   1,  true,  true},
+  {GgmlType::I64,  "I64",    8,   1,  true,  true},
   // Known, sized, not yet loaded (the k-quants use 256-element super-blocks).
   {GgmlType::Q8_1, "Q8_1",  36,  32,  false, false},
   {GgmlType::Q2_K, "Q2_K",  84, 256,  false, false},

@@ -167,8 +167,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
   if (x.dtype() == DType::Bool) return x.mul(y).expand(broadcast_shapes(x.shape(), y.shape(), "minimum"));
-  if (x.dtype() == DType::I32) {  // min(a, b) = ~max(~a, ~b), with ~v = -v - 1 (i32 wraps, so exact)
-    auto complement = [](const Tensor& v) { return neg(v).add(scalar_like(v, -1, DType::I32)); };
+  if (x.dtype() == DType::I32 || x.dtype() == DType::I64) {  // min(a, b) = ~max(~a, ~b), with ~v = -v - 1 (wraps, so exact)
+    auto complement = [](const Tensor& v) { return neg(v).add(scalar_like(v, -1, v.dtype())); };
     return complement(stack2(complement(x), complement(y)).max_reduce(0));
   }
   return neg(stack2(neg(x), neg(y)).max_reduce(0));

@@ -197,7 +197,7 @@ Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
 
 Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {
   if (x.dtype() == DType::Bool) return logical_not(amax(logical_not(x), axes, keepdim));
-  if (x.dtype() == DType::I32) {  // min = ~max(~x) with ~v = -v - 1; i32 wraps, so this is exact at INT32_MIN
+  if (x.dtype() == DType::I32 || x.dtype() == DType::I64) {  // min = ~max(~x) with ~v = -v - 1; wraps, so exact at INT_MIN
     Tensor complement = neg(x).add(c(x, -1));
     return neg(amax(complement, axes, keepdim)).add(c(x, -1));
   }

@@ -32,7 +32,10 @@ def dtype(value) -> DType:
     """A lumen DType from a DType, a name, a numpy dtype or a torch dtype."""
     if isinstance(value, DType):
         return value
-    name = getattr(value, "name", None) or str(value)
+    name = getattr(value, "name", None)
+    if not isinstance(name, str) and isinstance(value, type):  # numpy scalar types: np.int64, np.float64
+        name = getattr(value, "__name__", None)
+    name = name or str(value)
     name = name.replace("torch.", "").replace("numpy.", "")
     if value is bool:
         return bool_
