@@ -13,10 +13,6 @@ BIG = np.array([3_000_000_000, 2**62 + 1, -(2**53) - 1, 7, -3_000_000_007, 2**40
 SMALL = np.array([3, 1, 2, -3, 5, -7, 4], np.int64)
 F64 = np.array([0.1, -2.5, 1e-300, 3.0000000000000004, -7.25, 1e15 + 0.5, 0.75], np.float64)
 
-TORCH = {lumen.float32: torch.float32, lumen.float64: torch.float64, lumen.float16: torch.float16,
-         lumen.int32: torch.int32, lumen.int64: torch.int64, lumen.bool_: torch.bool, lumen.int8: torch.int8,
-         lumen.uint8: torch.uint8}
-
 
 def run(backend, build, **feeds):
     """Builds a graph on inputs named like `feeds` (their numpy dtypes), runs it, returns numpy outputs."""
