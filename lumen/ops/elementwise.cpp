@@ -139,9 +139,20 @@ Tensor remainder(const Tensor& a, const Tensor& b) {
   return where(fix, r.add(y), r);
 }
 
+// m / y for i64 where m is an exact multiple of y: a double estimate, then
+// one exact correction (the residual m - q0·y is small and computed in i64),
+// so quotients past 2^53 stay exact.
+Tensor exact_quotient_i64(const Tensor& m, const Tensor& y) {
+  Tensor yf = y.cast(DType::F64);
+  Tensor q0 = trunc(div(m.cast(DType::F64), yf)).cast(DType::I64);
+  Tensor residual = m.add(neg(q0.mul(y)));
+  return q0.add(round(div(residual.cast(DType::F64), yf)).cast(DType::I64));
+}
+
 Tensor floor_divide(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
   DType dtype = x.dtype();
+  if (dtype == DType::I64) return exact_quotient_i64(x.add(neg(remainder(x, y))), y);
   Tensor xf = to_float(x), yf = to_float(y);
   Tensor r = xf.mod(yf);
   // (x - r) is an exact multiple of y; divide and round to that integer.

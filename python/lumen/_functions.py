@@ -77,6 +77,8 @@ def div(a, b, rounding_mode=None):
     if rounding_mode == "floor":
         return _ops.floor_divide(x, y)
     if rounding_mode == "trunc":
+        if _ops.promote_types(x.dtype, y.dtype) == _convert.int64:  # exact: x - fmod(x, y) is a multiple of y
+            return _ops.floor_divide(x - _ops.fmod(x, y), y)
         q = _ops.div(x, y)
         t = _ops.trunc(q)
         return t if _convert.is_float(_ops.promote_types(x.dtype, y.dtype)) else t.cast(_ops.promote_types(x.dtype, y.dtype))

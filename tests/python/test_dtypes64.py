@@ -54,6 +54,16 @@ def test_int64_arithmetic_is_exact_past_2_31_and_2_53(backend):
         same(g_, w)
 
 
+def test_int64_integer_division_is_exact(backend):
+    a = np.array([2**62 + 1, -(2**62) - 3, 3_000_000_001, -7, 7, 2**53 + 1, -(2**60)], np.int64)
+    b = np.array([3, 7, -2, 2, -2, 3, 2**31 + 11], np.int64)
+    got = run(backend, lambda a, b: [a // b, lumen.div(a, b, rounding_mode="trunc"), lumen.div(a, b, rounding_mode="floor")],
+              a=a, b=b)
+    ta, tb = t(a), t(b)
+    for g_, w in zip(got, [ta // tb, torch.div(ta, tb, rounding_mode="trunc"), torch.div(ta, tb, rounding_mode="floor")]):
+        same(g_, w)
+
+
 def test_int64_wraps_like_torch_on_overflow(backend):
     x = np.array([2**62, 2**63 - 1, -(2**63)], np.int64)
     (s, p), = [run(backend, lambda a: [a + a, a * 3], a=x)]
