@@ -188,6 +188,8 @@ def _install():
     T.half = lambda self: self.cast(_convert.float16)
     T.bfloat16 = lambda self: self.cast(_convert.bfloat16)
     T.int = lambda self: self.cast(_convert.int32)
+    T.long = lambda self: self.cast(_convert.int64)
+    T.double = lambda self: self.cast(_convert.float64)
     T.bool = lambda self: self.cast(_convert.bool_)
     T.to = lambda self, dtype: self.cast(_convert.dtype(dtype))
     T.type = T.to

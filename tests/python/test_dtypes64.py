@@ -215,6 +215,13 @@ def test_int64_constant_past_2_53_is_exact(backend):
     assert got.dtype == np.int64 and list(got) == [2**62 + 1, 2**62 + 2]
 
 
+def test_long_and_double_methods(backend):
+    got = run(backend, lambda x: [x.long(), x.double(), x.to(torch.int64)], x=np.array([1.5, -2.5], np.float32))
+    same(got[0], torch.tensor([1, -2]))
+    same(got[1], torch.tensor([1.5, -2.5], dtype=torch.float64))
+    same(got[2], torch.tensor([1, -2]))
+
+
 def test_dtype_names_map_from_numpy_and_torch():
     assert lumen.dtype(torch.int64) == lumen.int64 and lumen.dtype(torch.float64) == lumen.float64
     assert lumen.dtype(np.int64) == lumen.int64 and lumen.dtype(np.float64) == lumen.float64

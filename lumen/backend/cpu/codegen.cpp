@@ -46,10 +46,12 @@ bool value_is_wide(const Value& v) {
   return false;
 }
 
+// (A gather index bound by a Bind is read outside any lane region, in scalar
+// code: an i64 index alone keeps the kernel's SIMD.)
 bool block_is_wide(const Block& block) {
   for (const Stmt& s : block) {
     if (s.kind == StmtKind::AccInit && is_wide(s.dtype)) return true;
-    if (s.value && value_is_wide(s.value)) return true;
+    if (s.value && s.kind != StmtKind::Bind && value_is_wide(s.value)) return true;
     if (s.kind == StmtKind::Loop && block_is_wide(s.body)) return true;
   }
   return false;
@@ -57,7 +59,7 @@ bool block_is_wide(const Block& block) {
 
 bool kernel_is_wide(const Kernel& k) {
   for (const BufferArg& b : k.buffers) {
-    if (is_wide(b.dtype)) return true;
+    if (b.output && is_wide(b.dtype)) return true;
   }
   return block_is_wide(k.body);
 }
