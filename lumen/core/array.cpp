@@ -50,6 +50,24 @@ Array Array::from_ints(const std::vector<int32_t>& data, std::vector<int64_t> sh
   return a;
 }
 
+Array Array::from_int64s(const std::vector<int64_t>& data, std::vector<int64_t> shape) {
+  Array a(DType::I64, std::move(shape));
+  if (static_cast<int64_t>(data.size()) != a.numel()) {
+    fail("array: ", data.size(), " values given for shape ", shape_string(a.shape()), " (", a.numel(), " elements)");
+  }
+  if (!data.empty()) std::memcpy(a.data(), data.data(), data.size() * sizeof(int64_t));
+  return a;
+}
+
+Array Array::from_doubles(const std::vector<double>& data, std::vector<int64_t> shape) {
+  Array a(DType::F64, std::move(shape));
+  if (static_cast<int64_t>(data.size()) != a.numel()) {
+    fail("array: ", data.size(), " values given for shape ", shape_string(a.shape()), " (", a.numel(), " elements)");
+  }
+  if (!data.empty()) std::memcpy(a.data(), data.data(), data.size() * sizeof(double));
+  return a;
+}
+
 Array Array::borrow(void* data, DType dtype, std::vector<int64_t> shape, std::shared_ptr<void> owner) {
   Array a;
   a.dtype_ = dtype;
@@ -76,6 +94,8 @@ double Array::get(int64_t flat) const {
     case DType::Bool: return static_cast<const uint8_t*>(data_)[i] != 0 ? 1.0 : 0.0;
     case DType::I8: return static_cast<const int8_t*>(data_)[i];
     case DType::U8: return static_cast<const uint8_t*>(data_)[i];
+    case DType::I64: return static_cast<double>(static_cast<const int64_t*>(data_)[i]);
+    case DType::F64: return static_cast<const double*>(data_)[i];
   }
   return 0;
 }
@@ -90,6 +110,33 @@ void Array::set(int64_t flat, double value) {
     case DType::Bool: static_cast<uint8_t*>(data_)[i] = value != 0.0 ? 1 : 0; return;
     case DType::I8: static_cast<int8_t*>(data_)[i] = static_cast<int8_t>(saturate_to(dtype_, value)); return;
     case DType::U8: static_cast<uint8_t*>(data_)[i] = static_cast<uint8_t>(saturate_to(dtype_, value)); return;
+    case DType::I64: static_cast<int64_t*>(data_)[i] = saturate_to_i64(value); return;
+    case DType::F64: static_cast<double*>(data_)[i] = value; return;
+  }
+}
+
+Scalar Array::load(int64_t flat) const {
+  auto i = static_cast<size_t>(flat);
+  switch (dtype_) {
+    case DType::I64: return Scalar::of_int(static_cast<const int64_t*>(data_)[i]);
+    case DType::I32: return Scalar::of_int(static_cast<const int32_t*>(data_)[i]);
+    case DType::I8: return Scalar::of_int(static_cast<const int8_t*>(data_)[i]);
+    case DType::U8: return Scalar::of_int(static_cast<const uint8_t*>(data_)[i]);
+    case DType::Bool: return Scalar::of_int(static_cast<const uint8_t*>(data_)[i] != 0 ? 1 : 0);
+    default: return Scalar::of_float(get(flat));
+  }
+}
+
+void Array::store(int64_t flat, const Scalar& value) {
+  auto i = static_cast<size_t>(flat);
+  Scalar v = convert_to(dtype_, value);
+  switch (dtype_) {
+    case DType::I64: static_cast<int64_t*>(data_)[i] = v.i; return;
+    case DType::I32: static_cast<int32_t*>(data_)[i] = static_cast<int32_t>(v.i); return;
+    case DType::I8: static_cast<int8_t*>(data_)[i] = static_cast<int8_t>(v.i); return;
+    case DType::U8:
+    case DType::Bool: static_cast<uint8_t*>(data_)[i] = static_cast<uint8_t>(v.i); return;
+    default: set(flat, v.f); return;
   }
 }
 
@@ -113,9 +160,25 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return out.str();
 }
 
+namespace {
+
+void print_element(std::ostream& out, const Array& a, int64_t flat) {
+  Scalar v = a.load(flat);
+  if (v.integral) {
+    out << v.i;
+  } else {
+    out << v.f;
+  }
+}
+
+}  // namespace
+
 std::ostream& operator<<(std::ostream& out, const Array& a) {
   const auto& shape = a.shape();
-  if (shape.empty()) return out << a.get(0);
+  if (shape.empty()) {
+    print_element(out, a, 0);
+    return out;
+  }
   std::vector<int64_t> idx(shape.size(), 0);
   int64_t n = a.numel();
   if (n == 0) return out << "[]";
@@ -123,7 +186,7 @@ std::ostream& operator<<(std::ostream& out, const Array& a) {
     size_t opened = 0;  // brackets that open at this element
     for (size_t d = shape.size(); d-- > 0 && idx[d] == 0;) ++opened;
     for (size_t k = 0; k < opened; ++k) out << '[';
-    out << a.get(f);
+    print_element(out, a, f);
     size_t d = shape.size();
     size_t closed = 0;
     while (d-- > 0) {

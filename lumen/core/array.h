@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lumen/core/dtype.h"
+#include "lumen/core/scalar.h"
 
 namespace lumen {
 
@@ -21,6 +22,8 @@ class Array {
   // f32 data with a shape; the element counts must agree.
   static Array from_floats(const std::vector<float>& data, std::vector<int64_t> shape);
   static Array from_ints(const std::vector<int32_t>& data, std::vector<int64_t> shape);
+  static Array from_int64s(const std::vector<int64_t>& data, std::vector<int64_t> shape);
+  static Array from_doubles(const std::vector<double>& data, std::vector<int64_t> shape);
   // Borrows `data`; `owner` keeps it alive as long as any copy of this Array.
   static Array borrow(void* data, DType dtype, std::vector<int64_t> shape, std::shared_ptr<void> owner);
 
@@ -34,8 +37,13 @@ class Array {
 
   // Element `flat` converted to double (bool reads 0/1), and the reverse
   // (rounding to the dtype; integers truncate and saturate).
+  // (An I64 element past 2^53 reads rounded: use load/store to keep it exact.)
   double get(int64_t flat) const;
   void set(int64_t flat, double value);
+  // Element `flat` exactly (integers as int64), and the reverse, converting
+  // as convert_to(dtype(), value) does.
+  Scalar load(int64_t flat) const;
+  void store(int64_t flat, const Scalar& value);
   std::vector<float> to_floats() const;
 
   // How many Arrays share this one's memory (1: only this one).

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "lumen/core/array.h"
 #include "lumen/core/error.h"
@@ -18,8 +19,16 @@ size_t dtype_size(DType dtype) {
     case DType::Bool: return 1;
     case DType::I8: return 1;
     case DType::U8: return 1;
+    case DType::I64: return 8;
+    case DType::F64: return 8;
   }
   return 0;
+}
+
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> all{DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool,
+                                      DType::I8,  DType::U8,  DType::I64,  DType::F64};
+  return all;
 }
 
 int64_t checked_byte_size(const std::vector<int64_t>& dims, DType dtype, const std::string& what) {
@@ -46,22 +55,33 @@ const char* dtype_name(DType dtype) {
     case DType::Bool: return "bool";
     case DType::I8: return "i8";
     case DType::U8: return "u8";
+    case DType::I64: return "i64";
+    case DType::F64: return "f64";
   }
   return "?";
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool, DType::I8, DType::U8}) {
+  for (DType d : all_dtypes()) {
     if (name == dtype_name(d)) return d;
   }
-  fail("unknown dtype '", name, "' (expected one of f32, f16, bf16, i32, bool, i8, u8)");
+  fail("unknown dtype '", name, "' (expected one of f32, f16, bf16, i32, bool, i8, u8, i64, f64)");
 }
 
 bool is_float(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
 }
 
 bool is_storage_only(DType dtype) { return dtype == DType::I8 || dtype == DType::U8; }
+
+bool is_wide(DType dtype) { return dtype == DType::I64 || dtype == DType::F64; }
+
+int64_t saturate_to_i64(double value) {
+  if (std::isnan(value)) return 0;
+  if (value >= 0x1p63) return std::numeric_limits<int64_t>::max();
+  if (value <= -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
 
 double saturate_to(DType dtype, double value) {
   double t = std::isnan(value) ? 0.0 : std::trunc(value);
@@ -69,6 +89,7 @@ double saturate_to(DType dtype, double value) {
     case DType::I32: return std::fmin(std::fmax(t, -2147483648.0), 2147483647.0);
     case DType::I8: return std::fmin(std::fmax(t, -128.0), 127.0);
     case DType::U8: return std::fmin(std::fmax(t, 0.0), 255.0);
+    case DType::I64: return static_cast<double>(saturate_to_i64(t));
     case DType::Bool: return value != 0.0 ? 1.0 : 0.0;
     default: return value;
   }

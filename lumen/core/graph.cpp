@@ -144,8 +144,24 @@ Tensor Graph::constant(double value, DType dtype) {
   return tensor(add(std::move(n)));
 }
 
+Tensor Graph::constant_int(int64_t value, DType dtype) {
+  constexpr int64_t exact = int64_t{1} << 53;  // every integer up to here is a double
+  if (is_float(dtype) || dtype == DType::Bool || (value >= -exact && value <= exact)) {
+    return constant(static_cast<double>(value), dtype);
+  }
+  // hi * 2^32 + lo, both parts exact in double; int64 arithmetic reaches every value this way.
+  // (Not an index Expr: those saturate at +-2^62.)
+  int64_t hi = value >> 32, lo = value & 0xffffffffLL;
+  return constant(static_cast<double>(hi), dtype)
+      .mul(constant(4294967296.0, dtype))
+      .add(constant(static_cast<double>(lo), dtype));
+}
+
 Tensor Graph::iota(const Expr& pattern, const Shape& shape, DType dtype) {
   if (!pattern.defined()) fail("iota: the pattern expression is undefined");
+  if (pattern.lo() <= -kBoundInf || pattern.hi() >= kBoundInf) {
+    if (pattern.is_const()) fail("iota: the value ", pattern.value(), " is beyond index expressions' +-2^62 (use constant_int)");
+  }
   std::vector<Expr> allowed = loop_indices(shape);
   for (const Expr& v : expr_vars(pattern)) {
     bool is_index = std::find(allowed.begin(), allowed.end(), v) != allowed.end();

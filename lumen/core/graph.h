@@ -68,6 +68,9 @@ class Graph {
   // Sources.
   Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);
   Tensor constant(double value, DType dtype = DType::F32);  // rank 0; expand/reshape to broadcast
+  // An exact integer constant (an I64 value past 2^53 has no double: it is
+  // built as hi * 2^32 + lo in i64); floats and bool convert as a Cast would.
+  Tensor constant_int(int64_t value, DType dtype = DType::I64);
   Tensor iota(const Expr& pattern, const Shape& shape, DType dtype = DType::I32);
   // A dynamic dim: a symbol bound at run time (from input shapes or explicitly).
   Expr dim(const std::string& name);

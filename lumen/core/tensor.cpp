@@ -63,7 +63,7 @@ std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char
 
 Tensor Tensor::unary(Op op) const {
   if (!is_float(dtype())) {
-    fail(op_name(op), ": needs a float dtype (f32, f16, bf16), got ", dtype_name(dtype()), " for shape ",
+    fail(op_name(op), ": needs a float dtype (f32, f16, bf16, f64), got ", dtype_name(dtype()), " for shape ",
          to_string(shape()), " (cast first)");
   }
   Node n;
@@ -142,9 +142,9 @@ Tensor Tensor::max_reduce(int ax) const { return reduce(Op::MaxReduce, ax); }
 Tensor Tensor::gather(const Tensor& indices, int ax) const {
   same_graph(*this, indices, "gather");
   int a = axis(ax, "gather");
-  if (indices.dtype() != DType::I32) {
-    fail("gather: indices must be i32, got ", dtype_name(indices.dtype()), " ", to_string(indices.shape()),
-         " (cast integral indices with .cast(i32))");
+  if (indices.dtype() != DType::I32 && indices.dtype() != DType::I64) {
+    fail("gather: indices must be i32 or i64, got ", dtype_name(indices.dtype()), " ", to_string(indices.shape()),
+         " (cast integral indices with .cast(i64))");
   }
   Node n;
   n.op = Op::Gather;

@@ -24,6 +24,8 @@ const GgmlBlockFormat kFormats[] = {
   {GgmlType::Q4_K, "Q4_K", 144, 256,  true,  false, -1, -1, -1, -1, 4,  0},
   {GgmlType::Q5_K, "Q5_K", 176, 256,  true,  false, -1, -1, -1, -1, 5,  0},
   {GgmlType::Q6_K, "Q6_K", 210, 256,  true,  false, -1, -1, -1, -1, 6, 32},
+  {GgmlType::F64,  "F64",    8,   1,  true,  true},
+  {GgmlType::I64,  "I64",    8,   1,  true,  true},
   // Known, sized, not yet loaded.
   {GgmlType::Q8_1, "Q8_1",  36,  32,  false, false},
   {GgmlType::Q2_K, "Q2_K",  84, 256,  false, false},

@@ -265,7 +265,11 @@ Array GgufFile::get(const std::string& name) const {
     case GgmlType::F32: dtype = DType::F32; break;
     case GgmlType::F16: dtype = DType::F16; break;
     case GgmlType::BF16: dtype = DType::BF16; break;
-    default: fail("gguf '", path(), "': tensor '", escape_bytes(name), "' is ", ggml_type_label(t.type), "; get() reads F32, F16 and BF16");
+    case GgmlType::F64: dtype = DType::F64; break;
+    case GgmlType::I64: dtype = DType::I64; break;
+    default:
+      fail("gguf '", path(), "': tensor '", escape_bytes(name), "' is ", ggml_type_label(t.type),
+           "; get() reads F32, F16, BF16, F64 and I64");
   }
   const unsigned char* p = data(t);
   if (reinterpret_cast<uintptr_t>(p) % dtype_size(dtype) == 0) {

@@ -22,14 +22,12 @@ constexpr int kMaxJsonDepth = 64;  // a valid header nests 3 deep; the reference
 struct FileDType {
   const char* name;
   size_t size;
-  DType dtype;  // what it is read as
-  bool converted;
+  DType dtype;  // what it is read as (every file dtype has a lumen dtype of the same layout)
 };
 
 constexpr FileDType kFileDTypes[] = {
-    {"F32", 4, DType::F32, false}, {"F16", 2, DType::F16, false}, {"BF16", 2, DType::BF16, false},
-    {"I32", 4, DType::I32, false}, {"I8", 1, DType::I8, false},    {"U8", 1, DType::U8, false},
-    {"BOOL", 1, DType::Bool, false}, {"F64", 8, DType::F32, true}, {"I64", 8, DType::I32, true},
+    {"F32", 4, DType::F32}, {"F16", 2, DType::F16}, {"BF16", 2, DType::BF16}, {"I32", 4, DType::I32}, {"I8", 1, DType::I8},
+    {"U8", 1, DType::U8},   {"BOOL", 1, DType::Bool}, {"F64", 8, DType::F64},  {"I64", 8, DType::I64},
 };
 
 const FileDType* find_dtype(const std::string& name) {
@@ -189,31 +187,13 @@ Array SafetensorsFile::get(const std::string& name) const {
   const SafetensorsEntry& e = entry(name);
   const unsigned char* src = file_->data() + data_start_ + e.begin;
   const FileDType* fd = find_dtype(e.file_dtype);
-  size_t count = fd->size ? (e.end - e.begin) / fd->size : 0;
   bool aligned = reinterpret_cast<uintptr_t>(src) % fd->size == 0;
-  if (!fd->converted && aligned) {
+  if (aligned) {
     std::shared_ptr<void> keep(std::const_pointer_cast<MappedFile>(file_));
     return Array::borrow(const_cast<unsigned char*>(src), e.dtype, e.shape, keep);
   }
   Array out(e.dtype, e.shape);
-  if (!fd->converted) {
-    std::memcpy(out.data(), src, e.end - e.begin);
-  } else if (e.file_dtype == "F64") {
-    for (size_t i = 0; i < count; ++i) {
-      double v;
-      std::memcpy(&v, src + i * 8, 8);
-      static_cast<float*>(out.data())[i] = static_cast<float>(v);
-    }
-  } else {  // I64 -> i32, checked
-    for (size_t i = 0; i < count; ++i) {
-      int64_t v;
-      std::memcpy(&v, src + i * 8, 8);
-      if (v < INT32_MIN || v > INT32_MAX) {
-        fail("safetensors '", path(), "': tensor '", name, "' holds ", v, " at element ", i, ", outside the i32 range");
-      }
-      static_cast<int32_t*>(out.data())[i] = static_cast<int32_t>(v);
-    }
-  }
+  std::memcpy(out.data(), src, e.end - e.begin);
   return out;
 }
 
@@ -228,7 +208,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     }
     const char* dt = nullptr;
     for (const FileDType& d : kFileDTypes) {
-      if (!d.converted && d.dtype == a.dtype()) dt = d.name;
+      if (d.dtype == a.dtype()) dt = d.name;
     }
     header[name] = {{"dtype", dt}, {"shape", a.shape()}, {"data_offsets", {offset, offset + a.nbytes()}}};
     offset += a.nbytes();

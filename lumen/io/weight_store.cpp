@@ -32,6 +32,21 @@ void add_file(WeightStore& store, const std::string& path) {
   }
 }
 
+// A 64-bit weight in the dtype the model declares it with; an integer that
+// does not fit is an error, never a silently narrowed value.
+Array converted(const Array& from, DType dtype, const std::string& name) {
+  Array out(dtype, from.shape());
+  for (int64_t i = 0; i < from.numel(); ++i) {
+    Scalar v = from.load(i);
+    if (v.integral && !is_float(dtype) && convert_to(dtype, v).i != v.i) {
+      fail("weights: '", name, "' holds ", v.i, " at element ", i, ", outside the ", dtype_name(dtype),
+           " range the model reads it as");
+    }
+    out.store(i, v);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<WeightStore> WeightStore::from_safetensors(const std::string& path) {
@@ -110,6 +125,10 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
     inputs_[name + ".scales"] = w.scales;
     if (w.mins.defined()) inputs_[name + ".mins"] = w.mins;
     return dequantize(g, name, w, dtype);
+  }
+  if (is_wide(w.data.dtype()) && w.data.dtype() != dtype) {  // converted once here, not in every kernel that reads it
+    inputs_[name] = converted(w.data, dtype, name);
+    return g.parameter(name, shape, dtype);
   }
   inputs_[name] = w.data;
   Tensor t = g.parameter(name, shape, w.data.dtype());

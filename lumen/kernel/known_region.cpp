@@ -39,9 +39,14 @@ int64_t exact_limit(DType dtype) {
     case DType::I8: return 128;
     case DType::U8: return 255;
     case DType::Bool: return 1;
+    case DType::I64:  // 2^53 keeps every index expression far from int64 overflow
+    case DType::F64: return int64_t{1} << 53;
   }
   return 0;
 }
+
+// A value as `dtype` holds it: double for the 64-bit dtypes, float otherwise.
+double held(double v, DType dtype) { return is_wide(dtype) ? v : static_cast<float>(v); }
 
 // Exact knowledge `e` kept for a value of `dtype` when every value fits.
 Known exact_in(const Expr& e, DType dtype) {
@@ -74,7 +79,17 @@ Known constant(double v, DType dtype) {
   return k;
 }
 
-double apply_unary(Op op, double x) {
+double apply_unary(Op op, double x, DType dtype) {
+  if (dtype == DType::F64) {
+    switch (op) {
+      case Op::Log2: return std::log2(x);
+      case Op::Exp2: return std::exp2(x);
+      case Op::Sin: return std::sin(x);
+      case Op::Sqrt: return std::sqrt(x);
+      case Op::Recip: return 1.0 / x;
+      default: return NAN;
+    }
+  }
   auto f = static_cast<float>(x);
   switch (op) {
     case Op::Log2: return std::log2(f);
@@ -128,7 +143,7 @@ Known add_known(const Known& a, const Known& b, DType dtype) {
     r.value = rb.value;
   } else if (!ra.live.is_const(1) && !rb.live.is_const(1)) {
     r.live = simplify(logical_or(ra.live, rb.live));
-    r.value = static_cast<float>(ra.value + rb.value);
+    r.value = held(ra.value + rb.value, dtype);
   }
   return r;
 }
@@ -154,7 +169,7 @@ Known mul_known(const Known& a, const Known& b, DType dtype) {
   Known r;
   if (!ra.live.is_const(1) && !rb.live.is_const(1)) {
     r.live = simplify(logical_or(ra.live, rb.live));
-    r.value = static_cast<float>(ra.value * rb.value);
+    r.value = held(ra.value * rb.value, dtype);
   }
   return r;
 }
@@ -181,7 +196,7 @@ Known cast_known(const Known& k, DType from, DType to) {
 Known unary_known(Op op, const Known& k, DType dtype) {
   Known r = region_of(k);
   if (r.live.is_const(1)) return {};
-  double v = apply_unary(op, r.value);
+  double v = apply_unary(op, r.value, dtype);
   Known c = constant(v, dtype);
   if (c.exact.defined()) {
     c.exact = Expr();

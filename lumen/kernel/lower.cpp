@@ -27,6 +27,7 @@ DType accumulator_dtype(DType d) { return d == DType::F16 || d == DType::BF16 ? 
 // What a sum or a max starts from.
 double identity_of(Op op, DType dtype) {
   if (op == Op::SumReduce) return 0;
+  if (dtype == DType::I64) return -0x1p63;  // INT64_MIN, exact in double
   return is_float(dtype) ? -INFINITY : dtype == DType::I32 ? INT32_MIN : 0;
 }
 

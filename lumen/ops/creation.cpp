@@ -36,6 +36,9 @@ Tensor uniform_stream(Graph& g, const Shape& shape, uint64_t seed, int64_t strea
 }  // namespace
 
 Tensor full(Graph& g, const Shape& shape, double value, DType dtype) { return g.constant(value, dtype).expand(shape); }
+Tensor full_int(Graph& g, const Shape& shape, int64_t value, DType dtype) {
+  return g.constant_int(value, dtype).expand(shape);
+}
 Tensor zeros(Graph& g, const Shape& shape, DType dtype) { return full(g, shape, 0, dtype); }
 Tensor ones(Graph& g, const Shape& shape, DType dtype) { return full(g, shape, 1, dtype); }
 Tensor full_like(const Tensor& x, double value) { return full(*x.graph(), x.shape(), value, x.dtype()); }
@@ -51,10 +54,18 @@ Tensor arange(Graph& g, double start, double end, double step, DType dtype) {
   Shape s{Expr(static_cast<int64_t>(count))};
   Tensor i = g.iota(loop_index(s, 0), s, DType::I32);
   bool integral = std::floor(start) == start && std::floor(step) == step;
+  if (dtype == DType::I64 && integral) {  // exact past 2^31
+    return i.cast(DType::I64) * g.constant_int(saturate_to_i64(step)) + g.constant_int(saturate_to_i64(start));
+  }
   if (!is_float(dtype) && integral) {
+    double last = start + step * (count - 1);
+    if (std::fmax(std::fabs(start), std::fabs(last)) > 2147483647.0) {
+      fail("arange: values from ", start, " to ", last, " do not fit ", dtype_name(dtype), " (use dtype i64)");
+    }
     return (i * g.constant(step, DType::I32) + g.constant(start, DType::I32)).cast(dtype);
   }
-  return (i.cast(DType::F32) * step + start).cast(dtype);
+  DType compute = dtype == DType::F64 || dtype == DType::I64 ? DType::F64 : DType::F32;
+  return (i.cast(compute) * g.constant(step, compute) + g.constant(start, compute)).cast(dtype);
 }
 
 Tensor linspace(Graph& g, double start, double end, int64_t steps, DType dtype) {

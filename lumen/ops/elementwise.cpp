@@ -19,11 +19,13 @@ int rank_of(DType d) {
     case DType::I8:
     case DType::U8:
     case DType::I32: return 1;
+    case DType::I64: return 2;
     case DType::F16:
-    case DType::BF16: return 2;
-    case DType::F32: return 3;
+    case DType::BF16: return 3;
+    case DType::F32: return 4;
+    case DType::F64: return 5;
   }
-  return 3;
+  return 4;
 }
 
 Tensor as_bool(const Tensor& x) { return x.dtype() == DType::Bool ? x : x.cast(DType::Bool); }
@@ -137,9 +139,20 @@ Tensor remainder(const Tensor& a, const Tensor& b) {
   return where(fix, r.add(y), r);
 }
 
+// m / y for i64 where m is an exact multiple of y: a double estimate, then
+// one exact correction (the residual m - q0·y is small and computed in i64),
+// so quotients past 2^53 stay exact.
+Tensor exact_quotient_i64(const Tensor& m, const Tensor& y) {
+  Tensor yf = y.cast(DType::F64);
+  Tensor q0 = trunc(div(m.cast(DType::F64), yf)).cast(DType::I64);
+  Tensor residual = m.add(neg(q0.mul(y)));
+  return q0.add(round(div(residual.cast(DType::F64), yf)).cast(DType::I64));
+}
+
 Tensor floor_divide(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
   DType dtype = x.dtype();
+  if (dtype == DType::I64) return exact_quotient_i64(x.add(neg(remainder(x, y))), y);
   Tensor xf = to_float(x), yf = to_float(y);
   Tensor r = xf.mod(yf);
   // (x - r) is an exact multiple of y; divide and round to that integer.
@@ -165,8 +178,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
   if (x.dtype() == DType::Bool) return x.mul(y).expand(broadcast_shapes(x.shape(), y.shape(), "minimum"));
-  if (x.dtype() == DType::I32) {  // min(a, b) = ~max(~a, ~b), with ~v = -v - 1 (i32 wraps, so exact)
-    auto complement = [](const Tensor& v) { return neg(v).add(scalar_like(v, -1, DType::I32)); };
+  if (x.dtype() == DType::I32 || x.dtype() == DType::I64) {  // min(a, b) = ~max(~a, ~b), with ~v = -v - 1 (wraps, so exact)
+    auto complement = [](const Tensor& v) { return neg(v).add(scalar_like(v, -1, v.dtype())); };
     return complement(stack2(complement(x), complement(y)).max_reduce(0));
   }
   return neg(stack2(neg(x), neg(y)).max_reduce(0));

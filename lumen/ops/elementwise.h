@@ -8,7 +8,7 @@
 
 namespace lumen::ops {
 
-// PyTorch's promotion for two tensor dtypes: bool < i32 < f16/bf16 < f32
+// PyTorch's promotion for two tensor dtypes: bool < i8/u8/i32 < i64 < f16/bf16 < f32 < f64
 // (f16 with bf16 gives f32).
 DType promote_types(DType a, DType b);
 // Casts both operands to their promoted dtype.

@@ -8,8 +8,10 @@ namespace lumen::ops {
 
 namespace {
 
+// Integer indices as i32, or i64 kept as i64 (never narrowed: an index past
+// 2^31 must fail its range check, not wrap into range).
 Tensor as_index(const Tensor& t, const char* op) {
-  if (t.dtype() == DType::I32) return t;
+  if (t.dtype() == DType::I32 || t.dtype() == DType::I64) return t;
   if (t.dtype() == DType::Bool || is_float(t.dtype())) {
     fail(op, ": indices must be integers, got ", dtype_name(t.dtype()), " ", to_string(t.shape()));
   }
@@ -40,13 +42,13 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
     if (static_cast<int>(d) != a) base = base + pos[d] * strides[d];
   }
   Graph* g = x.graph();
-  Tensor flat_base = g->iota(simplify(base), idx.shape(), DType::I32);
+  DType it = idx.dtype();  // positions in the index dtype
+  Tensor flat_base = g->iota(simplify(base), idx.shape(), it);
   Expr axis_size = x.shape()[static_cast<size_t>(a)];
-  Tensor stride = g->iota(strides[static_cast<size_t>(a)].is_const(0) ? Expr(1) : strides[static_cast<size_t>(a)], {},
-                          DType::I32);
+  Tensor stride = g->iota(strides[static_cast<size_t>(a)].is_const(0) ? Expr(1) : strides[static_cast<size_t>(a)], {}, it);
   // An out-of-range index must fail, not read a neighbour: check it against the axis size.
-  Tensor in_range = logical_and(ge(idx, g->iota(Expr(0), {}, DType::I32)), lt(idx, g->iota(axis_size, {}, DType::I32)));
-  Tensor guarded = where(in_range, idx, g->iota(shape_numel(x.shape()), {}, DType::I32));
+  Tensor in_range = logical_and(ge(idx, g->iota(Expr(0), {}, it)), lt(idx, g->iota(axis_size, {}, it)));
+  Tensor guarded = where(in_range, idx, g->iota(shape_numel(x.shape()), {}, it));
   Tensor flat = x.reshape({shape_numel(x.shape())});
   return flat.gather(flat_base.add(guarded.mul(stride)), 0);
 }

@@ -15,8 +15,9 @@ constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLog10of2 = 0.30102999566398120;
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
 constexpr double kInvSqrt2 = 0.7071067811865476;
-// Above this magnitude every float is an integer (and f16/bf16 saturate below it).
-constexpr double kIntegral = 16777216.0;
+// Above this magnitude every float is an integer (and f16/bf16 saturate below it);
+// 2^53 for f64.
+double integral_bound(DType dtype) { return dtype == DType::F64 ? 9007199254740992.0 : 16777216.0; }
 
 Tensor float_input(const Tensor& x, const char* op) {
   if (x.dtype() == DType::Bool) fail(op, ": not defined for bool tensors");
@@ -166,7 +167,8 @@ Tensor mish(const Tensor& x) {
 
 Tensor trunc(const Tensor& x) {
   if (!is_float(x.dtype())) return x;
-  Tensor bounded = clamp(x, -kIntegral, kIntegral);  // inf stays finite here; NaN stays NaN
+  double bound = integral_bound(x.dtype());
+  Tensor bounded = clamp(x, -bound, bound);  // inf stays finite here; NaN stays NaN
   return x - bounded.mod(c(x, 1.0));
 }
 
@@ -185,7 +187,8 @@ Tensor ceil(const Tensor& x) {
 Tensor round(const Tensor& x) {
   if (!is_float(x.dtype())) return x;
   Tensor f = floor(x);
-  Tensor frac = clamp(x, -kIntegral, kIntegral) - clamp(f, -kIntegral, kIntegral);
+  double bound = integral_bound(x.dtype());
+  Tensor frac = clamp(x, -bound, bound) - clamp(f, -bound, bound);
   Tensor up = gt(frac, c(x, 0.5)).cast(x.dtype());
   Tensor tie_to_even = logical_and(eq(frac, c(x, 0.5)), ne(f.mod(c(x, 2.0)), c(x, 0))).cast(x.dtype());
   return f + up + tie_to_even;

@@ -36,6 +36,7 @@ double machine_epsilon(DType d) {
   switch (d) {
     case DType::F16: return 0.0009765625;
     case DType::BF16: return 0.0078125;
+    case DType::F64: return 2.220446049250313e-16;
     default: return 1.1920928955078125e-07;
   }
 }

@@ -143,7 +143,9 @@ Tensor arg_extreme(const Tensor& x, std::optional<int> axis, bool keepdim, bool 
     a = x.axis(*axis, largest ? "argmax" : "argmin");
   }
   Tensor v = t.dtype() == DType::Bool ? t.cast(DType::I32) : t;
-  if (!largest) v = is_float(v.dtype()) ? neg(v) : neg(v.cast(DType::F32));
+  // The smallest is the largest of -x for floats and of ~x = -x - 1 for
+  // integers (exact and order-reversing for every value, INT_MIN included).
+  if (!largest) v = is_float(v.dtype()) ? neg(v) : neg(v).add(scalar_like(v, -1, v.dtype()));
   Tensor m = v.max_reduce(a).unsqueeze(a);
   Tensor hit = logical_or(eq(v, m), isnan(v));
   Expr n = t.shape()[static_cast<size_t>(a)];
@@ -151,7 +153,7 @@ Tensor arg_extreme(const Tensor& x, std::optional<int> axis, bool keepdim, bool 
   s[static_cast<size_t>(a)] = n;
   Tensor iota = t.graph()->iota(n - loop_index(s, static_cast<size_t>(a)), s, DType::I32);  // n, n-1, ..., 1
   Tensor first = hit.cast(DType::I32).mul(iota).max_reduce(a);  // largest weight = first hit
-  Tensor index = t.graph()->iota(n, {}, DType::I32).add(neg(first));
+  Tensor index = t.graph()->iota(n, {}, DType::I32).add(neg(first)).cast(DType::I64);  // i64, as PyTorch
   return keepdim ? index.unsqueeze(a) : index;
 }
 
@@ -195,7 +197,7 @@ Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
 
 Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {
   if (x.dtype() == DType::Bool) return logical_not(amax(logical_not(x), axes, keepdim));
-  if (x.dtype() == DType::I32) {  // min = ~max(~x) with ~v = -v - 1; i32 wraps, so this is exact at INT32_MIN
+  if (x.dtype() == DType::I32 || x.dtype() == DType::I64) {  // min = ~max(~x) with ~v = -v - 1; wraps, so exact at INT_MIN
     Tensor complement = neg(x).add(c(x, -1));
     return neg(amax(complement, axes, keepdim)).add(c(x, -1));
   }

@@ -23,6 +23,7 @@ Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
 Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
 // Index of the first maximum (NaN counts as the maximum, like PyTorch); with
 // no axis, of the flattened tensor. Returns i32.
+// The index (i64, as PyTorch) of the first largest / smallest element; NaN counts as largest.
 Tensor argmax(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdim = false);
 Tensor cumsum(const Tensor& x, int axis);

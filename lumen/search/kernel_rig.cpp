@@ -22,7 +22,10 @@ std::vector<int64_t> concrete(const Shape& shape, const Bindings& b) {
   return dims;
 }
 
-bool agree(double got, double want, double scale) {
+// Integers (and bools) must be equal; floats within a tolerance.
+bool agree(const Scalar& got_value, const Scalar& want_value, double scale) {
+  if (got_value.integral && want_value.integral) return got_value.i == want_value.i;
+  double got = got_value.to_double(), want = want_value.to_double();
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
   return std::fabs(got - want) <= 1e-3 * (std::fabs(want) + scale) + 1e-6;
@@ -58,8 +61,9 @@ KernelRig::KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& m
         idx[d] = rest % output_.shape()[d];
         rest /= output_.shape()[d];
       }
-      double v = reference.value(node, idx);
-      reference_.emplace_back(idx, v);
+      Scalar value = reference.value(node, idx);
+      reference_.emplace_back(idx, value);
+      double v = value.to_double();
       if (std::isfinite(v)) total += std::fabs(v);
     }
   } catch (const Error&) {
@@ -247,16 +251,16 @@ std::optional<std::string> KernelRig::verify(const Candidate& c, const Array* se
   for (const auto& [idx, want] : reference_) {
     int64_t flat = 0;
     for (size_t d = 0; d < idx.size(); ++d) flat = flat * output_.shape()[d] + idx[d];
-    double got = output_.get(flat);
+    Scalar got = output_.load(flat);
     if (!agree(got, want, reference_scale_)) {
       std::ostringstream why;
-      why << "element " << flat << " is " << got << ", the reference evaluator gives " << want;
+      why << "element " << flat << " is " << got.to_double() << ", the reference evaluator gives " << want.to_double();
       return why.str();
     }
   }
   if (seed_output) {
     for (int64_t i = 0; i < output_.numel(); ++i) {
-      if (!agree(output_.get(i), seed_output->get(i), reference_scale_)) {
+      if (!agree(output_.load(i), seed_output->load(i), reference_scale_)) {
         std::ostringstream why;
         why << "element " << i << " is " << output_.get(i) << ", the heuristic schedule gives " << seed_output->get(i);
         return why.str();

@@ -75,7 +75,7 @@ class KernelRig {
   int64_t runs_ = 0;
   Array output_;
   std::map<std::pair<std::string, int>, Array> scratch_;  // (owner, scratch) -> buffer
-  std::vector<std::pair<std::vector<int64_t>, double>> reference_;  // sampled element -> value
+  std::vector<std::pair<std::vector<int64_t>, Scalar>> reference_;  // sampled element -> value
   double reference_scale_ = 1;
 };
 

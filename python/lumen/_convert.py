@@ -12,6 +12,8 @@ int32 = DType.int32
 bool_ = DType.bool
 int8 = DType.int8
 uint8 = DType.uint8
+int64 = DType.int64
+float64 = DType.float64
 
 _BY_NAME = {
     "float32": float32, "float": float32, "f32": float32,
@@ -21,6 +23,8 @@ _BY_NAME = {
     "bool": bool_,
     "int8": int8, "i8": int8,
     "uint8": uint8, "u8": uint8,
+    "int64": int64, "long": int64, "i64": int64,
+    "float64": float64, "double": float64, "f64": float64,
 }
 
 
@@ -28,7 +32,10 @@ def dtype(value) -> DType:
     """A lumen DType from a DType, a name, a numpy dtype or a torch dtype."""
     if isinstance(value, DType):
         return value
-    name = getattr(value, "name", None) or str(value)
+    name = getattr(value, "name", None)
+    if not isinstance(name, str) and isinstance(value, type):  # numpy scalar types: np.int64, np.float64
+        name = getattr(value, "__name__", None)
+    name = name or str(value)
     name = name.replace("torch.", "").replace("numpy.", "")
     if value is bool:
         return bool_
@@ -38,11 +45,12 @@ def dtype(value) -> DType:
         return int32
     if name in _BY_NAME:
         return _BY_NAME[name]
-    raise TypeError(f"lumen has no dtype matching {value!r} (use float32, float16, bfloat16, int32, bool, int8 or uint8)")
+    raise TypeError(f"lumen has no dtype matching {value!r} "
+                    "(use float32, float64, float16, bfloat16, int32, int64, bool, int8 or uint8)")
 
 
 def is_float(d: DType) -> bool:
-    return d in (float32, float16, bfloat16)
+    return d in (float32, float16, bfloat16, float64)
 
 
 def scalar_dtype(value, like: DType) -> DType:
@@ -61,4 +69,8 @@ def as_tensor(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
     d = scalar_dtype(value, like.dtype)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and not is_float(d):
+        if d == int32 and not -2**31 <= int(value) < 2**31:
+            raise OverflowError(f"{value} does not fit the operand's int32 dtype (cast the tensor to int64 first)")
+        return like.graph.constant(int(value), d)  # exact, even past 2^53
     return like.graph.constant(float(value), d)

@@ -77,6 +77,8 @@ def div(a, b, rounding_mode=None):
     if rounding_mode == "floor":
         return _ops.floor_divide(x, y)
     if rounding_mode == "trunc":
+        if _ops.promote_types(x.dtype, y.dtype) == _convert.int64:  # exact: x - fmod(x, y) is a multiple of y
+            return _ops.floor_divide(x - _ops.fmod(x, y), y)
         q = _ops.div(x, y)
         t = _ops.trunc(q)
         return t if _convert.is_float(_ops.promote_types(x.dtype, y.dtype)) else t.cast(_ops.promote_types(x.dtype, y.dtype))
@@ -405,7 +407,7 @@ def ones_like(x, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None):
-    return _ops.full(x.graph, x.shape, float(fill_value), x.dtype if dtype is None else _convert.dtype(dtype))
+    return _ops.full(x.graph, x.shape, fill_value, x.dtype if dtype is None else _convert.dtype(dtype))
 
 
 def tril(x, diagonal=0):

@@ -188,6 +188,8 @@ def _install():
     T.half = lambda self: self.cast(_convert.float16)
     T.bfloat16 = lambda self: self.cast(_convert.bfloat16)
     T.int = lambda self: self.cast(_convert.int32)
+    T.long = lambda self: self.cast(_convert.int64)
+    T.double = lambda self: self.cast(_convert.float64)
     T.bool = lambda self: self.cast(_convert.bool_)
     T.to = lambda self, dtype: self.cast(_convert.dtype(dtype))
     T.type = T.to
@@ -195,7 +197,7 @@ def _install():
 
     Graph.zeros = lambda self, *shape, dtype=_convert.float32: _ops.full(self, _shape(shape), 0.0, _convert.dtype(dtype))
     Graph.ones = lambda self, *shape, dtype=_convert.float32: _ops.full(self, _shape(shape), 1.0, _convert.dtype(dtype))
-    Graph.full = lambda self, shape, value, dtype=_convert.float32: _ops.full(self, tuple(shape), float(value), _convert.dtype(dtype))
+    Graph.full = lambda self, shape, value, dtype=_convert.float32: _ops.full(self, tuple(shape), value, _convert.dtype(dtype))
     Graph.arange = _arange
     Graph.linspace = lambda self, start, end, steps, dtype=_convert.float32: _ops.linspace(self, float(start), float(end), int(steps), _convert.dtype(dtype))
     Graph.eye = lambda self, n, m=None, dtype=_convert.float32: _ops.eye(self, int(n), -1 if m is None else int(m), _convert.dtype(dtype))
@@ -216,7 +218,9 @@ def _arange(self, start, end=None, step=1, dtype=None):
         start, end = 0, start
     if dtype is None:
         integral = builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step))
-        dtype = _convert.int32 if integral else _convert.float32
+        # int32 (lumen's default integer) unless a value needs int64: never narrowed silently
+        wide = integral and not builtins.all(-2**31 <= int(v) < 2**31 for v in (start, end, step))
+        dtype = (_convert.int64 if wide else _convert.int32) if integral else _convert.float32
     return _ops.arange(self, float(start), float(end), float(step), _convert.dtype(dtype))
 
 

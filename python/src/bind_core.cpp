@@ -35,7 +35,9 @@ void bind_core(nb::module_& m) {
       .value("int32", DType::I32)
       .value("bool", DType::Bool)
       .value("int8", DType::I8)
-      .value("uint8", DType::U8);
+      .value("uint8", DType::U8)
+      .value("int64", DType::I64)
+      .value("float64", DType::F64);
 
   nb::class_<Expr>(m, "Dim", "A symbolic dimension (a dynamic dim or an expression of them).")
       .def("__repr__", [](const Expr& e) { return "Dim(" + to_string(e) + ")"; })
@@ -73,7 +75,14 @@ void bind_core(nb::module_& m) {
           nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = DType::F32,
           "A weight: set like an input, but work that depends only on parameters (packing) is kept between runs.")
       .def(
-          "constant", [](PyGraph& g, double value, DType dtype) { return g.graph->constant(value, dtype); },
+          "constant",
+          [](PyGraph& g, nb::handle value, DType dtype) {
+            // Python ints stay exact (an int64 past 2^53 has no double).
+            if (nb::isinstance<nb::int_>(value) && !nb::isinstance<nb::bool_>(value) && !is_float(dtype)) {
+              return g.graph->constant_int(nb::cast<int64_t>(value), dtype);
+            }
+            return g.graph->constant(nb::cast<double>(value), dtype);
+          },
           nb::arg("value"), nb::arg("dtype") = DType::F32)
       .def("dim", [](PyGraph& g, const std::string& name) { return g.graph->dim(name); }, nb::arg("name"))
       .def(

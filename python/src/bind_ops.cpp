@@ -134,7 +134,12 @@ void bind_ops(nb::module_& parent) {
   m.def("einsum", &lumen::ops::einsum);
 
   // creation (graph-level; the package passes the graph)
-  m.def("full", [](PyGraph& g, nb::handle shape, double v, DType d) { return full(*g.graph, shape_from_python(*g.graph, shape), v, d); });
+  m.def("full", [](PyGraph& g, nb::handle shape, nb::handle v, DType d) {
+    Shape s = shape_from_python(*g.graph, shape);
+    // Python ints fill integer tensors exactly (an int64 past 2^53 has no double).
+    if (nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::bool_>(v) && !is_float(d)) return full_int(*g.graph, s, nb::cast<int64_t>(v), d);
+    return full(*g.graph, s, nb::cast<double>(v), d);
+  });
   m.def("arange", [](PyGraph& g, double a, double b, double s, DType d) { return arange(*g.graph, a, b, s, d); });
   m.def("linspace", [](PyGraph& g, double a, double b, int64_t n, DType d) { return linspace(*g.graph, a, b, n, d); });
   m.def("eye", [](PyGraph& g, int64_t n, int64_t k, DType d) { return eye(*g.graph, n, k, d); });

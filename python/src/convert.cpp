@@ -31,25 +31,40 @@ bool same_layout(const nb::dlpack::dtype& t, DType d) {
     case DType::Bool: return is_type(t, C::Bool, 8) || is_type(t, C::UInt, 8);
     case DType::I8: return is_type(t, C::Int, 8);
     case DType::U8: return is_type(t, C::UInt, 8);
+    case DType::I64: return is_type(t, C::Int, 64);
+    case DType::F64: return is_type(t, C::Float, 64);
   }
   return false;
 }
 
-// Reads element `offset` (in elements) of a DLPack buffer as double.
-double read_element(const void* data, int64_t offset, const nb::dlpack::dtype& t, const std::string& what) {
+// Reads element `offset` (in elements) of a DLPack buffer exactly (integers as int64).
+Scalar read_element(const void* data, int64_t offset, const nb::dlpack::dtype& t, const std::string& what) {
   using C = nb::dlpack::dtype_code;
   const auto* bytes = static_cast<const char*>(data);
   auto at = [&](size_t size) { return bytes + offset * static_cast<int64_t>(size); };
-  if (is_type(t, C::Float, 32)) return *reinterpret_cast<const float*>(at(4));
-  if (is_type(t, C::Float, 64)) return *reinterpret_cast<const double*>(at(8));
-  if (is_type(t, C::Float, 16)) return half_to_float(*reinterpret_cast<const uint16_t*>(at(2)));
-  if (is_type(t, C::Bfloat, 16)) return bf16_to_float(*reinterpret_cast<const uint16_t*>(at(2)));
-  if (is_type(t, C::Int, 32)) return *reinterpret_cast<const int32_t*>(at(4));
-  if (is_type(t, C::Int, 64)) return static_cast<double>(*reinterpret_cast<const int64_t*>(at(8)));
-  if (is_type(t, C::Int, 16)) return *reinterpret_cast<const int16_t*>(at(2));
-  if (is_type(t, C::Int, 8)) return *reinterpret_cast<const int8_t*>(at(1));
-  if (is_type(t, C::UInt, 8) || is_type(t, C::Bool, 8)) return *reinterpret_cast<const uint8_t*>(at(1));
+  if (is_type(t, C::Float, 32)) return Scalar::of_float(*reinterpret_cast<const float*>(at(4)));
+  if (is_type(t, C::Float, 64)) return Scalar::of_float(*reinterpret_cast<const double*>(at(8)));
+  if (is_type(t, C::Float, 16)) return Scalar::of_float(half_to_float(*reinterpret_cast<const uint16_t*>(at(2))));
+  if (is_type(t, C::Bfloat, 16)) return Scalar::of_float(bf16_to_float(*reinterpret_cast<const uint16_t*>(at(2))));
+  if (is_type(t, C::Int, 32)) return Scalar::of_int(*reinterpret_cast<const int32_t*>(at(4)));
+  if (is_type(t, C::Int, 64)) return Scalar::of_int(*reinterpret_cast<const int64_t*>(at(8)));
+  if (is_type(t, C::Int, 16)) return Scalar::of_int(*reinterpret_cast<const int16_t*>(at(2)));
+  if (is_type(t, C::Int, 8)) return Scalar::of_int(*reinterpret_cast<const int8_t*>(at(1)));
+  if (is_type(t, C::UInt, 8) || is_type(t, C::Bool, 8)) return Scalar::of_int(*reinterpret_cast<const uint8_t*>(at(1)));
   fail(what, ": unsupported array dtype (code ", int(t.code), ", ", int(t.bits), " bits)");
+}
+
+// An integer input refuses values it cannot hold rather than narrowing them.
+void check_fits(const Scalar& v, DType want, const std::string& what) {
+  if (want != DType::I32 && want != DType::I64) return;
+  double d = v.to_double();
+  bool whole = v.integral || (std::isfinite(d) && d == std::trunc(d));
+  bool fits = want == DType::I64 ? (v.integral || (d >= -0x1p63 && d < 0x1p63))
+                                 : (v.to_int() >= INT32_MIN && v.to_int() <= INT32_MAX && d >= -0x1p31 && d < 0x1p31);
+  if (!whole || !fits) {
+    if (v.integral) fail(what, ": value ", v.i, " does not fit the input's ", dtype_name(want), " dtype");
+    fail(what, ": value ", d, " does not fit the input's ", dtype_name(want), " dtype");
+  }
 }
 
 }  // namespace
@@ -124,11 +139,9 @@ Array array_from_python(const nb::handle& obj, DType want, const std::string& wh
   for (int64_t f = 0; f < out.numel(); ++f) {
     int64_t offset = 0;
     for (size_t d = 0; d < arr.ndim(); ++d) offset += idx[d] * arr.stride(d);
-    double v = read_element(arr.data(), offset, arr.dtype(), what);
-    if (want == DType::I32 && (v != std::trunc(v) || v < -2147483648.0 || v > 2147483647.0)) {
-      fail(what, ": value ", v, " does not fit the input's i32 dtype");
-    }
-    out.set(f, v);
+    Scalar v = read_element(arr.data(), offset, arr.dtype(), what);
+    check_fits(v, want, what);
+    out.store(f, v);
     for (size_t d = arr.ndim(); d-- > 0;) {
       if (++idx[d] < static_cast<int64_t>(arr.shape(d))) break;
       idx[d] = 0;
@@ -147,6 +160,8 @@ nb::object array_to_python(const Array& a) {
     case DType::Bool: dtype = nb::dtype<bool>(); break;
     case DType::I8: dtype = nb::dtype<int8_t>(); break;
     case DType::U8: dtype = nb::dtype<uint8_t>(); break;
+    case DType::I64: dtype = nb::dtype<int64_t>(); break;
+    case DType::F64: dtype = nb::dtype<double>(); break;
     case DType::BF16: {  // numpy has no bfloat16: hand out float32 values
       Array f(DType::F32, a.shape());
       for (int64_t i = 0; i < a.numel(); ++i) f.set(i, a.get(i));

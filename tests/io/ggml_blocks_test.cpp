@@ -146,7 +146,7 @@ TEST(GgmlBlocks, TableSizesAndNames) {
   EXPECT_EQ(ggml_block_format(99), nullptr);
   EXPECT_EQ(ggml_type_label(14), "Q6_K (14)");
   EXPECT_EQ(ggml_type_label(99), "unknown (99)");
-  EXPECT_EQ(ggml_readable_types(), "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K");
+  EXPECT_EQ(ggml_readable_types(), "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F64 and I64");
   EXPECT_THROW(unpack_ggml_blocks(10, nullptr, {2, 256}), Error);
   EXPECT_THROW(unpack_ggml_blocks(12, nullptr, {2, 128}), Error);  // not whole super-blocks
   EXPECT_THROW(unpack_ggml_blocks(3, nullptr, {2, 33}), Error);

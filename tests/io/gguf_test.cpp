@@ -130,6 +130,25 @@ TEST(Gguf, ReadsMetadataTensorsAndShapes) {
   EXPECT_THROW(f.at("llama.block_count").as_string("b"), Error);
 }
 
+TEST(Gguf, ReadsI64AndF64TensorsAsThemselves) {
+  Writer w = sample();
+  std::vector<int64_t> longs{(int64_t{1} << 62) + 1, -3000000000LL};  // past 2^53 and past i32
+  std::vector<double> doubles{0.1, -1e300};
+  std::vector<unsigned char> lb(16), db(16);
+  std::memcpy(lb.data(), longs.data(), 16);
+  std::memcpy(db.data(), doubles.data(), 16);
+  w.tensor("l", {2}, 27, lb);
+  w.tensor("d", {2}, 28, db);
+  GgufFile f = GgufFile::open(write("wide.gguf", w.bytes()));
+  Array l = f.get("l"), d = f.get("d");
+  ASSERT_EQ(l.dtype(), DType::I64);
+  EXPECT_EQ(l.load(0).i, (int64_t{1} << 62) + 1);
+  EXPECT_EQ(l.load(1).i, -3000000000LL);
+  ASSERT_EQ(d.dtype(), DType::F64);
+  EXPECT_EQ(d.get(0), 0.1);
+  EXPECT_EQ(d.get(1), -1e300);
+}
+
 void expect_error(const std::vector<unsigned char>& bytes, const std::string& fragment) {
   try {
     GgufFile::open(write("bad.gguf", bytes));
@@ -156,7 +175,8 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
   Writer bogus;
   bogus.tensor("x", {32}, 99, {});
   expect_error(bogus.bytes(),
-               "tensor 'x' has unknown type 99; lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K");
+               "tensor 'x' has unknown type 99; lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
+               "Q6_K, F64 and I64");
   Writer odd;
   odd.tensor("x", {33}, 8, std::vector<unsigned char>(68));
   expect_error(odd.bytes(), "not a multiple");
@@ -186,7 +206,7 @@ TEST(Gguf, KnownUnreadableTypeIsIndexedAndNamedWhenLoaded) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 'blk.0.ffn_down.weight' has type Q2_K (10); lumen reads F32, F16, BF16, "
-                                         "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K"),
+                                         "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F64 and I64"),
               std::string::npos)
         << e.what();
   }

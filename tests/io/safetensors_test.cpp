@@ -26,13 +26,19 @@ std::vector<std::pair<std::string, Array>> sample_tensors() {
   for (int k = 0; k < 4; ++k) q.set(k, -100 + 60 * k);
   u.set(0, 200);
   u.set(1, 1);
-  return {{"w.f32", f}, {"w.f16", h}, {"w.bf16", b}, {"ids", i}, {"q", q}, {"bytes", u}, {"empty", Array(DType::F32, {0, 4})}};
+  Array l = Array::from_int64s({int64_t{1} << 62, -3000000000LL, (int64_t{1} << 53) + 1}, {3});
+  Array d = Array::from_doubles({0.1, -1e300}, {2});
+  return {{"w.f32", f}, {"w.f16", h},  {"w.bf16", b}, {"ids", i}, {"q", q}, {"bytes", u}, {"empty", Array(DType::F32, {0, 4})},
+          {"long", l},  {"double", d}};
 }
 
 void expect_same(const Array& a, const Array& b) {
   ASSERT_EQ(a.dtype(), b.dtype());
   ASSERT_EQ(a.shape(), b.shape());
-  for (int64_t k = 0; k < a.numel(); ++k) EXPECT_EQ(a.get(k), b.get(k)) << k;
+  for (int64_t k = 0; k < a.numel(); ++k) {
+    EXPECT_EQ(a.load(k).i, b.load(k).i) << k;  // int64 exactly
+    EXPECT_EQ(a.get(k), b.get(k)) << k;
+  }
 }
 
 TEST(Safetensors, RoundTripsEveryDtypeAndMetadata) {
@@ -168,17 +174,26 @@ TEST(Safetensors, MessagesEscapeFileBytes) {
         "dtype '\\x01X' is not supported");
 }
 
-TEST(Safetensors, I64ValuesOutsideI32AreRejected) {
+TEST(Safetensors, I64AndF64AreReadAsThemselves) {
   std::string path = temp_path("i64.safetensors");
-  std::string json = R"({"t": {"dtype": "I64", "shape": [2], "data_offsets": [0, 16]}})";
+  std::string json = R"({"t": {"dtype": "I64", "shape": [2], "data_offsets": [0, 16]},)"
+                     R"( "d": {"dtype": "F64", "shape": [1], "data_offsets": [16, 24]}})";
   std::vector<unsigned char> bytes(8);
   for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<unsigned char>(json.size() >> (8 * i));
   bytes.insert(bytes.end(), json.begin(), json.end());
-  int64_t values[2] = {5, int64_t{1} << 40};
-  bytes.resize(bytes.size() + 16);
+  int64_t values[2] = {5, (int64_t{1} << 62) + 1};  // past 2^53: exact only if never a double
+  double d = 0.1;
+  bytes.resize(bytes.size() + 24);
   std::memcpy(bytes.data() + 8 + json.size(), values, 16);
+  std::memcpy(bytes.data() + 8 + json.size() + 16, &d, 8);
   lumen::testing::write_bytes(path, bytes);
-  expect_error(path, "outside the i32 range");
+  SafetensorsFile f = SafetensorsFile::open(path);
+  Array t = f.get("t"), dd = f.get("d");
+  ASSERT_EQ(t.dtype(), DType::I64);
+  EXPECT_EQ(t.load(0).i, 5);
+  EXPECT_EQ(t.load(1).i, (int64_t{1} << 62) + 1);
+  ASSERT_EQ(dd.dtype(), DType::F64);
+  EXPECT_EQ(dd.get(0), 0.1);  // not rounded through f32
 }
 
 TEST(Safetensors, FuzzedFilesLoadOrRaise) {

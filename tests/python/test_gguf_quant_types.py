@@ -1,4 +1,4 @@
-"""GGUF legacy quant types beside Q4_0 / Q8_0: Q4_1, Q5_0 and Q5_1 stay
+"""GGUF legacy quant types beside Q4_0 / Q8_0: Q4_1, Q5_0, Q5_1, F64 and I64 stay
 quantized in memory and give the logits of the same model run on the file's
 weights dequantized by the `gguf` package (llama.cpp's reference); files that
 mix types as llama.cpp writes them load as they are; a truncated file and an
@@ -90,8 +90,8 @@ def test_unsupported_types_give_clear_errors(tmp_path):
     # the tensor still lies inside the data section, so the error is the type's.
     q2k = rewrite_tensor_type(f, tmp_path / "q2k.gguf", "blk.0.ffn_down.weight", 10)
     with pytest.raises(lumen.Error, match=r"tensor 'blk.0.ffn_down.weight' has type Q2_K \(10\); "
-                                          r"lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and "
-                                          r"Q6_K"):
+                                          r"lumen reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
+                                          r"Q6_K, F64 and I64"):
         lumen.models.Llama(str(q2k), capacity=16)
     bogus = rewrite_tensor_type(f, tmp_path / "bogus.gguf", "blk.0.ffn_down.weight", 99)
     with pytest.raises(lumen.Error, match=r"tensor 'blk.0.ffn_down.weight' has unknown type 99; lumen reads F32"):

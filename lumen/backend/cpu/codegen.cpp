@@ -31,8 +31,37 @@ const char* storage_type(DType d) {
     case DType::Bool: return "uint8_t";
     case DType::I8: return "int8_t";
     case DType::U8: return "uint8_t";
+    case DType::I64: return "int64_t";
+    case DType::F64: return "double";
   }
   return "?";
+}
+
+// Whether any buffer, accumulator or value of the kernel is 8 bytes wide.
+bool value_is_wide(const Value& v) {
+  if (is_wide(v->dtype)) return true;
+  for (const Value& a : v->args) {
+    if (value_is_wide(a)) return true;
+  }
+  return false;
+}
+
+// (A gather index bound by a Bind is read outside any lane region, in scalar
+// code: an i64 index alone keeps the kernel's SIMD.)
+bool block_is_wide(const Block& block) {
+  for (const Stmt& s : block) {
+    if (s.kind == StmtKind::AccInit && is_wide(s.dtype)) return true;
+    if (s.value && s.kind != StmtKind::Bind && value_is_wide(s.value)) return true;
+    if (s.kind == StmtKind::Loop && block_is_wide(s.body)) return true;
+  }
+  return false;
+}
+
+bool kernel_is_wide(const Kernel& k) {
+  for (const BufferArg& b : k.buffers) {
+    if (b.output && is_wide(b.dtype)) return true;
+  }
+  return block_is_wide(k.body);
 }
 
 bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
@@ -60,6 +89,8 @@ const char* value_type(DType d) {
     case DType::I8:
     case DType::U8: return "int32_t";
     case DType::Bool: return "bool";
+    case DType::I64: return "int64_t";
+    case DType::F64: return "double";
   }
   return "?";
 }
@@ -72,14 +103,20 @@ std::string c_identifier(const std::string& name) {
 
 std::string number_literal(double v, DType d) {
   if (d == DType::Bool) return v != 0 ? "true" : "false";
+  if (d == DType::I64) {
+    int64_t i = saturate_to_i64(v);
+    if (i == INT64_MIN) return "(-9223372036854775807LL - 1)";
+    return "(int64_t)" + std::to_string(i) + "LL";
+  }
   if (!is_float(d)) return "(int32_t)" + std::to_string(static_cast<int64_t>(saturate_to(d, v)));
   double r = round_to_dtype(v, d);
   if (std::isnan(r)) return "NAN";
   if (std::isinf(r)) return r > 0 ? "INFINITY" : "-INFINITY";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9gf", r);
+  std::snprintf(buf, sizeof buf, d == DType::F64 ? "%.17g " : "%.9gf", r);  // the space stands in for no suffix
   std::string s = buf;
   if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - 1, ".0");
+  if (d == DType::F64) s.pop_back();
   return s;
 }
 
@@ -87,13 +124,16 @@ std::string accumulator_identity(DType d, Combine c) {
   if (c == Combine::Sum) return number_literal(0, d);
   if (is_float(d)) return "-INFINITY";
   if (d == DType::I32) return "(-2147483647 - 1)";
+  if (d == DType::I64) return "(-9223372036854775807LL - 1)";
   return "false";
 }
 
 std::string combine_expr(const std::string& acc, const std::string& v, DType d, Combine c) {
   if (c == Combine::Sum) return d == DType::Bool ? acc + " | " + v : acc + " + " + v;
+  if (d == DType::F64) return "lumen_maxd(" + acc + ", " + v + ")";
   if (is_float(d)) return "lumen_maxf(" + acc + ", " + v + ")";
   if (d == DType::Bool) return acc + " | " + v;
+  if (d == DType::I64) return "lumen_maxl(" + acc + ", " + v + ")";
   return "lumen_maxi(" + acc + ", " + v + ")";
 }
 
@@ -146,7 +186,8 @@ std::string ExprPrinter::print(const Expr& e) const {
 
 // ---- the kernel --------------------------------------------------------------------------
 
-KernelWriter::KernelWriter(const Kernel& k, int simd_lanes) : kernel_(k), printer_(k.dims), simd_(simd_lanes) {}
+KernelWriter::KernelWriter(const Kernel& k, int simd_lanes)
+    : kernel_(k), printer_(k.dims), simd_(simd_lanes), wide_(kernel_is_wide(k)) {}
 
 std::string KernelWriter::render() {
   std::ostringstream& out = out_;
@@ -220,7 +261,7 @@ std::vector<Combo> KernelWriter::combos(const LaneState& lanes) const {
 bool KernelWriter::lane_region_supported(const Stmt& loop) const {
   int64_t combos = 1;
   std::vector<Expr> lane_vars;
-  bool ok = true, simple_simd = loop.loop == LoopKind::Vector && loop.extent.is_const(simd_);
+  bool ok = true, simple_simd = !wide_ && loop.loop == LoopKind::Vector && loop.extent.is_const(simd_);
   std::vector<int> declared;
   std::function<void(const Stmt&)> visit = [&](const Stmt& s) {
     if (s.kind == StmtKind::Loop) {
@@ -228,7 +269,7 @@ bool KernelWriter::lane_region_supported(const Stmt& loop) const {
         lane_vars.push_back(s.var);
         if (!s.extent.is_const()) ok = false;
         int64_t e = s.extent.is_const() ? s.extent.value() : 1;
-        combos *= (s.loop == LoopKind::Vector && e % simd_ == 0) ? e / simd_ : e;
+        combos *= (!wide_ && s.loop == LoopKind::Vector && e % simd_ == 0) ? e / simd_ : e;
         if (&s != &loop) simple_simd = false;
       } else {
         for (const Expr& v : expr_vars(s.extent)) {
@@ -252,6 +293,7 @@ bool KernelWriter::lane_region_supported(const Stmt& loop) const {
 // and updated inside a plain SIMD loop (reduce lanes) keeps one partial result
 // per SIMD lane.
 void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt& init) {
+  if (wide_) return;  // no SIMD lanes in a wide kernel
   for (size_t i = from; i < block.size(); ++i) {
     walk({block[i]}, [&](const Stmt& s) {
       if (s.kind != StmtKind::Loop || s.loop != LoopKind::Vector || !s.extent.is_const(simd_)) return;
@@ -321,7 +363,7 @@ void KernelWriter::write_loop(const Stmt& s, int depth, LaneState& lanes, bool t
   if (is_lane(s.loop) && (lanes.active() || lane_region_supported(s))) {
     LaneState inner = lanes;
     int64_t extent = s.extent.value();
-    bool simd = s.loop == LoopKind::Vector && !inner.vl.defined() && extent % simd_ == 0;
+    bool simd = !wide_ && s.loop == LoopKind::Vector && !inner.vl.defined() && extent % simd_ == 0;
     if (simd) {
       uses_vectors_ = true;
       std::string base = c_identifier(s.var.name());

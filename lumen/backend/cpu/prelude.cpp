@@ -47,23 +47,33 @@ inline int64_t lumen_max(int64_t a, int64_t b) { return a > b ? a : b; }
 // NaN-propagating maximum, as the interpreter's MaxReduce.
 inline float lumen_maxf(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 inline int32_t lumen_maxi(int32_t a, int32_t b) { return a > b ? a : b; }
+inline double lumen_maxd(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+inline int64_t lumen_maxl(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // Truncated remainder for integers; x mod 0 is 0 (never a trap).
 inline int32_t lumen_imod(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+inline int64_t lumen_lmod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
 
-// float -> i32: truncate toward zero, saturate, NaN -> 0.
-inline int32_t lumen_f2i(float x) {
+// float or double -> i32: truncate toward zero, saturate, NaN -> 0.
+inline int32_t lumen_f2i(double x) {
   if (x != x) return 0;
-  if (x >= 2147483647.0f) return 2147483647;
-  if (x <= -2147483648.0f) return (-2147483647 - 1);
+  if (x >= 2147483647.0) return 2147483647;
+  if (x <= -2147483648.0) return (-2147483647 - 1);
   return (int32_t)x;
+}
+// float or double -> i64, the same way.
+inline int64_t lumen_f2l(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0) return 9223372036854775807LL;
+  if (x <= -9223372036854775808.0) return (-9223372036854775807LL - 1);
+  return (int64_t)x;
 }
 
 // Saturating conversions to the 8-bit storage types (truncate; NaN -> 0).
-inline int32_t lumen_sat_i8(int32_t x) { return x < -128 ? -128 : x > 127 ? 127 : x; }
-inline int32_t lumen_sat_u8(int32_t x) { return x < 0 ? 0 : x > 255 ? 255 : x; }
-inline int32_t lumen_sat_i8f(float x) { return x != x ? 0 : x <= -128.0f ? -128 : x >= 127.0f ? 127 : (int32_t)x; }
-inline int32_t lumen_sat_u8f(float x) { return x != x ? 0 : x <= 0.0f ? 0 : x >= 255.0f ? 255 : (int32_t)x; }
+inline int32_t lumen_sat_i8(int64_t x) { return x < -128 ? -128 : x > 127 ? 127 : (int32_t)x; }
+inline int32_t lumen_sat_u8(int64_t x) { return x < 0 ? 0 : x > 255 ? 255 : (int32_t)x; }
+inline int32_t lumen_sat_i8f(double x) { return x != x ? 0 : x <= -128.0 ? -128 : x >= 127.0 ? 127 : (int32_t)x; }
+inline int32_t lumen_sat_u8f(double x) { return x != x ? 0 : x <= 0.0 ? 0 : x >= 255.0 ? 255 : (int32_t)x; }
 
 inline uint32_t lumen_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 inline float lumen_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

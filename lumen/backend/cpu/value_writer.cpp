@@ -23,17 +23,33 @@ std::string round_to(const std::string& expr, DType d) {
   return expr;
 }
 
+// Casts as the interpreter's convert_to: floats to integers truncate and
+// saturate, integers narrow to i32 by wrapping, to 8 bits by saturating.
 std::string scalar_cast(const std::string& a, DType from, DType to) {
   bool ff = is_float(from), ft = is_float(to);
   if (to == DType::Bool) return ff ? "(" + a + " != 0.0f)" : "(" + a + " != 0)";
+  if (to == DType::F64) return from == DType::Bool ? "(" + a + " ? 1.0 : 0.0)" : "(double)" + a;
   if (ft) {
-    std::string f = from == DType::Bool ? "(" + a + " ? 1.0f : 0.0f)" : ff ? a : "(float)" + a;
+    std::string f = from == DType::Bool ? "(" + a + " ? 1.0f : 0.0f)" : (ff && from != DType::F64) ? a : "(float)" + a;
     return round_to(f, to);
   }
   if (to == DType::I8) return (ff ? "lumen_sat_i8f(" : "lumen_sat_i8(") + a + ")";
   if (to == DType::U8) return (ff ? "lumen_sat_u8f(" : "lumen_sat_u8(") + a + ")";
+  if (to == DType::I64) return ff ? "lumen_f2l(" + a + ")" : "(int64_t)" + a;
   if (ff) return "lumen_f2i(" + a + ")";
   return "(int32_t)" + a;
+}
+
+// The C name of a unary primitive for a value held as float or as double.
+std::string unary_call(Op op, const std::string& a, bool wide) {
+  const char* f = wide ? "" : "f";
+  switch (op) {
+    case Op::Log2: return std::string("log2") + f + "(" + a + ")";
+    case Op::Exp2: return std::string("exp2") + f + "(" + a + ")";
+    case Op::Sin: return std::string("sin") + f + "(" + a + ")";
+    case Op::Sqrt: return std::string("sqrt") + f + "(" + a + ")";
+    default: return std::string(wide ? "(1.0 / " : "(1.0f / ") + a + ")";
+  }
 }
 
 // Structural equality of two values (operands compared recursively).
@@ -159,7 +175,11 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
     }
     case ValueKind::Index: {
       std::string i = printer_.print(subst(v->index, combo));
-      expr = v->dtype == DType::Bool ? "(" + i + " != 0)" : is_float(v->dtype) ? round_to("(float)" + i, v->dtype) : "(int32_t)" + i;
+      expr = v->dtype == DType::Bool  ? "(" + i + " != 0)"
+             : v->dtype == DType::F64 ? "(double)" + i
+             : is_float(v->dtype)     ? round_to("(float)" + i, v->dtype)
+             : v->dtype == DType::I64 ? "(int64_t)" + i
+                                      : "(int32_t)" + i;
       break;
     }
     case ValueKind::Load: {
@@ -173,15 +193,7 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
       break;
     }
     case ValueKind::Unary: {
-      std::string a = arg(0);
-      switch (v->op) {
-        case Op::Log2: expr = "log2f(" + a + ")"; break;
-        case Op::Exp2: expr = "exp2f(" + a + ")"; break;
-        case Op::Sin: expr = "sinf(" + a + ")"; break;
-        case Op::Sqrt: expr = "sqrtf(" + a + ")"; break;
-        default: expr = "(1.0f / " + a + ")"; break;
-      }
-      expr = round_to(expr, v->dtype);
+      expr = round_to(unary_call(v->op, arg(0), v->dtype == DType::F64), v->dtype);
       break;
     }
     case ValueKind::Binary: {
@@ -190,7 +202,12 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
       switch (v->op) {
         case Op::Add: expr = d == DType::Bool ? "(" + a + " | " + b + ")" : round_to("(" + a + " + " + b + ")", d); break;
         case Op::Mul: expr = d == DType::Bool ? "(" + a + " & " + b + ")" : round_to("(" + a + " * " + b + ")", d); break;
-        case Op::Mod: expr = is_float(d) ? round_to("fmodf(" + a + ", " + b + ")", d) : "lumen_imod(" + a + ", " + b + ")"; break;
+        case Op::Mod:
+          expr = d == DType::F64   ? "fmod(" + a + ", " + b + ")"
+                 : is_float(d)     ? round_to("fmodf(" + a + ", " + b + ")", d)
+                 : d == DType::I64 ? "lumen_lmod(" + a + ", " + b + ")"
+                                   : "lumen_imod(" + a + ", " + b + ")";
+          break;
         default: expr = "(" + a + " < " + b + ")"; break;
       }
       break;
@@ -199,8 +216,10 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
     case ValueKind::Select: expr = "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")"; break;
     case ValueKind::Max: {
       std::string a = arg(0), b = arg(1);
-      expr = is_float(v->dtype)          ? "lumen_maxf(" + a + ", " + b + ")"
+      expr = v->dtype == DType::F64   ? "lumen_maxd(" + a + ", " + b + ")"
+             : is_float(v->dtype)     ? "lumen_maxf(" + a + ", " + b + ")"
              : v->dtype == DType::Bool ? "(" + a + " | " + b + ")"
+             : v->dtype == DType::I64  ? "lumen_maxl(" + a + ", " + b + ")"
                                        : "lumen_maxi(" + a + ", " + b + ")";
       break;
     }

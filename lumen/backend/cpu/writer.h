@@ -95,6 +95,9 @@ class KernelWriter {
   std::string rows_ahead(int buffer, const Expr& index, const Combo& combo, const Expr& row) const;
   ExprPrinter printer_;
   int simd_;
+  // A kernel with a 64-bit (I64/F64) value is written without SIMD lanes:
+  // the vector helpers are 32-bit. Its lane loops become unrolled scalars.
+  bool wide_ = false;
   std::ostringstream out_;
   int counter_ = 0;
   bool uses_vectors_ = false;

@@ -20,6 +20,9 @@ Dims concrete(const Shape& shape, const Bindings& b) {
   return dims;
 }
 
+// What a view reads where it is padding.
+Scalar zero_of(DType dtype) { return is_float(dtype) ? Scalar::of_float(0.0) : Scalar::of_int(0); }
+
 int64_t numel(const Dims& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n = checked_mul(n, d);
@@ -55,28 +58,28 @@ class Evaluator {
     std::vector<EdgeReader> readers;
     for (const Edge& e : n.inputs) readers.emplace_back(e.view, bindings_);
     auto in = [&](size_t k) -> const Array& { return values_[static_cast<size_t>(n.inputs[k].node)]; };
-    auto read = [&](size_t k, const int64_t* idx) -> double {
+    auto read = [&](size_t k, const int64_t* idx) -> Scalar {
       int64_t pos = readers[k].source(idx);
-      return pos < 0 ? 0.0 : in(k).get(pos);
+      return pos < 0 ? zero_of(in(k).dtype()) : in(k).load(pos);
     };
 
     if (n.op == Op::Constant) {
       if (!n.pattern.defined()) {
-        for (int64_t f = 0; f < out.numel(); ++f) out.set(f, n.number);
+        for (int64_t f = 0; f < out.numel(); ++f) out.store(f, Scalar::of_float(n.number));
       } else {
         std::vector<std::string> slots;
         for (size_t d = 0; d < dims.size(); ++d) slots.push_back("i" + std::to_string(d));
         ExprProgram program(n.pattern, slots, bindings_);
-        for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.set(f, static_cast<double>(program.run(idx))); });
+        for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.store(f, Scalar::of_int(program.run(idx))); });
       }
     } else if (n.op == Op::Cast || n.op == Op::Contiguous) {
-      for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.set(f, read(0, idx)); });
+      for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.store(f, read(0, idx)); });
     } else if (is_unary(n.op)) {
-      for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.set(f, apply_unary(n.op, read(0, idx))); });
+      for_each_index(dims, [&](int64_t f, const int64_t* idx) { out.store(f, apply_unary(n.op, read(0, idx))); });
     } else if (is_binary(n.op)) {
       DType operand = graph_.node(n.inputs[0].node).dtype;
       for_each_index(dims, [&](int64_t f, const int64_t* idx) {
-        out.set(f, apply_binary(n.op, operand, read(0, idx), read(1, idx)));
+        out.store(f, apply_binary(n.op, operand, read(0, idx), read(1, idx)));
       });
     } else if (is_reduce(n.op)) {
       evaluate_reduce(n, dims, readers[0], in(0), out);
@@ -96,7 +99,7 @@ class Evaluator {
     const Array& src = values_[static_cast<size_t>(e.node)];
     for_each_index(dims, [&](int64_t f, const int64_t* idx) {
       int64_t pos = reader.source(idx);
-      out.set(f, pos < 0 ? 0.0 : src.get(pos));
+      out.store(f, pos < 0 ? zero_of(src.dtype()) : src.load(pos));
     });
     return out;
   }
@@ -111,13 +114,13 @@ class Evaluator {
     Dims in_idx(dims.size() + 1);
     for_each_index(dims, [&](int64_t f, const int64_t* idx) {
       for (size_t d = 0, s = 0; d < in_idx.size(); ++d) in_idx[d] = d == axis ? 0 : idx[s++];
-      double acc = reduce_identity(n.op, dtype);
+      Scalar acc = reduce_identity(n.op, dtype);
       for (int64_t k = 0; k < extent; ++k) {
         in_idx[axis] = k;
         int64_t pos = reader.source(in_idx.data());
-        acc = reduce_step(n.op, dtype, acc, pos < 0 ? 0.0 : src.get(pos));
+        acc = reduce_step(n.op, dtype, acc, pos < 0 ? zero_of(src.dtype()) : src.load(pos));
       }
-      out.set(f, acc);
+      out.store(f, acc);
     });
   }
 
@@ -131,7 +134,7 @@ class Evaluator {
     for_each_index(dims, [&](int64_t f, const int64_t* idx) {
       for (size_t k = 0; k < index_rank; ++k) index_idx[k] = idx[axis + k];
       int64_t ipos = readers[1].source(index_idx.data());
-      auto j = static_cast<int64_t>(ipos < 0 ? 0.0 : indices.get(ipos));
+      int64_t j = ipos < 0 ? 0 : indices.load(ipos).to_int();
       if (j < 0 || j >= size) {
         fail("gather: index ", j, " is out of range for axis ", axis, " of size ", size, " (data shape ",
              to_string(n.inputs[0].view.shape()), "); indices must be in [0, ", size, ")");
@@ -140,7 +143,7 @@ class Evaluator {
       data_idx[axis] = j;
       for (size_t d = axis + 1; d < data_rank; ++d) data_idx[d] = idx[d - 1 + index_rank];
       int64_t pos = readers[0].source(data_idx.data());
-      out.set(f, pos < 0 ? 0.0 : data.get(pos));
+      out.store(f, pos < 0 ? zero_of(data.dtype()) : data.load(pos));
     });
   }
 

@@ -45,34 +45,34 @@ EdgeReader& PointEvaluator::reader(const Node& consumer, size_t input) {
   return *it->second;
 }
 
-double PointEvaluator::value(NodeId n, const std::vector<int64_t>& idx) {
+Scalar PointEvaluator::value(NodeId n, const std::vector<int64_t>& idx) {
   int64_t flat = flat_of(idx, dims(n));
   auto buffer = buffers_.find(n);
-  if (buffer != buffers_.end()) return buffer->second->get(flat);
+  if (buffer != buffers_.end()) return buffer->second->load(flat);
   auto& memo = memo_[n];
   auto it = memo.find(flat);
   if (it != memo.end()) return it->second;
-  double v = store_as(graph_.node(n).dtype, compute(n, idx));
+  Scalar v = store_as(graph_.node(n).dtype, compute(n, idx));
   memo[flat] = v;
   return v;
 }
 
-double PointEvaluator::edge_value(const Node& consumer, size_t input, const std::vector<int64_t>& idx) {
+Scalar PointEvaluator::edge_value(const Node& consumer, size_t input, const std::vector<int64_t>& idx) {
   int64_t pos = reader(consumer, input).source(idx.data());
-  if (pos < 0) return 0.0;  // padding
   NodeId producer = consumer.inputs[input].node;
+  if (pos < 0) return is_float(graph_.node(producer).dtype) ? Scalar::of_float(0.0) : Scalar::of_int(0);  // padding
   return value(producer, unravel(pos, dims(producer)));
 }
 
-double PointEvaluator::compute(NodeId id, const std::vector<int64_t>& idx) {
+Scalar PointEvaluator::compute(NodeId id, const std::vector<int64_t>& idx) {
   const Node& n = graph_.node(id);
   switch (n.op) {
     case Op::Input: fail("reference: input '", n.name, "' has no buffer");
     case Op::Constant: {
-      if (!n.pattern.defined()) return n.number;
+      if (!n.pattern.defined()) return Scalar::of_float(n.number);
       Bindings b = bindings_;
       for (size_t d = 0; d < idx.size(); ++d) b["i" + std::to_string(d)] = idx[d];
-      return static_cast<double>(evaluate(n.pattern, b));
+      return Scalar::of_int(evaluate(n.pattern, b));
     }
     case Op::Cast:
     case Op::Contiguous: return edge_value(n, 0, idx);
@@ -82,7 +82,7 @@ double PointEvaluator::compute(NodeId id, const std::vector<int64_t>& idx) {
       int64_t extent = evaluate(n.inputs[0].view.shape()[axis], bindings_);
       std::vector<int64_t> in(idx);
       in.insert(in.begin() + static_cast<long>(axis), 0);
-      double acc = reduce_identity(n.op, n.dtype);
+      Scalar acc = reduce_identity(n.op, n.dtype);
       for (int64_t k = 0; k < extent; ++k) {
         in[axis] = k;
         acc = reduce_step(n.op, n.dtype, acc, edge_value(n, 0, in));
@@ -93,7 +93,7 @@ double PointEvaluator::compute(NodeId id, const std::vector<int64_t>& idx) {
       auto axis = static_cast<size_t>(n.axis);
       size_t k = n.inputs[1].view.rank();
       std::vector<int64_t> index_idx(idx.begin() + static_cast<long>(axis), idx.begin() + static_cast<long>(axis + k));
-      auto j = static_cast<int64_t>(edge_value(n, 1, index_idx));
+      int64_t j = edge_value(n, 1, index_idx).to_int();
       int64_t size = evaluate(n.inputs[0].view.shape()[axis], bindings_);
       if (j < 0 || j >= size) fail("gather: index ", j, " is out of range for axis ", axis, " of size ", size);
       std::vector<int64_t> data_idx(idx.begin(), idx.begin() + static_cast<long>(axis));

@@ -21,11 +21,11 @@ class PointEvaluator {
  public:
   PointEvaluator(const Graph& graph, std::map<NodeId, const Array*> buffers, Bindings bindings);
   // The value of node `n` at `idx` (one index per dim of its shape).
-  double value(NodeId n, const std::vector<int64_t>& idx);
+  Scalar value(NodeId n, const std::vector<int64_t>& idx);
 
  private:
-  double edge_value(const Node& consumer, size_t input, const std::vector<int64_t>& idx);
-  double compute(NodeId n, const std::vector<int64_t>& idx);
+  Scalar edge_value(const Node& consumer, size_t input, const std::vector<int64_t>& idx);
+  Scalar compute(NodeId n, const std::vector<int64_t>& idx);
   const std::vector<int64_t>& dims(NodeId n);
   EdgeReader& reader(const Node& consumer, size_t input);
 
@@ -34,7 +34,7 @@ class PointEvaluator {
   Bindings bindings_;
   std::unordered_map<NodeId, std::vector<int64_t>> dims_;
   std::map<std::pair<const Node*, size_t>, std::unique_ptr<EdgeReader>> readers_;
-  std::unordered_map<NodeId, std::unordered_map<int64_t, double>> memo_;
+  std::unordered_map<NodeId, std::unordered_map<int64_t, Scalar>> memo_;
 };
 
 }  // namespace lumen::interp
