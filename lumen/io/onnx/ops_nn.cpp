@@ -253,7 +253,9 @@ std::vector<Value> lp_norm(NodeContext& n) {
   int64_t p = n.attr_int("p", 2);
   if (p != 1 && p != 2) n.unsupported_attribute("p", "must be 1 or 2");
   Tensor norm = p == 1 ? ops::sum(ops::abs(x), {axis}, true) : ops::sqrt(ops::sum(ops::mul(x, x), {axis}, true));
-  return {same_type(n, ops::div(x, norm))};
+  // A zero norm gives 0 (as the reference), not NaN.
+  Tensor zero = ops::eq(norm, norm.scalar(0));
+  return {same_type(n, ops::where(zero, ops::zeros_like(x), ops::div(x, ops::where(zero, ops::ones_like(norm), norm))))};
 }
 
 std::vector<Value> mean_variance_norm(NodeContext& n) {

@@ -48,6 +48,7 @@ Value Value::of_host(std::shared_ptr<const HostTensor> data) {
     } else {
       for (int64_t k = 0; k < n; ++k) v.ints.push_back(Expr(data->integer(k)));
     }
+    return v;  // small: the elements are the value
   }
   v.host = std::move(data);
   return v;
