@@ -11,8 +11,10 @@ namespace lumen::python {
 
 namespace {
 
-onnx::LoadOptions load_options(nb::handle fixed_inputs) {
+onnx::LoadOptions load_options(nb::handle fixed_inputs, nb::handle graph = nb::none(), const std::string& prefix = "") {
   onnx::LoadOptions o;
+  if (!graph.is_none()) o.graph = nb::cast<PyGraph&>(graph).graph;
+  o.prefix = prefix;
   if (fixed_inputs.is_none()) return o;
   for (auto [name, value] : nb::cast<nb::dict>(fixed_inputs)) {
     nb::object np = nb::module_::import_("numpy");
@@ -45,6 +47,14 @@ void bind_onnx(nb::module_& m) {
         for (const auto& w : mo.weights) names.push_back(w.first);
         return names;
       })
+      .def("set_weights",
+           [](const onnx::Model& mo, Program& p) {
+             auto held = p.lock();
+             for (const auto& [name, data] : mo.weights) {
+               if (p.graph().find_input(name) >= 0) p.set(name, data);
+             }
+           },
+           nb::arg("program"), "Sets the model's weights on a program compiled from a graph holding it.")
       .def("compile",
            [](const onnx::Model& mo, const std::string& backend, double budget, bool tuning_cache) {
              CompileOptions c;
@@ -61,10 +71,12 @@ void bind_onnx(nb::module_& m) {
         "Reads a .onnx file (external data beside it). fixed_inputs: {name: array} for graph inputs the model "
         "uses as shapes or axes, fixed at import.");
   o.def("load_bytes",
-        [](nb::bytes data, nb::handle fixed) {
-          return registered(onnx::load_bytes(std::string(data.c_str(), data.size()), load_options(fixed)));
+        [](nb::bytes data, nb::handle fixed, nb::handle graph, const std::string& prefix) {
+          return registered(onnx::load_bytes(std::string(data.c_str(), data.size()), load_options(fixed, graph, prefix)));
         },
-        nb::arg("data"), nb::arg("fixed_inputs") = nb::none(), "As load, from the bytes of a model (no external data).");
+        nb::arg("data"), nb::arg("fixed_inputs") = nb::none(), nb::arg("graph") = nb::none(), nb::arg("prefix") = "",
+        "As load, from the bytes of a model (no external data). With `graph` (a lumen.Graph), the model is added "
+        "to it, its names prefixed by `prefix`, so several models compile together: lumen.compile(graph).");
 }
 
 }  // namespace lumen::python

@@ -99,46 +99,115 @@ def _data_sets(case):
     return out
 
 
-def run_case(case, backend):
-    """(outcome, reason) for one case on one backend ("interp" or "cpu")."""
+class _Loaded:
+    """A case imported into a (possibly shared) graph, ready to run."""
+
+    def __init__(self, case, model, names, fixed, data_sets, prefix):
+        self.case, self.model, self.names, self.fixed, self.data_sets = case, model, names, fixed, data_sets
+        self.prefix = prefix
+
+
+def _load(case, graph=None, prefix=""):
+    """A _Loaded, or (outcome, reason) when the case cannot be imported."""
     infos = _model_inputs(case)
     data_sets = _data_sets(case)
     for inputs, outputs in data_sets:
         if any(x is None for x in inputs + outputs):
             return "unsupported", "sequence or optional values (lumen reads tensors only)"
     data = case.model.SerializeToString()
-    first = dict(zip([i.name for i in infos], data_sets[0][0]))
+    names = [i.name for i in infos]
+    first = dict(zip(names, data_sets[0][0]))
     fixed = None
     try:
-        model = lumen.onnx.load_bytes(data)
+        model = lumen.onnx.load_bytes(data, graph=graph, prefix=prefix)
     except lumen.Error as e:
         if "must be known when the model is loaded" not in str(e):
             return "unsupported", _first_line(e)
         # Shapes / axes fed as graph inputs: fix the integer inputs at import.
         fixed = {k: v for k, v in first.items() if v.dtype.kind in "iub"}
+        prefix += "fixed_"  # the failed attempt may have left inputs named with `prefix` in the graph
         try:
-            model = lumen.onnx.load_bytes(data, fixed_inputs=fixed)
+            model = lumen.onnx.load_bytes(data, fixed_inputs=fixed, graph=graph, prefix=prefix)
         except lumen.Error as e2:
             return "unsupported", _first_line(e2)
-    try:
-        program = model.compile(backend=backend, tuning_cache=False)
-    except lumen.Error as e:
-        return "failed", "compile: " + _first_line(e)
-    for inputs, outputs in data_sets:
-        named = dict(zip([i.name for i in infos], inputs))
+    for inputs, _ in data_sets:
+        named = dict(zip(names, inputs))
         if fixed is not None and any(not np.array_equal(named[k], v) for k, v in fixed.items()):
             return "unsupported", "a data set changes an input fixed at import"
+    return _Loaded(case, model, names, fixed, data_sets, prefix)
+
+
+def _feed(loaded, data_set):
+    prefix = loaded.prefix
+    inputs = dict(zip(loaded.names, loaded.data_sets[data_set][0]))
+    return {prefix + k: v for k, v in inputs.items() if prefix + k in loaded.model.inputs}
+
+
+def _check(loaded, results, data_set):
+    """None when the data set's outputs match, else the problem."""
+    outputs = loaded.data_sets[data_set][1]
+    if len(results) != len(outputs):
+        return f"{len(results)} outputs, expected {len(outputs)}"
+    for actual, expected in zip(results, outputs):
+        problem = _compare(actual, expected, loaded.case)
+        if problem:
+            return problem
+    return None
+
+
+def run_case(case, backend):
+    """(outcome, reason) for one case on one backend ("interp" or "cpu")."""
+    loaded = _load(case)
+    if not isinstance(loaded, _Loaded):
+        return loaded
+    try:
+        program = loaded.model.compile(backend=backend, tuning_cache=False)
+    except lumen.Error as e:
+        return "failed", "compile: " + _first_line(e)
+    for k in range(len(loaded.data_sets)):
         try:
-            feed = {k: v for k, v in named.items() if k in model.inputs}
-            result = program(**feed)
+            result = program(**_feed(loaded, k))
         except lumen.Error as e:
             return "failed", "run: " + _first_line(e)
-        if not isinstance(result, tuple):
-            result = (result,)
-        if len(result) != len(outputs):
-            return "failed", f"{len(result)} outputs, expected {len(outputs)}"
-        for actual, expected in zip(result, outputs):
-            problem = _compare(actual, expected, case)
-            if problem:
-                return "failed", problem
+        problem = _check(loaded, result if isinstance(result, tuple) else (result,), k)
+        if problem:
+            return "failed", problem
     return "passed", ""
+
+
+def run_batch(batch, backend):
+    """{name: (outcome, reason)} for several cases compiled as one program (one
+    compiler run instead of one per case); cases are rerun one by one when the
+    shared program cannot be compiled or run."""
+    graph = lumen.Graph()
+    results, loaded = {}, {}
+    for k, case in enumerate(batch):
+        prefix = f"c{k}_"
+        got = _load(case, graph=graph, prefix=prefix)
+        if isinstance(got, _Loaded):
+            loaded[case.name] = (prefix, got)
+        else:
+            results[case.name] = got
+    if not loaded:
+        return results
+    try:
+        program = lumen.compile(graph, backend=backend, tuning_cache=False)
+        for prefix, got in loaded.values():
+            got.model.set_weights(program)
+        problems = {}
+        for k in range(max(len(got.data_sets) for _, got in loaded.values())):
+            for prefix, got in loaded.values():
+                for name, value in _feed(got, min(k, len(got.data_sets) - 1)).items():
+                    program.set(name, value)
+            program.run()
+            for name, (prefix, got) in loaded.items():
+                if k < len(got.data_sets) and name not in problems:
+                    problem = _check(got, [program.get(o) for o in got.model.outputs], k)
+                    if problem:
+                        problems[name] = problem
+        for name in loaded:
+            results[name] = ("failed", problems[name]) if name in problems else ("passed", "")
+    except lumen.Error:
+        for name, (_, got) in loaded.items():
+            results[name] = run_case(got.case, backend)
+    return results

@@ -40,8 +40,9 @@ Value& Importer::lookup(const std::string& name, const std::string& where) {
 }
 
 Tensor Importer::parameter(const std::string& base, const Array& data) {
-  std::string name = base.empty() ? "onnx_constant" : base;
-  while (graph().find_input(name) >= 0) name = base + "_" + std::to_string(++constants_);
+  std::string stem = options_.prefix + (base.empty() ? "onnx_constant" : base);
+  std::string name = stem;
+  while (graph().find_input(name) >= 0) name = stem + "_" + std::to_string(++constants_);
   Shape shape(data.shape().begin(), data.shape().end());
   Tensor t = graph().parameter(name, shape, data.dtype());
   model_.weights.emplace_back(name, data);
@@ -113,14 +114,14 @@ void Importer::add_input(const ::onnx::ValueInfoProto& info) {
       shape.push_back(Expr(d.dim_value()));
     } else {
       std::string dim = d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : name + "_dim" + std::to_string(k);
-      shape.push_back(graph().dim(dim));
+      shape.push_back(graph().dim(options_.prefix + dim));
     }
     ++k;
   }
-  Value v = Value::of(graph().input(name, shape, dtype), tt.elem_type());
+  Value v = Value::of(graph().input(options_.prefix + name, shape, dtype), tt.elem_type());
   v.name = name;
   scopes_.back()[name] = v;
-  model_.inputs.push_back(name);
+  model_.inputs.push_back(options_.prefix + name);
 }
 
 void Importer::import_node(const ::onnx::NodeProto& node) {
@@ -157,8 +158,8 @@ void Importer::import_main(const ::onnx::GraphProto& g) {
   for (const auto& out : g.output()) {
     Value& v = lookup(out.name(), "graph output");
     Tensor t = tensor(v, "graph output '" + escape_bytes(out.name()) + "'");
-    graph().mark_output(t, out.name());
-    model_.outputs.push_back(out.name());
+    graph().mark_output(t, options_.prefix + out.name());
+    model_.outputs.push_back(options_.prefix + out.name());
   }
 }
 

@@ -38,7 +38,7 @@ Model import(const std::string& bytes, const LoadOptions& options, const std::st
   }
   if (!proto.has_graph()) fail("onnx: ", origin, " has no graph");
   Model model;
-  model.graph = std::make_shared<Graph>();
+  model.graph = options.graph ? options.graph : std::make_shared<Graph>();
   model.opset = default_opset(proto, origin);
   model.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
   if (proto.functions_size() > 0) fail("onnx: ", origin, ": model-local functions are not supported");

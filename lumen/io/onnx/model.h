@@ -26,12 +26,17 @@ struct LoadOptions {
   // (e.g. Reshape's `shape` fed as an input): they are fixed at import, and
   // the input becomes a weight of the model instead of a run-time input.
   std::map<std::string, Array> fixed_inputs;
+  // Import into this graph instead of a new one, with every name the model
+  // adds to it (inputs, weights, outputs, dynamic dims) prefixed by `prefix`:
+  // several models in one graph compile together (one compiler run).
+  std::shared_ptr<Graph> graph;
+  std::string prefix;
 };
 
 struct Model {
   std::shared_ptr<Graph> graph;
-  std::vector<std::string> inputs;   // run-time inputs, in the model's order
-  std::vector<std::string> outputs;  // marked outputs of `graph`, in the model's order
+  std::vector<std::string> inputs;   // run-time inputs of `graph`, in the model's order (prefixed)
+  std::vector<std::string> outputs;  // marked outputs of `graph`, in the model's order (prefixed)
   // Parameters of `graph` and their data (initializers, constants): set them
   // on a compiled Program before running (onnx::compile does).
   std::vector<std::pair<std::string, Array>> weights;

@@ -49,6 +49,9 @@ std::vector<Value> pow(NodeContext& n) { return like_input(n, ops::pow(n.in(0), 
 
 std::vector<Value> mod(NodeContext& n) {
   bool c_fmod = n.attr_int("fmod", 0) != 0;
+  if (!c_fmod) {
+    if (auto v = fold_binary(n, 0, 1, [](Expr a, Expr b) { return a % b; }, n.onnx_type(0))) return {*v};
+  }
   Tensor a = n.in(0), b = n.in(1);
   if (!c_fmod && is_float(a.dtype())) n.unsupported_attribute("fmod", "must be 1 for floating-point inputs");
   return like_input(n, c_fmod ? ops::fmod(a, b) : ops::remainder(a, b));
@@ -59,12 +62,38 @@ std::vector<Value> compare(NodeContext& n) {
   return {Value::of(F(n.in(0), n.in(1)), kBool)};
 }
 
+// A comparison or logic op, folded when both inputs are known integers.
+template <Tensor (*F)(const Tensor&, const Tensor&), Expr (*E)(Expr, Expr)>
+std::vector<Value> folding_compare(NodeContext& n) {
+  if (auto v = fold_binary(n, 0, 1, E, kBool)) return {*v};
+  return compare<F>(n);
+}
+
+Expr expr_lt(Expr a, Expr b) { return lt(a, b); }
+Expr expr_le(Expr a, Expr b) { return le(a, b); }
+Expr expr_gt(Expr a, Expr b) { return gt(a, b); }
+Expr expr_ge(Expr a, Expr b) { return ge(a, b); }
+Expr expr_and(Expr a, Expr b) { return logical_and(a, b); }
+Expr expr_or(Expr a, Expr b) { return logical_or(a, b); }
+Expr expr_xor(Expr a, Expr b) { return ne(ne(a, Expr(0)), ne(b, Expr(0))); }
+Expr expr_max(Expr a, Expr b) { return max(a, b); }
+Expr expr_min(Expr a, Expr b) { return min(a, b); }
+
 std::vector<Value> equal(NodeContext& n) {
   if (auto v = fold_binary(n, 0, 1, [](Expr a, Expr b) { return eq(a, b); }, kBool)) return {*v};
   return compare<ops::eq>(n);
 }
 
-std::vector<Value> not_op(NodeContext& n) { return {Value::of(ops::logical_not(n.in(0)), kBool)}; }
+std::vector<Value> not_op(NodeContext& n) {
+  Value& x = n.value(0);
+  if (x.known && !x.is_float()) {
+    Value out = x;
+    for (Expr& e : out.ints) e = logical_not(e);
+    out.tensor = Tensor();
+    return {out};
+  }
+  return {Value::of(ops::logical_not(n.in(0)), kBool)};
+}
 
 std::vector<Value> where(NodeContext& n) {
   if (n.known(0) && n.known(1) && n.known(2) && !n.value(1).is_float() && !n.value(1).host) {
@@ -82,8 +111,11 @@ std::vector<Value> where(NodeContext& n) {
   return {Value::of(out.dtype() == a.dtype() ? out : out.cast(a.dtype()), n.onnx_type(1))};
 }
 
-template <Tensor (*F)(const Tensor&, const Tensor&)>
+template <Tensor (*F)(const Tensor&, const Tensor&), Expr (*E)(Expr, Expr) = nullptr>
 std::vector<Value> variadic(NodeContext& n) {
+  if (E != nullptr && n.num_inputs() == 2) {
+    if (auto v = fold_binary(n, 0, 1, E, n.onnx_type(0))) return {*v};
+  }
   Tensor acc = n.in(0);
   for (size_t k = 1; k < n.num_inputs(); ++k) acc = F(acc, n.in(k));
   if (n.num_inputs() == 1) acc = ops::broadcast_to(acc, acc.shape());
@@ -131,17 +163,17 @@ void add_elementwise_ops(OpTable& t) {
   t["Pow"] = pow;
   t["Mod"] = mod;
   t["Equal"] = equal;
-  t["Less"] = compare<ops::lt>;
-  t["LessOrEqual"] = compare<ops::le>;
-  t["Greater"] = compare<ops::gt>;
-  t["GreaterOrEqual"] = compare<ops::ge>;
-  t["And"] = compare<ops::logical_and>;
-  t["Or"] = compare<ops::logical_or>;
-  t["Xor"] = compare<ops::logical_xor>;
+  t["Less"] = folding_compare<ops::lt, expr_lt>;
+  t["LessOrEqual"] = folding_compare<ops::le, expr_le>;
+  t["Greater"] = folding_compare<ops::gt, expr_gt>;
+  t["GreaterOrEqual"] = folding_compare<ops::ge, expr_ge>;
+  t["And"] = folding_compare<ops::logical_and, expr_and>;
+  t["Or"] = folding_compare<ops::logical_or, expr_or>;
+  t["Xor"] = folding_compare<ops::logical_xor, expr_xor>;
   t["Not"] = not_op;
   t["Where"] = where;
-  t["Max"] = variadic<ops::maximum>;
-  t["Min"] = variadic<ops::minimum>;
+  t["Max"] = variadic<ops::maximum, expr_max>;
+  t["Min"] = variadic<ops::minimum, expr_min>;
   t["Sum"] = variadic<ops::add>;
   t["Mean"] = mean;
   t["Clip"] = clip;
