@@ -1,5 +1,7 @@
 #include "lumen/io/onnx/importer.h"
 
+#include <stdexcept>
+
 #include "lumen/core/error.h"
 #include "lumen/io/onnx/op_table.h"
 #include "onnx/onnx.pb.h"
@@ -132,7 +134,12 @@ void Importer::import_node(const ::onnx::NodeProto& node) {
   const OpTable& table = op_table();
   auto it = table.find(node.op_type());
   if (it == table.end()) n.unsupported("op type '" + escape_bytes(node.op_type()) + "' has no lumen mapping");
-  std::vector<Value> outputs = it->second(n);
+  std::vector<Value> outputs;
+  try {
+    outputs = it->second(n);
+  } catch (const std::out_of_range&) {  // .at() on a malformed node (e.g. an empty axes input)
+    fail("onnx: ", n.where(), ": an input or attribute has too few elements");
+  }
   n.check_attributes_read();
   for (int k = 0; k < node.output_size(); ++k) {
     const std::string& name = node.output(k);

@@ -8,7 +8,9 @@ namespace lumen::onnx {
 
 namespace {
 
-constexpr int64_t kMaxUnroll = 4096;
+// Unrolling is bounded: iterations, and iterations x body nodes (the graph it builds).
+constexpr int64_t kMaxUnroll = 1024;
+constexpr int64_t kMaxUnrolledNodes = 100000;
 
 std::vector<Value> constant(NodeContext& n) {
   if (n.has_attr("value")) {
@@ -115,7 +117,10 @@ std::vector<Value> loop(NodeContext& n) {
   std::vector<std::vector<Tensor>> scans(num_scan);
   int64_t it = 0;
   for (; it < trips && cond; ++it) {
-    if (it >= kMaxUnroll) n.unsupported("a Loop of more than " + std::to_string(kMaxUnroll) + " iterations (or unbounded)");
+    if (it >= kMaxUnroll || (it + 1) * body.node_size() > kMaxUnrolledNodes) {
+      n.unsupported("a Loop of more than " + std::to_string(std::min<int64_t>(kMaxUnroll, kMaxUnrolledNodes / std::max(1, body.node_size()))) +
+                    " iterations (or unbounded) to unroll");
+    }
     std::vector<Value> inputs{Value::of_ints({Expr(it)}, {}), Value::of_ints({Expr(int64_t{1})}, {}, kBool)};
     inputs.insert(inputs.end(), carried.begin(), carried.end());
     std::vector<Value> out = n.importer().import_body(body, inputs, n.where());

@@ -1,5 +1,6 @@
 #include "lumen/io/onnx/tensor_data.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -204,22 +205,31 @@ HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder
   int64_t n = checked_numel(out.dims, t.name());
   if (t.has_segment()) fail("onnx: ", what, " is segmented, which lumen does not read");
   size_t element = onnx_type_size(out.onnx_type);
-  if (out.onnx_type != kInt64) {
-    DType d = data_dtype(out.onnx_type, what);  // refuses types lumen cannot hold
-    out.array = Array(d, out.dims);
-  }
+  DType dtype = DType::I32;
+  if (out.onnx_type != kInt64) dtype = data_dtype(out.onnx_type, what);  // refuses types lumen cannot hold
   bool external = t.data_location() == ::onnx::TensorProto::EXTERNAL;
-  if (!external && !t.has_raw_data()) {
-    from_fields(t, out, n);
-    return out;
-  }
   size_t want = static_cast<size_t>(n) * element;
   std::string external_bytes;
   if (external) external_bytes = read_external(t, folder, want);
   const std::string& raw = external ? external_bytes : t.raw_data();
-  if (raw.size() != want) {
+  bool fields = !external && !t.has_raw_data();
+  // Sizes are checked against the data present before anything is allocated.
+  if (!fields && raw.size() != want) {
     fail("onnx: ", what, " (", onnx_type_name(out.onnx_type), ", shape ", shape_string(out.dims), ") has ",
          raw.size(), " bytes of data, expected ", want);
+  }
+  if (fields) {
+    int64_t have = std::max({t.float_data_size(), t.int32_data_size(), t.int64_data_size(), t.double_data_size(),
+                             t.uint64_data_size()});
+    if (have != n) {
+      fail("onnx: ", what, " (", onnx_type_name(out.onnx_type), ", shape ", shape_string(out.dims), ") holds ", have,
+           " values, expected ", n);
+    }
+  }
+  if (out.onnx_type != kInt64) out.array = Array(dtype, out.dims);
+  if (fields) {
+    from_fields(t, out, n);
+    return out;
   }
   if (out.onnx_type == kInt64) {
     out.int64s.resize(static_cast<size_t>(n));
