@@ -12,6 +12,8 @@ const OpTable& op_table() {
     add_shape_ops(t);
     add_reduce_ops(t);
     add_nn_ops(t);
+    add_loss_ops(t);
+    add_attention_ops(t);
     return t;
   }();
   return table;

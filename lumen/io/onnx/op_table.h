@@ -20,5 +20,7 @@ void add_movement_ops(OpTable& table);     // Reshape, Transpose, Slice, Concat,
 void add_shape_ops(OpTable& table);        // Shape, Size, ConstantOfShape, Range, EyeLike, Trilu
 void add_reduce_ops(OpTable& table);       // Reduce*, ArgMax, Softmax, CumSum, ...
 void add_nn_ops(OpTable& table);           // MatMul, Gemm, Conv, pools, norms, ...
+void add_loss_ops(OpTable& table);         // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void add_attention_ops(OpTable& table);    // Attention
 
 }  // namespace lumen::onnx

@@ -56,6 +56,10 @@ Value cast_value(NodeContext& n, Value v, int to) {
       bool wraps = to != kInt64 && to != kBool;  // narrower integer types wrap: compute it in the graph
       if (!wraps) return Value::of_ints(ints, v.concrete_shape(what), to);
     }
+    if (!to_int && !v.reals.empty() && onnx_type_is_float(to)) {  // float -> float: values kept, rounded when materialised
+      Value out = Value::of_reals(v.reals, v.concrete_shape(what), to);
+      return out;
+    }
     if (!to_int && v.reals.empty() && onnx_type_is_float(to)) {
       bool all_const = true;
       std::vector<double> reals;
