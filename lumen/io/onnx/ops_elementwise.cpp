@@ -53,7 +53,6 @@ std::vector<Value> mod(NodeContext& n) {
     if (auto v = fold_binary(n, 0, 1, [](Expr a, Expr b) { return a % b; }, n.onnx_type(0))) return {*v};
   }
   Tensor a = n.in(0), b = n.in(1);
-  if (!c_fmod && is_float(a.dtype())) n.unsupported_attribute("fmod", "must be 1 for floating-point inputs");
   return like_input(n, c_fmod ? ops::fmod(a, b) : ops::remainder(a, b));
 }
 

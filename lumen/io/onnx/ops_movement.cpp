@@ -254,7 +254,9 @@ std::vector<Value> pad(NodeContext& n) {
   std::string mode = n.attr_string("mode", "constant");
   std::vector<int64_t> pads = n.ints(1);
   double value = 0;
-  if (n.has(2)) value = n.reals(2).at(0);
+  std::optional<Tensor> run_time_value;  // a constant_value fed at run time
+  if (n.has(2) && n.known(2)) value = n.reals(2).at(0);
+  if (n.has(2) && !n.known(2)) run_time_value = n.in(2);
   std::vector<int64_t> axes;
   if (n.has(3)) {
     for (int64_t a : n.ints(3)) axes.push_back(onnx_axis(n, a, x.rank(), "axes"));
@@ -272,6 +274,12 @@ std::vector<Value> pad(NodeContext& n) {
   std::string lumen_mode = mode == "edge" ? "replicate" : mode;
   if (lumen_mode != "constant" && lumen_mode != "reflect" && lumen_mode != "replicate") {
     n.unsupported_attribute("mode", "'" + mode + "' is not supported (constant, reflect, edge)");
+  }
+  if (run_time_value && lumen_mode == "constant") {
+    Tensor padded = ops::pad(x, torch_pads, "constant", 0);
+    Tensor inside = ops::pad(ops::ones(n.graph(), x.shape(), DType::Bool), torch_pads, "constant", 0);
+    Tensor fill = run_time_value->cast(x.dtype()).reshape({}).expand(padded.shape());
+    return {with_type(n, ops::where(inside, padded, fill))};
   }
   return {with_type(n, ops::pad(x, torch_pads, lumen_mode, value))};
 }

@@ -28,7 +28,17 @@ Tensor softsign(const Tensor& x) { return ops::div(x, ops::add(ops::abs(x), x.sc
 Tensor hard_swish(const Tensor& x) {
   return ops::mul(x, ops::clamp(ops::add(x * (1.0 / 6), x.scalar(0.5)), 0.0, 1.0));
 }
-Tensor neg(const Tensor& x) { return ops::neg(x); }
+
+// Neg of known integers (shape arithmetic) folds at import.
+std::vector<Value> neg_op(NodeContext& n) {
+  Value& x = n.value(0);
+  if (x.known && !x.is_float() && !x.tensor.defined()) {
+    Value out = x;
+    for (Expr& e : out.ints) e = -e;
+    return {out};
+  }
+  return keep_type(n, ops::neg(n.in(0)));
+}
 
 std::vector<Value> leaky_relu(NodeContext& n) {
   return keep_type(n, ops::leaky_relu(n.in(0), n.attr_float("alpha", 0.01)));
@@ -98,7 +108,7 @@ std::vector<Value> swish(NodeContext& n) {
 
 void add_unary_ops(OpTable& t) {
   t["Abs"] = unary<ops::abs>;
-  t["Neg"] = unary<neg>;
+  t["Neg"] = neg_op;
   t["Sign"] = unary<ops::sign>;
   t["Exp"] = unary<ops::exp>;
   t["Log"] = unary<ops::log>;
