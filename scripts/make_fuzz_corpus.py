@@ -133,10 +133,53 @@ def gguf_metadata(path: Path) -> None:
     w.close()
 
 
+def onnx_seeds(out: Path) -> None:
+    """Small ONNX models: initializers (raw and typed fields), int64 shapes,
+    a dynamic dim, several op families, If with a constant condition, a Loop."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w")
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 3])  # typed field, not raw_data
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Reshape", ["r", "shape"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=-1)]
+    models = {"mlp": helper.make_graph(nodes, "mlp", [x], [y], [w, shape])}
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 2, 5, 5])
+    k = numpy_helper.from_array(rng.standard_normal((3, 2, 3, 3)).astype(np.float32), "k")
+    conv = [helper.make_node("Conv", ["img", "k"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("ReduceMean", ["p"], ["y"], keepdims=0)]
+    models["conv"] = helper.make_graph(conv, "conv", [img], [y], [k])
+    one = helper.make_tensor_value_info("o", TensorProto.FLOAT, [2])
+    then = helper.make_graph([helper.make_node("Neg", ["x1"], ["o"])], "then", [], [one])
+    other = helper.make_graph([helper.make_node("Abs", ["x1"], ["o"])], "else", [], [one])
+    x1 = helper.make_tensor_value_info("x1", TensorProto.FLOAT, [2])
+    cond = helper.make_node("Constant", [], ["cond"], value=helper.make_tensor("c", TensorProto.BOOL, [], [1]))
+    models["if"] = helper.make_graph([cond, helper.make_node("If", ["cond"], ["y"], then_branch=then, else_branch=other)],
+                                     "if", [x1], [y])
+    body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Add", ["v_in", "v_in"], ["v_out"])],
+                             "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                      helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                                      helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [2])])
+    trips = helper.make_node("Constant", [], ["m"], value=helper.make_tensor("m", TensorProto.INT64, [], [3]))
+    models["loop"] = helper.make_graph([trips, cond, helper.make_node("Loop", ["m", "cond", "x1"], ["y"], body=body)],
+                                       "loop", [x1], [y])
+    for name, graph in models.items():
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        (out / f"{name}.onnx").write_bytes(model.SerializeToString())
+
+
 def main() -> None:
     (CORPUS / "safetensors").mkdir(parents=True, exist_ok=True)
     (CORPUS / "gguf").mkdir(parents=True, exist_ok=True)
     safetensors_seeds(CORPUS / "safetensors")
+    onnx_seeds(CORPUS / "onnx")
     gguf_llama(CORPUS / "gguf" / "tiny_llama_mixed.gguf")
     gguf_llama(CORPUS / "gguf" / "tiny_qwen2_mixed.gguf", "qwen2")
     gguf_metadata(CORPUS / "gguf" / "metadata.gguf")

@@ -21,7 +21,7 @@ _tensor_methods._install()
 del _tensor_methods
 
 __version__ = "0.1.0"
-from ._lumen import io, models  # noqa: F401,E402
+from ._lumen import io, models, onnx  # noqa: F401,E402
 from ._lumen.io import Tokenizer  # noqa: F401,E402
 from . import _chat  # noqa: E402
 

@@ -43,6 +43,7 @@ void bind_runtime(nb::module_& m);
 void bind_nn(nb::module_& m);
 void bind_models(nb::module_& m);
 void bind_io(nb::module_& m);
+void bind_onnx(nb::module_& m);  // after bind_runtime
 void bind_chat(nb::module_& m);  // after bind_models and bind_io
 
 }  // namespace lumen::python

@@ -54,6 +54,7 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_nn(m);
   lumen::python::bind_models(m);
   lumen::python::bind_io(m);
+  lumen::python::bind_onnx(m);
   lumen::python::bind_chat(m);
   nanobind::object error = m.attr("Error");
   nanobind::register_exception_translator(translate_std_exception, error.release().ptr());  // the module keeps it alive

@@ -1,0 +1,22 @@
+#include "lumen/io/onnx/op_table.h"
+
+namespace lumen::onnx {
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    add_control_ops(t);
+    add_elementwise_ops(t);
+    add_unary_ops(t);
+    add_movement_ops(t);
+    add_shape_ops(t);
+    add_reduce_ops(t);
+    add_nn_ops(t);
+    add_loss_ops(t);
+    add_attention_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace lumen::onnx

@@ -1,0 +1,26 @@
+// The op table: ONNX op type -> builder. Each family registers its ops from
+// its own file (ops_<family>.cpp).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "lumen/io/onnx/node_context.h"
+
+namespace lumen::onnx {
+
+using OpTable = std::unordered_map<std::string, Builder>;
+
+const OpTable& op_table();
+
+void add_control_ops(OpTable& table);      // Constant, Identity, If, Loop, Cast, ...
+void add_elementwise_ops(OpTable& table);  // Add, Mul, comparisons, logic, Where, Clip, ...
+void add_unary_ops(OpTable& table);        // Exp, Relu, Sigmoid, Gelu, ...
+void add_movement_ops(OpTable& table);     // Reshape, Transpose, Slice, Concat, Gather, Pad, ...
+void add_shape_ops(OpTable& table);        // Shape, Size, ConstantOfShape, Range, EyeLike, Trilu
+void add_reduce_ops(OpTable& table);       // Reduce*, ArgMax, Softmax, CumSum, ...
+void add_nn_ops(OpTable& table);           // MatMul, Gemm, Conv, pools, norms, ...
+void add_loss_ops(OpTable& table);         // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void add_attention_ops(OpTable& table);    // Attention
+
+}  // namespace lumen::onnx

@@ -1,0 +1,167 @@
+// Constants, identity, casts and control flow (If, Loop unrolled at import).
+#include "lumen/core/error.h"
+#include "lumen/io/onnx/op_table.h"
+#include "lumen/ops/ops.h"
+#include "onnx/onnx.pb.h"
+
+namespace lumen::onnx {
+
+namespace {
+
+// Unrolling is bounded: iterations, and iterations x body nodes (the graph it builds).
+constexpr int64_t kMaxUnroll = 1024;
+constexpr int64_t kMaxUnrolledNodes = 100000;
+
+std::vector<Value> constant(NodeContext& n) {
+  if (n.has_attr("value")) {
+    auto host = std::make_shared<HostTensor>(decode_tensor(n.attr_tensor("value"), n.importer().folder()));
+    return {Value::of_host(host)};
+  }
+  if (n.has_attr("value_float")) return {Value::of_reals({n.attr_float("value_float", 0)}, {})};
+  if (n.has_attr("value_floats")) {
+    std::vector<double> v = n.attr_floats("value_floats");
+    return {Value::of_reals(v, {static_cast<int64_t>(v.size())})};
+  }
+  if (n.has_attr("value_int")) return {Value::of_ints({Expr(n.attr_int("value_int"))}, {})};
+  if (n.has_attr("value_ints")) {
+    std::vector<Expr> v;
+    for (int64_t x : n.attr_ints("value_ints")) v.push_back(Expr(x));
+    return {Value::of_ints(v, {static_cast<int64_t>(v.size())})};
+  }
+  n.unsupported("Constant without a value, value_float(s) or value_int(s) attribute (sparse and string values are not supported)");
+}
+
+std::vector<Value> identity(NodeContext& n) { return {n.value(0)}; }
+
+Value cast_value(NodeContext& n, Value v, int to) {
+  std::string what = n.where() + " output";
+  DType dtype = data_dtype(to, what);
+  if (v.known && !v.host) {
+    bool to_int = onnx_type_is_integer(to);
+    if (to_int && !v.reals.empty()) {
+      std::vector<Expr> ints;
+      for (double r : v.reals) {
+        if (!(r > -9.2e18 && r < 9.2e18)) return Value::of(n.importer().tensor(v, what).cast(dtype), to);
+        int64_t i = static_cast<int64_t>(r);
+        ints.push_back(Expr(to == kBool ? static_cast<int64_t>(r != 0) : i));
+      }
+      Value out = Value::of_ints(ints, v.concrete_shape(what), to);
+      return out;
+    }
+    if (to_int && v.reals.empty()) {
+      std::vector<Expr> ints = v.ints;
+      if (to == kBool) {
+        for (Expr& e : ints) e = ne(e, Expr(0));
+      }
+      bool wraps = to != kInt64 && to != kBool;  // narrower integer types wrap: compute it in the graph
+      if (!wraps) return Value::of_ints(ints, v.concrete_shape(what), to);
+    }
+    if (!to_int && !v.reals.empty() && onnx_type_is_float(to)) {  // float -> float: values kept, rounded when materialised
+      Value out = Value::of_reals(v.reals, v.concrete_shape(what), to);
+      return out;
+    }
+    if (!to_int && v.reals.empty() && onnx_type_is_float(to)) {
+      bool all_const = true;
+      std::vector<double> reals;
+      for (const Expr& e : v.ints) {
+        all_const = all_const && e.is_const();
+        if (e.is_const()) reals.push_back(static_cast<double>(e.value()));
+      }
+      if (all_const && to == kFloat) return Value::of_reals(reals, v.concrete_shape(what), to);
+    }
+  }
+  Tensor t = n.importer().tensor(v, n.where() + " input");
+  return Value::of(t.dtype() == dtype ? t : t.cast(dtype), to);
+}
+
+std::vector<Value> cast(NodeContext& n) {
+  n.attr_int("saturate", 1);  // only matters for float8 targets, which lumen refuses
+  if (n.has_attr("round_mode")) n.attr_string("round_mode", "up");
+  return {cast_value(n, n.value(0), static_cast<int>(n.attr_int("to")))};
+}
+
+std::vector<Value> cast_like(NodeContext& n) {
+  n.attr_int("saturate", 1);
+  if (n.has_attr("round_mode")) n.attr_string("round_mode", "up");
+  return {cast_value(n, n.value(0), n.onnx_type(1))};
+}
+
+bool known_condition(NodeContext& n, Value& v, const char* what) {
+  if (!v.known || v.numel() != 1) {
+    n.unsupported(std::string(what) + " is computed at run time; lumen unrolls control flow only when it is known "
+                  "when the model is loaded");
+  }
+  const Expr& e = v.ints.empty() ? Expr(static_cast<int64_t>(!v.reals.empty() && v.reals[0] != 0)) : v.ints[0];
+  if (!e.is_const()) n.unsupported(std::string(what) + " depends on a dynamic dim");
+  return e.value() != 0;
+}
+
+std::vector<Value> if_op(NodeContext& n) {
+  bool taken = known_condition(n, n.value(0), "the If condition");
+  const ::onnx::GraphProto& then_branch = n.attr_graph("then_branch");
+  const ::onnx::GraphProto& else_branch = n.attr_graph("else_branch");
+  return n.importer().import_body(taken ? then_branch : else_branch, {}, n.where());
+}
+
+// Loop with a trip count and condition known at import: the body is imported
+// once per iteration; scan outputs are stacked along a new axis 0.
+std::vector<Value> loop(NodeContext& n) {
+  const ::onnx::GraphProto& body = n.attr_graph("body");
+  int64_t trips = kMaxUnroll + 1;
+  if (n.has(0)) {
+    std::vector<int64_t> m = n.ints(0);
+    if (m.size() != 1) n.unsupported("a trip count that is not a scalar");
+    trips = m[0];
+  }
+  bool cond = true;
+  if (n.has(1)) cond = known_condition(n, n.value(1), "the Loop condition");
+  std::vector<Value> carried;
+  for (size_t k = 2; k < n.num_inputs(); ++k) carried.push_back(n.value(k));
+  size_t num_scan = static_cast<size_t>(body.output_size()) - 1 - carried.size();
+  std::vector<std::vector<Tensor>> scans(num_scan);
+  int64_t it = 0;
+  for (; it < trips && cond; ++it) {
+    if (it >= kMaxUnroll || (it + 1) * body.node_size() > kMaxUnrolledNodes) {
+      n.unsupported("a Loop of more than " + std::to_string(std::min<int64_t>(kMaxUnroll, kMaxUnrolledNodes / std::max(1, body.node_size()))) +
+                    " iterations (or unbounded) to unroll");
+    }
+    std::vector<Value> inputs{Value::of_ints({Expr(it)}, {}), Value::of_ints({Expr(int64_t{1})}, {}, kBool)};
+    inputs.insert(inputs.end(), carried.begin(), carried.end());
+    std::vector<Value> out = n.importer().import_body(body, inputs, n.where());
+    cond = known_condition(n, out[0], "the Loop body's condition output");
+    for (size_t k = 0; k < carried.size(); ++k) carried[k] = out[1 + k];
+    for (size_t k = 0; k < num_scan; ++k) {
+      scans[k].push_back(n.importer().tensor(out[1 + carried.size() + k], n.where() + " scan output"));
+    }
+  }
+  std::vector<Value> results = carried;
+  for (size_t k = 0; k < num_scan; ++k) {
+    if (scans[k].empty()) n.unsupported("a Loop that runs zero times and has scan outputs");
+    results.push_back(single(ops::stack(scans[k], 0))[0]);
+  }
+  return results;
+}
+
+std::vector<Value> dropout(NodeContext& n) {
+  n.attr_int("seed", 0);
+  if (n.has(2) && (!n.known(2) || n.ints(2).at(0) != 0)) n.unsupported("Dropout in training mode");
+  Value x = n.value(0);
+  std::vector<Value> out{x};
+  Tensor t = n.in(0);
+  out.push_back(single(ops::full(n.graph(), t.shape(), 1, DType::Bool))[0]);
+  return out;
+}
+
+}  // namespace
+
+void add_control_ops(OpTable& t) {
+  t["Constant"] = constant;
+  t["Identity"] = identity;
+  t["Cast"] = cast;
+  t["CastLike"] = cast_like;
+  t["If"] = if_op;
+  t["Loop"] = loop;
+  t["Dropout"] = dropout;
+}
+
+}  // namespace lumen::onnx

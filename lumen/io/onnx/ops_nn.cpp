@@ -1,0 +1,290 @@
+// Linear algebra and network layers: MatMul, Gemm, Einsum, Conv,
+// ConvTranspose, pools and normalisations.
+#include <array>
+#include <cmath>
+
+#include "lumen/core/error.h"
+#include "lumen/io/onnx/op_table.h"
+#include "lumen/ops/ops.h"
+
+namespace lumen::onnx {
+
+namespace {
+
+Value same_type(NodeContext& n, const Tensor& t) { return Value::of(t, n.onnx_type(0)); }
+
+std::vector<Value> matmul(NodeContext& n) { return {same_type(n, ops::matmul(n.in(0), n.in(1)))}; }
+
+std::vector<Value> gemm(NodeContext& n) {
+  Tensor a = n.in(0), b = n.in(1);
+  if (n.attr_int("transA", 0)) a = a.transpose(0, 1);
+  if (n.attr_int("transB", 0)) b = b.transpose(0, 1);
+  double alpha = n.attr_float("alpha", 1.0), beta = n.attr_float("beta", 1.0);
+  Tensor y = ops::matmul(a, b);
+  if (alpha != 1.0) y = y * alpha;
+  if (std::optional<Tensor> c = n.optional(2)) y = ops::add(y, beta == 1.0 ? *c : *c * beta);
+  return {same_type(n, y)};
+}
+
+std::vector<Value> einsum(NodeContext& n) {
+  std::vector<Tensor> operands;
+  for (size_t k = 0; k < n.num_inputs(); ++k) operands.push_back(n.in(k));
+  return {same_type(n, ops::einsum(n.attr_string("equation", ""), operands))};
+}
+
+// Window geometry of a 1-D or 2-D conv / pool: per spatial dim, the kernel,
+// stride, dilation and (begin, end) padding after auto_pad.
+struct Windows {
+  std::vector<int64_t> kernel, strides, dilations, begin, end;
+};
+
+Windows windows(NodeContext& n, const Tensor& x, std::vector<int64_t> kernel) {
+  size_t spatial = x.rank() - 2;
+  if (spatial < 1 || spatial > 2) n.unsupported(std::to_string(spatial) + "-D spatial input (lumen has 1-D and 2-D)");
+  Windows w;
+  w.kernel = n.attr_ints("kernel_shape", kernel);
+  if (w.kernel.size() != spatial) fail("onnx: ", n.where(), ": kernel_shape has ", w.kernel.size(), " dims for ", spatial);
+  w.strides = n.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  w.dilations = n.attr_ints("dilations", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (pads.size() != 2 * spatial || w.strides.size() != spatial || w.dilations.size() != spatial) {
+    fail("onnx: ", n.where(), ": pads / strides / dilations do not match ", spatial, " spatial dims");
+  }
+  for (size_t d = 0; d < spatial; ++d) {
+    w.begin.push_back(pads[d]);
+    w.end.push_back(pads[d + spatial]);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const Expr& in = x.shape()[2 + d];
+      if (!in.is_const()) n.unsupported("auto_pad over a dynamic dim");
+      int64_t out = (in.value() + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in.value());
+      w.begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : (total + 1) / 2;
+      w.end[d] = total - w.begin[d];
+    } else if (auto_pad == "VALID") {
+      w.begin[d] = w.end[d] = 0;
+    } else if (auto_pad != "NOTSET") {
+      n.unsupported_attribute("auto_pad", "'" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    }
+  }
+  return w;
+}
+
+// 1-D windows are run as 2-D with a height of 1.
+Windows as_2d(Windows w) {
+  if (w.kernel.size() == 2) return w;
+  auto lift = [](std::vector<int64_t>& v, int64_t one) { v.insert(v.begin(), one); };
+  lift(w.kernel, 1);
+  lift(w.strides, 1);
+  lift(w.dilations, 1);
+  lift(w.begin, 0);
+  lift(w.end, 0);
+  return w;
+}
+
+// Pads x's spatial dims where begin and end differ (lumen's windows are symmetric);
+// returns the symmetric padding left to apply.
+ops::Pair asymmetric_pad(Tensor& x, const Windows& w, double fill) {
+  ops::Pair sym{std::min(w.begin[0], w.end[0]), std::min(w.begin[1], w.end[1])};
+  if (w.begin[0] == w.end[0] && w.begin[1] == w.end[1]) return sym;
+  std::vector<int64_t> pads{w.begin[1] - sym[1], w.end[1] - sym[1], w.begin[0] - sym[0], w.end[0] - sym[0]};
+  x = ops::pad(x, pads, "constant", fill);
+  return sym;
+}
+
+std::vector<Value> conv(NodeContext& n) {
+  Tensor x = n.in(0), weight = n.in(1);
+  std::optional<Tensor> bias = n.optional(2);
+  std::vector<int64_t> kernel;
+  for (size_t d = 2; d < weight.rank(); ++d) {
+    if (!weight.shape()[d].is_const()) n.unsupported("a dynamic kernel size");
+    kernel.push_back(weight.shape()[d].value());
+  }
+  Windows w = windows(n, x, kernel);
+  int64_t group = n.attr_int("group", 1);
+  bool one_d = x.rank() == 3;
+  if (one_d) {
+    x = x.unsqueeze(2);
+    weight = weight.unsqueeze(2);
+  }
+  w = as_2d(w);
+  ops::Pair padding = asymmetric_pad(x, w, 0);
+  Tensor y = ops::conv2d(x, weight, bias, {w.strides[0], w.strides[1]}, padding, {w.dilations[0], w.dilations[1]}, group);
+  return {same_type(n, one_d ? y.squeeze(2) : y)};
+}
+
+std::vector<Value> conv_transpose(NodeContext& n) {
+  Tensor x = n.in(0), weight = n.in(1);
+  if (n.has_attr("output_shape")) n.unsupported_attribute("output_shape", "is not supported (give pads instead)");
+  std::vector<int64_t> kernel;
+  for (size_t d = 2; d < weight.rank(); ++d) kernel.push_back(weight.shape()[d].value());
+  Windows w = windows(n, x, kernel);
+  std::vector<int64_t> out_pad = n.attr_ints("output_padding", std::vector<int64_t>(x.rank() - 2, 0));
+  int64_t group = n.attr_int("group", 1);
+  bool one_d = x.rank() == 3;
+  if (one_d) {
+    x = x.unsqueeze(2);
+    weight = weight.unsqueeze(2);
+    out_pad.insert(out_pad.begin(), 0);
+  }
+  w = as_2d(w);
+  if (w.begin != w.end) n.unsupported_attribute("pads", "asymmetric padding of ConvTranspose");
+  Tensor y = ops::conv_transpose2d(x, weight, n.optional(2), {w.strides[0], w.strides[1]}, {w.begin[0], w.begin[1]},
+                                   {out_pad[0], out_pad[1]}, group, {w.dilations[0], w.dilations[1]});
+  return {same_type(n, one_d ? y.squeeze(2) : y)};
+}
+
+template <bool Max>
+std::vector<Value> pool(NodeContext& n) {
+  Tensor x = n.in(0);
+  Windows w = windows(n, x, {});
+  bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+  bool include_pad = n.attr_int("count_include_pad", 0) != 0;
+  if (Max && n.attr_int("storage_order", 0) != 0) n.unsupported_attribute("storage_order", "must be 0");
+  if (Max && n.output_used(1)) n.unsupported("MaxPool's Indices output");
+  bool one_d = x.rank() == 3;
+  if (one_d) x = x.unsqueeze(2);
+  w = as_2d(w);
+  if (!Max && !include_pad && w.begin != w.end) n.unsupported_attribute("pads", "asymmetric with count_include_pad=0");
+  ops::Pair padding = asymmetric_pad(x, w, Max ? -INFINITY : 0);
+  ops::Pair kernel{w.kernel[0], w.kernel[1]}, stride{w.strides[0], w.strides[1]};
+  Tensor y;
+  if (Max) {
+    y = ops::max_pool2d(x, kernel, stride, padding, {w.dilations[0], w.dilations[1]}, ceil_mode);
+  } else {
+    if (w.dilations[0] != 1 || w.dilations[1] != 1) n.unsupported_attribute("dilations", "AveragePool with dilation");
+    y = ops::avg_pool2d(x, kernel, stride, padding, ceil_mode, include_pad);
+  }
+  return {same_type(n, one_d ? y.squeeze(2) : y)};
+}
+
+std::vector<int> spatial_axes(const Tensor& x) {
+  std::vector<int> axes;
+  for (size_t d = 2; d < x.rank(); ++d) axes.push_back(static_cast<int>(d));
+  return axes;
+}
+
+std::vector<Value> global_average_pool(NodeContext& n) {
+  Tensor x = n.in(0);
+  return {same_type(n, ops::mean(x, spatial_axes(x), true))};
+}
+
+std::vector<Value> global_max_pool(NodeContext& n) {
+  Tensor x = n.in(0);
+  return {same_type(n, ops::amax(x, spatial_axes(x), true))};
+}
+
+// v [C] viewed to broadcast along dim 1 of a rank-`rank` tensor.
+Tensor per_channel(const Tensor& v, size_t rank) {
+  Shape s(rank, Expr(1));
+  s[1] = v.shape()[0];
+  return v.reshape(s);
+}
+
+std::vector<Value> batch_norm(NodeContext& n) {
+  if (n.attr_int("training_mode", 0) != 0) n.unsupported_attribute("training_mode", "must be 0 (inference)");
+  n.attr_float("momentum", 0.9);
+  Tensor x = n.in(0);
+  double eps = n.attr_float("epsilon", 1e-5);
+  Tensor scale = n.in(1), bias = n.in(2), mean = n.in(3), var = n.in(4);
+  Tensor y = ops::div(ops::sub(x, per_channel(mean, x.rank())), ops::sqrt(per_channel(var, x.rank()) + eps));
+  y = ops::add(ops::mul(y, per_channel(scale, x.rank())), per_channel(bias, x.rank()));
+  return {same_type(n, y.cast(x.dtype()))};
+}
+
+// (x - mean) / sqrt(var + eps) over `axes`, computed in f32.
+Tensor normalise(const Tensor& x, const std::vector<int>& axes, double eps) {
+  Tensor f = x.dtype() == DType::F32 ? x : x.cast(DType::F32);
+  Tensor centred = ops::sub(f, ops::mean(f, axes, true));
+  return ops::mul(centred, ops::rsqrt(ops::mean(ops::mul(centred, centred), axes, true) + eps));
+}
+
+std::vector<Value> instance_norm(NodeContext& n) {
+  Tensor x = n.in(0);
+  Tensor y = normalise(x, spatial_axes(x), n.attr_float("epsilon", 1e-5));
+  y = ops::add(ops::mul(y, per_channel(n.in(1), x.rank())), per_channel(n.in(2), x.rank()));
+  return {same_type(n, y.cast(x.dtype()))};
+}
+
+std::vector<Value> layer_norm(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  n.attr_int("stash_type", 1);
+  std::vector<int> axes;
+  for (size_t d = static_cast<size_t>(axis); d < x.rank(); ++d) axes.push_back(static_cast<int>(d));
+  double eps = n.attr_float("epsilon", 1e-5);
+  Tensor f = x.dtype() == DType::F32 ? x : x.cast(DType::F32);
+  Tensor mean = ops::mean(f, axes, true);
+  Tensor centred = ops::sub(f, mean);
+  Tensor inv_std = ops::rsqrt(ops::mean(ops::mul(centred, centred), axes, true) + eps);
+  Tensor y = ops::mul(ops::mul(centred, inv_std), n.in(1).cast(DType::F32));
+  if (std::optional<Tensor> b = n.optional(2)) y = ops::add(y, b->cast(DType::F32));
+  return {same_type(n, y.cast(x.dtype())), Value::of(mean, kFloat), Value::of(inv_std, kFloat)};
+}
+
+std::vector<Value> rms_norm(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  n.attr_int("stash_type", 1);
+  std::vector<int> axes;
+  for (size_t d = static_cast<size_t>(axis); d < x.rank(); ++d) axes.push_back(static_cast<int>(d));
+  double eps = n.attr_float("epsilon", 1e-5);
+  Tensor f = x.dtype() == DType::F32 ? x : x.cast(DType::F32);
+  Tensor y = ops::mul(f, ops::rsqrt(ops::mean(ops::mul(f, f), axes, true) + eps));
+  y = ops::mul(y, n.in(1).cast(DType::F32));
+  return {same_type(n, y.cast(x.dtype()))};
+}
+
+std::vector<Value> group_norm(NodeContext& n) {
+  Tensor x = n.in(0);
+  int64_t groups = n.attr_int("num_groups");
+  n.attr_int("stash_type", 1);
+  if (n.opset() < 21) n.unsupported("GroupNormalization before opset 21 (per-group scale)");
+  double eps = n.attr_float("epsilon", 1e-5);
+  Shape grouped{x.shape()[0], Expr(groups), Expr(-1)};
+  Tensor y = normalise(ops::reshape(x, grouped), {2}, eps).reshape(x.shape());
+  y = ops::add(ops::mul(y, per_channel(n.in(1), x.rank())), per_channel(n.in(2), x.rank()));
+  return {same_type(n, y.cast(x.dtype()))};
+}
+
+std::vector<Value> lp_norm(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  int64_t p = n.attr_int("p", 2);
+  if (p != 1 && p != 2) n.unsupported_attribute("p", "must be 1 or 2");
+  Tensor norm = p == 1 ? ops::sum(ops::abs(x), {axis}, true) : ops::sqrt(ops::sum(ops::mul(x, x), {axis}, true));
+  // A zero norm gives 0 (as the reference), not NaN.
+  Tensor zero = ops::eq(norm, norm.scalar(0));
+  return {same_type(n, ops::where(zero, ops::zeros_like(x), ops::div(x, ops::where(zero, ops::ones_like(norm), norm))))};
+}
+
+std::vector<Value> mean_variance_norm(NodeContext& n) {
+  Tensor x = n.in(0);
+  std::vector<int> axes;
+  for (int64_t a : n.attr_ints("axes", {0, 2, 3})) axes.push_back(onnx_axis(n, a, x.rank(), "axes"));
+  Tensor centred = ops::sub(x, ops::mean(x, axes, true));
+  return {same_type(n, ops::div(centred, ops::sqrt(ops::mean(ops::mul(centred, centred), axes, true)) + 1e-9))};
+}
+
+}  // namespace
+
+void add_nn_ops(OpTable& t) {
+  t["MatMul"] = matmul;
+  t["Gemm"] = gemm;
+  t["Einsum"] = einsum;
+  t["Conv"] = conv;
+  t["ConvTranspose"] = conv_transpose;
+  t["MaxPool"] = pool<true>;
+  t["AveragePool"] = pool<false>;
+  t["GlobalAveragePool"] = global_average_pool;
+  t["GlobalMaxPool"] = global_max_pool;
+  t["BatchNormalization"] = batch_norm;
+  t["InstanceNormalization"] = instance_norm;
+  t["LayerNormalization"] = layer_norm;
+  t["RMSNormalization"] = rms_norm;
+  t["GroupNormalization"] = group_norm;
+  t["LpNormalization"] = lp_norm;
+  t["MeanVarianceNormalization"] = mean_variance_norm;
+}
+
+}  // namespace lumen::onnx

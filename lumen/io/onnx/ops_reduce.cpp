@@ -1,0 +1,127 @@
+// Reductions, arg-reductions, scans and the softmax family.
+#include "lumen/core/error.h"
+#include "lumen/io/onnx/op_table.h"
+#include "lumen/ops/ops.h"
+
+namespace lumen::onnx {
+
+namespace {
+
+// The reduced axes (input 1 from opset 13/18 on, else the `axes` attribute);
+// std::nullopt when the reduction is a no-op (empty axes with noop_with_empty_axes).
+std::optional<std::vector<int>> reduce_axes(NodeContext& n, const Tensor& x) {
+  std::vector<int64_t> axes;
+  if (n.has(1)) {
+    axes = n.ints(1);
+  } else {
+    axes = n.attr_ints("axes");
+  }
+  bool noop = n.attr_int("noop_with_empty_axes", 0) != 0;
+  if (axes.empty() && noop) return std::nullopt;
+  std::vector<int> out;
+  for (int64_t a : axes) out.push_back(onnx_axis(n, a, x.rank(), "axes"));
+  if (out.empty()) {
+    for (size_t d = 0; d < x.rank(); ++d) out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int>&, bool);
+
+Tensor sum(const Tensor& x, const std::vector<int>& a, bool k) { return ops::sum(x, a, k); }
+Tensor mean(const Tensor& x, const std::vector<int>& a, bool k) { return ops::mean(x, a, k); }
+Tensor amax(const Tensor& x, const std::vector<int>& a, bool k) { return ops::amax(x, a, k); }
+Tensor amin(const Tensor& x, const std::vector<int>& a, bool k) { return ops::amin(x, a, k); }
+Tensor prod(const Tensor& x, const std::vector<int>& a, bool k) { return ops::prod(x, a, k); }
+Tensor l1(const Tensor& x, const std::vector<int>& a, bool k) { return ops::sum(ops::abs(x), a, k); }
+Tensor l2(const Tensor& x, const std::vector<int>& a, bool k) { return ops::sqrt(ops::sum(ops::mul(x, x), a, k)); }
+Tensor sum_square(const Tensor& x, const std::vector<int>& a, bool k) { return ops::sum(ops::mul(x, x), a, k); }
+Tensor log_sum(const Tensor& x, const std::vector<int>& a, bool k) { return ops::log(ops::sum(x, a, k)); }
+Tensor log_sum_exp(const Tensor& x, const std::vector<int>& a, bool k) { return ops::logsumexp(x, a, k); }
+
+template <ReduceFn F>
+std::vector<Value> reduce(NodeContext& n) {
+  Tensor x = n.in(0);
+  bool keepdims = n.attr_int("keepdims", 1) != 0;
+  std::optional<std::vector<int>> axes = reduce_axes(n, x);
+  if (!axes) return {Value::of(x, n.onnx_type(0))};
+  Tensor compute = x;
+  if (!is_float(x.dtype()) && x.dtype() != DType::I32) compute = x.cast(DType::I32);
+  Tensor out = F(compute, *axes, keepdims);
+  return {Value::of(out.dtype() == x.dtype() ? out : out.cast(x.dtype()), n.onnx_type(0))};
+}
+
+template <bool Max>
+std::vector<Value> arg_reduce(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", 0), x.rank());
+  bool keepdims = n.attr_int("keepdims", 1) != 0;
+  bool last = n.attr_int("select_last_index", 0) != 0;
+  Tensor src = last ? x.flip(axis) : x;
+  Tensor idx = Max ? ops::argmax(src, axis, keepdims) : ops::argmin(src, axis, keepdims);
+  if (last) {
+    const Expr& d = x.shape()[static_cast<size_t>(axis)];
+    if (!d.is_const()) n.unsupported("select_last_index over a dynamic dim");
+    idx = ops::sub(idx.scalar(static_cast<double>(d.value() - 1)), idx);
+  }
+  return {Value::of(idx, kInt64)};
+}
+
+template <bool Log>
+std::vector<Value> softmax(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  return {Value::of(Log ? ops::log_softmax(x, axis) : ops::softmax(x, axis), n.onnx_type(0))};
+}
+
+std::vector<Value> hardmax(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  Tensor idx = ops::argmax(x, axis, true);
+  Shape s = x.shape();
+  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I32);
+  return {Value::of(ops::eq(position, idx).cast(x.dtype()), n.onnx_type(0))};
+}
+
+template <bool Product>
+std::vector<Value> scan(NodeContext& n) {
+  Tensor x = n.in(0);
+  std::vector<int64_t> a = n.ints(1);
+  if (a.size() != 1) fail("onnx: ", n.where(), ": axis must hold one value");
+  int axis = onnx_axis(n, a[0], x.rank());
+  bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
+  Tensor src = reverse ? x.flip(axis) : x;
+  if (exclusive) {  // shift by one along the axis, the identity entering first
+    std::vector<int64_t> pads(2 * x.rank(), 0);
+    pads[2 * (x.rank() - 1 - static_cast<size_t>(axis))] = 1;
+    const Expr& d = x.shape()[static_cast<size_t>(axis)];
+    src = ops::pad(src, pads, "constant", Product ? 1 : 0).slice(axis, Expr(0), d);
+  }
+  Tensor out = Product ? ops::cumprod(src, axis) : ops::cumsum(src, axis);
+  if (reverse) out = out.flip(axis);
+  return {Value::of(out.dtype() == x.dtype() ? out : out.cast(x.dtype()), n.onnx_type(0))};
+}
+
+}  // namespace
+
+void add_reduce_ops(OpTable& t) {
+  t["ReduceSum"] = reduce<sum>;
+  t["ReduceMean"] = reduce<mean>;
+  t["ReduceMax"] = reduce<amax>;
+  t["ReduceMin"] = reduce<amin>;
+  t["ReduceProd"] = reduce<prod>;
+  t["ReduceL1"] = reduce<l1>;
+  t["ReduceL2"] = reduce<l2>;
+  t["ReduceSumSquare"] = reduce<sum_square>;
+  t["ReduceLogSum"] = reduce<log_sum>;
+  t["ReduceLogSumExp"] = reduce<log_sum_exp>;
+  t["ArgMax"] = arg_reduce<true>;
+  t["ArgMin"] = arg_reduce<false>;
+  t["Softmax"] = softmax<false>;
+  t["LogSoftmax"] = softmax<true>;
+  t["Hardmax"] = hardmax;
+  t["CumSum"] = scan<false>;
+  t["CumProd"] = scan<true>;
+}
+
+}  // namespace lumen::onnx
