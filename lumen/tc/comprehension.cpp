@@ -122,7 +122,7 @@ std::vector<Tensor> Comprehension::operator()(const std::vector<Arg>& args) cons
   return out;
 }
 
-std::vector<Tensor> Comprehension::operator()(const std::vector<Tensor>& args) const {
+std::vector<Tensor> Comprehension::apply(const std::vector<Tensor>& args) const {
   return (*this)(std::vector<Arg>(args.begin(), args.end()));
 }
 

@@ -34,7 +34,8 @@ class Comprehension {
   // The outputs, in the order of the `-> (...)` list. Argument shapes must be
   // static; sizes named alike must agree; dtypes must match the declarations.
   std::vector<Tensor> operator()(const std::vector<Arg>& args) const;
-  std::vector<Tensor> operator()(const std::vector<Tensor>& args) const;
+  // Tensors only (no scalar parameters).
+  std::vector<Tensor> apply(const std::vector<Tensor>& args) const;
 
  private:
   std::shared_ptr<const std::string> source_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -33,22 +34,22 @@ struct TcInput {
   std::vector<int64_t> shape;
 };
 
-// Runs `source` on inputs (random, seeded) plus scalar args appended after
-// the tensors in parameter order; returns the first output on `backend`.
-inline std::vector<Array> run_tc(const std::string& source, const std::vector<TcInput>& inputs, const std::vector<Arg>& scalars,
-                                 Backend backend, uint32_t seed = 1) {
+using BuildFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Declares `inputs` (seeded random data), builds outputs with `build`,
+// compiles for `backend` and returns the outputs' values.
+inline std::vector<Array> run_graph(const std::vector<TcInput>& inputs, const BuildFn& build, Backend backend, uint32_t seed = 1) {
   Graph g;
-  std::vector<Arg> args;
+  std::vector<Tensor> tensors;
   std::map<std::string, Array> feeds;
   uint32_t s = seed;
   for (const TcInput& in : inputs) {
     Shape shape;
     for (int64_t d : in.shape) shape.push_back(Expr(d));
-    args.push_back(g.input(in.name, shape, in.dtype));
+    tensors.push_back(g.input(in.name, shape, in.dtype));
     feeds[in.name] = random_array(in.dtype, in.shape, s++);
   }
-  args.insert(args.end(), scalars.begin(), scalars.end());
-  std::vector<Tensor> outs = define(source)(args);
+  std::vector<Tensor> outs = build(tensors);
   CompileOptions options;
   options.backend = backend;
   options.tuning_cache = false;
@@ -58,6 +59,18 @@ inline std::vector<Array> run_tc(const std::string& source, const std::vector<Tc
   std::vector<Array> got;
   for (const Tensor& t : outs) got.push_back(p.get(t).clone());
   return got;
+}
+
+// Runs comprehension `source` on random inputs, with `scalars` appended
+// after the tensors (scalar parameters come last in these tests).
+inline std::vector<Array> run_tc(const std::string& source, const std::vector<TcInput>& inputs, const std::vector<Arg>& scalars,
+                                 Backend backend, uint32_t seed = 1) {
+  Comprehension fn = define(source);
+  return run_graph(inputs, [&](const std::vector<Tensor>& ts) {
+    std::vector<Arg> args(ts.begin(), ts.end());
+    args.insert(args.end(), scalars.begin(), scalars.end());
+    return fn(args);
+  }, backend, seed);
 }
 
 inline void expect_close(const Array& a, const Array& b, double tol = 1e-4) {
