@@ -6,6 +6,7 @@
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/reduce.h"
 #include "lumen/tc/body.h"
+#include "lumen/tc/contraction.h"
 #include "lumen/tc/diagnostic.h"
 #include "lumen/tc/ranges.h"
 
@@ -137,11 +138,18 @@ Tensor lower_statement(const Statement& s, const Scope& scope) {
     }
     space.push_back({v.name, ranges.at(v.name)});
   }
-  Tensor body = lower_body(*s.rhs, space, scope);
-  if (s.reduction != Reduction::None && body.dtype() == DType::Bool && space.size() > s.indices.size()) {
-    fail_at(scope.source, s.op_pos, "'", s.op_text, "' reduces bools; cast the right-hand side with int(...) or float(...)");
+  std::vector<AstPtr> factors = product_factors(s.rhs);
+  Tensor value;
+  if (s.reduction == Reduction::Sum && factors.size() > 2) {  // sum of products: contract in steps
+    std::vector<IterDim> kept(space.begin(), space.begin() + static_cast<long>(s.indices.size()));
+    value = contract(factors, kept, std::vector<IterDim>(space.begin() + static_cast<long>(kept.size()), space.end()), scope);
+  } else {
+    Tensor body = lower_body(*s.rhs, space, scope);
+    if (s.reduction != Reduction::None && body.dtype() == DType::Bool && space.size() > s.indices.size()) {
+      fail_at(scope.source, s.op_pos, "'", s.op_text, "' reduces bools; cast the right-hand side with int(...) or float(...)");
+    }
+    value = reduce(s, body, s.indices.size());
   }
-  Tensor value = reduce(s, body, s.indices.size());
   return accumulating ? accumulate(s, previous->second, value, scope) : value;
 }
 

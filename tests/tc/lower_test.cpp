@@ -183,3 +183,36 @@ TEST(TcLower, SelectComparisonsAndIndexValues) {
 
 }  // namespace
 }  // namespace lumen::tc::testing
+
+namespace lumen::tc::testing {
+namespace {
+
+// O(i,j) +=! A(i,k) * B(k,l) * C(l,j) is summed in two steps (k, then l):
+// two reductions over 3-D spaces, never the 4-D i*j*k*l space.
+TEST(TcLower, ThreeOperandContractionIsContractedInSteps) {
+  const char* src = "def c3(float(I,K) A, float(K,L) B, float(L,J) C) -> (O) { O(i,j) +=! A(i,k) * B(k,l) * C(l,j) }";
+  Graph g;
+  Tensor a = g.input("A", {Expr(5), Expr(6)}), b = g.input("B", {Expr(6), Expr(7)}), c = g.input("C", {Expr(7), Expr(3)});
+  Tensor o = define(src)({a, b, c})[0];
+  int sums = 0;
+  for (const Node& n : g.nodes()) {
+    EXPECT_LE(n.shape.size(), 3u);
+    for (const Edge& e : n.inputs) EXPECT_LE(e.view.rank(), 3u);
+    sums += n.op == Op::SumReduce;
+  }
+  EXPECT_EQ(sums, 2);
+  expect_same(src, {{"A", DType::F32, {5, 6}}, {"B", DType::F32, {6, 7}}, {"C", DType::F32, {7, 3}}}, {},
+              [](const std::vector<Tensor>& t) { return std::vector<Tensor>{t[0].matmul(t[1]).matmul(t[2])}; });
+}
+
+// Steps keep the whole statement's ranges: l starts at 1 here.
+TEST(TcLower, ContractionStepsKeepOffsetRanges) {
+  const char* src = "def c(float(I,K) A, float(K,L) B, float(L2,J) C) -> (O) { O(i,j) +=! A(i,k) * B(k,l) * C(l - 1,j) where l in 1:4 }";
+  expect_same(src, {{"A", DType::F32, {4, 5}}, {"B", DType::F32, {5, 4}}, {"C", DType::F32, {3, 2}}}, {},
+              [](const std::vector<Tensor>& t) {
+                return std::vector<Tensor>{t[0].matmul(t[1].slice(1, Expr(1), Expr(4))).matmul(t[2])};
+              });
+}
+
+}  // namespace
+}  // namespace lumen::tc::testing
