@@ -117,9 +117,11 @@ class BodyLowering {
     return gathered_read(t, e);
   }
 
-  // data[flat index] for indices that are not affine (computed or read from tensors).
+  // data[flat index] for indices that are not affine (computed or read from
+  // tensors). An index outside its own dim makes the flat index -1, so the
+  // Gather raises rather than reading a neighbouring row.
   Tensor gathered_read(const Tensor& t, const Ast& e) {
-    Tensor flat;
+    Tensor flat, outside;
     int64_t stride = 1;
     for (size_t j = e.args.size(); j-- > 0;) {
       Value index = lower(*e.args[j]);
@@ -129,8 +131,12 @@ class BodyLowering {
       }
       Tensor term = stride == 1 ? i : ops::mul(i, scope_.graph->constant(static_cast<double>(stride), DType::I32));
       flat = flat.defined() ? ops::add(flat, term) : term;
+      Tensor out_j = ops::logical_or(ops::lt(i, scope_.graph->constant(0, DType::I32)),
+                                     ops::ge(i, scope_.graph->constant(static_cast<double>(t.shape()[j].value()), DType::I32)));
+      outside = outside.defined() ? ops::logical_or(outside, out_j) : out_j;
       stride = checked_mul(stride, t.shape()[j].value(), "flat index");
     }
+    flat = ops::where(outside, scope_.graph->constant(-1, DType::I32), flat);
     if (flat.shape() != shape_) flat = flat.expand(shape_);
     return t.reshape({Expr(stride)}).gather(flat, 0);
   }

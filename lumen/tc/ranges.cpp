@@ -169,7 +169,7 @@ class Inference {
     std::optional<Interval> values;
     if (c.form) values = interval_of(*c.form, known_);
     else if (c.index) values = interval_of(*c.index, scope_, known_);
-    if (!values) return;  // data-dependent index: checked by nothing (documented)
+    if (!values) return;  // an index read from a tensor: checked when the program runs (body.cpp)
     if (values->lo >= 0 && values->hi < c.size) return;
     int64_t bad = values->lo < 0 ? values->lo : values->hi;
     std::string over = c.form ? ranges_text(*c.form, known_) : std::string("the inferred ranges");

@@ -145,3 +145,16 @@ def test_object_and_errors():
     expect_error(lambda: mm(a, "x"), "argument 2 is a str")
     expect_error(lambda: lumen.tc("def f(float(N) A) -> (B) { B(i) = A(i) + }"), "line 1, column 42", "^")
     expect_error(lambda: lumen.tc("def f(float(N) A) -> (B) { B(i) = X(i) }"), "unknown tensor 'X'")
+
+
+def test_tensor_valued_index_out_of_its_dim_raises(backend):
+    # Column 4 of a 4-column table would land on the next row's first element in
+    # the flattened table: the read must raise instead.
+    pick = lumen.tc("def pick(int(T) Cols, float(V,D) E) -> (Out) { Out(r,t) = E(r, Cols(t)) }")
+    g = lumen.Graph()
+    cols, table = g.input("cols", (2,), lumen.int32), g.input("table", (3, 4))
+    program = lumen.compile(g, [pick(cols, table)], backend=backend)
+    t = np.arange(12, dtype=np.float32).reshape(3, 4)
+    good = program(cols=np.array([3, 0], np.int32), table=t)
+    assert np.array_equal(good, t[:, [3, 0]])
+    expect_error(lambda: program(cols=np.array([4, 0], np.int32), table=t), "gather", "out of range")
