@@ -87,6 +87,12 @@ Scope bind(const Def& def, const std::string& source, const std::vector<Arg>& ar
     scope.tensors[p.name] = t;
   }
   if (!scope.graph) fail_at(source, def.pos, def.name, " needs at least one tensor parameter");
+  for (const OutputDecl& o : def.outputs) {
+    if (!o.typed) continue;
+    Shape shape;
+    for (const DimDecl& d : o.dims) shape.push_back(Expr(d.name.empty() ? d.value : scope.ints.at(d.name)));
+    scope.declared[o.name] = shape;
+  }
   return scope;
 }
 

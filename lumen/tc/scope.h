@@ -22,6 +22,7 @@ struct Scope {
   std::map<std::string, int64_t> ints;        // sizes and int scalars: compile-time integers
   std::map<std::string, FloatScalar> floats;  // float scalars
   std::map<std::string, Tensor> tensors;
+  std::map<std::string, Shape> declared;      // typed outputs' shapes: they bound their statements' indices
 
   bool is_constant(const std::string& name) const { return ints.count(name) || floats.count(name); }
   bool is_name(const std::string& name) const { return is_constant(name) || tensors.count(name); }

@@ -119,6 +119,8 @@ Tensor lower_statement(const Statement& s, const Scope& scope) {
               s.op_text, "!' to start from the reduction's identity");
     }
     collect.bound_lhs(s, previous->second.shape(), s.tensor + " (its previous value)");
+  } else if (auto declared = scope.declared.find(s.tensor); declared != scope.declared.end()) {
+    collect.bound_lhs(s, declared->second, s.tensor + " (as declared)");
   }
   std::map<std::string, Range> ranges = infer_ranges(s, collect.vars, collect.constraints, scope);
   std::vector<IterDim> space;

@@ -216,3 +216,23 @@ TEST(TcLower, ContractionStepsKeepOffsetRanges) {
 
 }  // namespace
 }  // namespace lumen::tc::testing
+
+namespace lumen::tc::testing {
+namespace {
+
+// A typed output's declared sizes bound its statements' indices, so an
+// initialisation needs no where clause; a rank-0 output and a constant body work.
+TEST(TcLower, TypedOutputsBoundTheirIndices) {
+  const char* src = R"(
+    def init(float(M,N) A) -> (float(M,N) C, float() Total) {
+      C(i,j) = 1.5
+      C(i,j) += A(i,j)
+      Total() +=! A(i,j)
+    })";
+  expect_same(src, {{"A", DType::F32, {3, 4}}}, {}, [](const std::vector<Tensor>& t) {
+    return std::vector<Tensor>{t[0] + 1.5, t[0].sum_reduce(1).sum_reduce(0)};
+  });
+}
+
+}  // namespace
+}  // namespace lumen::tc::testing
