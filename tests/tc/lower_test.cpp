@@ -236,3 +236,17 @@ TEST(TcLower, TypedOutputsBoundTheirIndices) {
 
 }  // namespace
 }  // namespace lumen::tc::testing
+
+namespace lumen::tc::testing {
+namespace {
+
+// `where h < 2` narrows h's inferred 0:3; `where k in 1:3` replaces k's 0:4.
+TEST(TcLower, WhereNarrowsAndReplacesRanges) {
+  const char* src = "def w(float(M,K) A) -> (C) { C(h) +=! A(h,k) where h < 2, k in 1:3 }";
+  expect_same(src, {{"A", DType::F32, {3, 4}}}, {}, [](const std::vector<Tensor>& t) {
+    return std::vector<Tensor>{t[0].slice(0, Expr(0), Expr(2)).slice(1, Expr(1), Expr(3)).sum_reduce(1)};
+  });
+}
+
+}  // namespace
+}  // namespace lumen::tc::testing
