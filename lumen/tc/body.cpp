@@ -175,6 +175,9 @@ class BodyLowering {
     if (op == "/" || op == "%") {
       if (b.number == 0 && integer) fail_at(scope_.source, e.span, "integer division by zero");
       if (!integer) return op == "/" ? number(a.number / b.number, false, e.span) : std::optional<Value>();
+      if (std::fabs(a.number) > 9.0e15 || std::fabs(b.number) > 9.0e15) {
+        fail_at(scope_.source, e.span, "integer constant out of range (beyond 9e15)");
+      }
       auto x = static_cast<int64_t>(a.number), y = static_cast<int64_t>(b.number);
       return number(static_cast<double>(op == "/" ? floor_div(x, y) : floor_mod(x, y)), true, e.span);
     }

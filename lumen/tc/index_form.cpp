@@ -1,6 +1,7 @@
 #include "lumen/tc/index_form.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "lumen/tc/diagnostic.h"
 
@@ -19,6 +20,7 @@ int64_t checked_mul(int64_t a, int64_t b, const char* what) {
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0 || (b == -1 && a == std::numeric_limits<int64_t>::min())) fail("tc: index division ", a, " / ", b, " is undefined");
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -140,7 +142,10 @@ std::optional<Interval> binary_interval(const Ast& e, const Scope& scope, const 
   if (!a || !b) return std::nullopt;
   const std::string& op = e.text;
   if (op == "+") return Interval{checked_add(a->lo, b->lo, "index bound"), checked_add(a->hi, b->hi, "index bound")};
-  if (op == "-") return Interval{checked_add(a->lo, -b->hi, "index bound"), checked_add(a->hi, -b->lo, "index bound")};
+  if (op == "-") {
+    return Interval{checked_add(a->lo, checked_mul(b->hi, -1, "index bound"), "index bound"),
+                    checked_add(a->hi, checked_mul(b->lo, -1, "index bound"), "index bound")};
+  }
   if (op == "*") return corners(*a, *b, [](int64_t x, int64_t y) { return checked_mul(x, y, "index bound"); });
   if (b->lo <= 0 && b->hi >= 0) {
     fail_at(scope.source, e.args[1]->span, "the divisor '", source_text(scope.source, e.args[1]->span), "' may be 0");
@@ -165,7 +170,7 @@ std::optional<Interval> interval_of(const Ast& e, const Scope& scope, const std:
     case NodeKind::Unary: {
       auto a = interval_of(*e.args[0], scope, ranges);
       if (!a) return std::nullopt;
-      return Interval{-a->hi, -a->lo};
+      return Interval{checked_mul(a->hi, -1, "index bound"), checked_mul(a->lo, -1, "index bound")};
     }
     case NodeKind::Binary:
       return binary_interval(e, scope, ranges);

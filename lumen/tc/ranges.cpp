@@ -103,14 +103,16 @@ class Inference {
     rest.coeff.erase(v);
     Interval r = interval_of(rest, known_);
     int64_t top = c.size - 1;
+    if (a == std::numeric_limits<int64_t>::min()) fail_at(scope_.source, c.pos, "index coefficient out of range");
+    int64_t room_hi = checked_add(top, checked_mul(r.hi, -1, "index bound"), "index bound");  // top - r.hi
     // 0 <= a*v + r <= top for every r in [r.lo, r.hi].
     int64_t vlo, vhi;
     if (a > 0) {
-      vlo = -floor_div(r.lo, a);  // ceil(-r.lo / a)
-      vhi = floor_div(top - r.hi, a);
+      vlo = checked_mul(floor_div(r.lo, a), -1, "index bound");  // ceil(-r.lo / a)
+      vhi = floor_div(room_hi, a);
     } else {
       int64_t b = -a;
-      vlo = -floor_div(top - r.hi, b);  // ceil((r.hi - top) / b)
+      vlo = checked_mul(floor_div(room_hi, b), -1, "index bound");  // ceil((r.hi - top) / b)
       vhi = floor_div(r.lo, b);
     }
     *lo = std::max(*lo, vlo);

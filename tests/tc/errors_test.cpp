@@ -108,3 +108,19 @@ TEST(TcErrors, ArgumentsAndSizes) {
 
 }  // namespace
 }  // namespace lumen::tc
+
+namespace lumen::tc {
+namespace {
+
+// Index arithmetic past int64 is an error, never undefined behaviour.
+TEST(TcErrors, HugeIndexArithmetic) {
+  EXPECT_HAS(error_of("def f(float(M,K) A, float(K,N) B) -> (C) { C(m) +=! A(m, k * 3000000000000000 * 3000000000000000) }"),
+             "overflows int64");
+  EXPECT_HAS(error_of("def f(float(M,K) A, float(K,N) B) -> (C) { C(m) = A(m, 0) * (9000000000000000 * 9000000000000000 / 2) }"),
+             "integer constant out of range");
+  EXPECT_HAS(error_of("def f(float(M,K) A, float(K,N) B) -> (C) { C(m) +=! A(m, k) where k in 0:3000000000000000 * 4000 }"),
+             "overflows int64");
+}
+
+}  // namespace
+}  // namespace lumen::tc
