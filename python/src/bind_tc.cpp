@@ -14,10 +14,11 @@ std::vector<tc::Arg> args_from_python(const tc::Comprehension& fn, const nb::arg
   for (size_t i = 0; i < args.size(); ++i) {
     nb::handle a = args[i];
     PyTensor* t = nullptr;
+    double number = 0;
     if (nb::try_cast<PyTensor*>(a, t) && t != nullptr) {
       out.emplace_back(t->tensor);
-    } else if (!PyBool_Check(a.ptr()) && (PyLong_Check(a.ptr()) || PyFloat_Check(a.ptr()))) {
-      out.emplace_back(std::in_place_index<1>, nb::cast<double>(a));
+    } else if (!PyBool_Check(a.ptr()) && !PyUnicode_Check(a.ptr()) && nb::try_cast<double>(a, number)) {
+      out.emplace_back(std::in_place_index<1>, number);  // Python and NumPy numbers
     } else {
       fail("tc: ", fn.name(), ": argument ", i + 1, " is a ", nb::inst_name(a).c_str(),
            "; pass lumen Tensors (graph inputs or results) and numbers for scalar parameters");

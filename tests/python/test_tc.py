@@ -72,7 +72,7 @@ def test_conv2d(backend, stride, dilation):
 
 def test_depthwise_conv(backend):
     dw = lumen.tc(DEPTHWISE)
-    check("tc_depthwise", lambda i, w: dw(i, w, 2), lambda i, w: F.conv2d(i, w.unsqueeze(1), stride=2, groups=5),
+    check("tc_depthwise", lambda i, w: dw(i, w, np.int64(2)), lambda i, w: F.conv2d(i, w.unsqueeze(1), stride=2, groups=5),
           [data((2, 5, 9, 8), seed=1), data((5, 3, 3), seed=2)], backend, rtol=1e-4, atol=1e-4)
 
 
