@@ -158,3 +158,12 @@ def test_tensor_valued_index_out_of_its_dim_raises(backend):
     good = program(cols=np.array([3, 0], np.int32), table=t)
     assert np.array_equal(good, t[:, [3, 0]])
     expect_error(lambda: program(cols=np.array([4, 0], np.int32), table=t), "gather", "out of range")
+
+
+def test_reads_through_padded_views(backend):
+    # Comprehensions read in bounds; padding comes from the built-in op, whose
+    # masked view the comprehension's strided reads compose with.
+    conv = lumen.tc(CONV)
+    check("tc_conv2d_padded", lambda i, w, b: conv(lumen.nn.functional.pad(i, (1, 2, 2, 1)), w, b, 1, 2, 1, 1),
+          lambda i, w, b: F.conv2d(F.pad(i, (1, 2, 2, 1)), w, b, stride=(1, 2)),
+          [data((1, 2, 7, 6), seed=4), data((3, 2, 3, 3), seed=5), data((3,), seed=6)], backend, rtol=1e-4, atol=1e-4)
