@@ -419,6 +419,8 @@ def render(data):
             kept = rows["lumen"].get("winner", "")
             lines.append(f"| {w['name']} | {shown} | {limit} | {kept} | " + " | ".join(cells) + " |")
         lines.append("")
+    from tc_workloads import render_tc_pairs
+    lines += render_tc_pairs(data)
     model_rows = [r for r in data["results"] if "tokens_per_s" in r]
     if model_rows:
         lines += ["## Models: tokens per second", "",
@@ -576,7 +578,7 @@ def main():
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": threads, "features": info["features"]},
         "limits": limits,
-        "workloads": [{"name": n, "flops": known[n].flops, "bytes": known[n].bytes}
+        "workloads": [{"name": n, "flops": known[n].flops, "bytes": known[n].bytes, "builtin": getattr(known[n], "builtin", None)}
                       for n in (known if only == [] else only or [])],
         "results": results,
         "parity": parity,

@@ -24,6 +24,7 @@ class Workload:
     native: Optional[tuple] = None  # (M, N, K) for the oneDNN/OpenBLAS helper
     rotate: int = 1               # copies of the last input, cycled so it stays out of cache
     module_params: tuple = ()     # the last inputs are parameters the lumen builder declares, by these names
+    builtin: Optional[str] = None  # a tensor comprehension row: the built-in row on the same shapes
 
     def inputs(self, rng):
         arrays = []
@@ -164,4 +165,6 @@ def all_workloads():
             _attention(False), _attention(True), _attention(False, 4096, plain=True),
             _attention(True, 4096, plain=True), _attention(False, 16384, plain=True), _mlp(), _conv(), _gpt2_block()]
     from models import model_workloads
+    from tc_workloads import tc_workloads
+    rows += tc_workloads()
     return {**{w.name: w for w in rows}, **model_workloads()}

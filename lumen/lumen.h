@@ -11,3 +11,4 @@
 #include "lumen/core/typed.h"
 #include "lumen/ops/ops.h"
 #include "lumen/runtime/program.h"
+#include "lumen/tc/comprehension.h"

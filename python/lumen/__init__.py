@@ -10,6 +10,7 @@ Build a graph, compile it, run it:
     print(program(x=np.ones((2, 3), np.float32)))
 """
 from ._lumen import DType, Dim, Error, Graph, Program, Tensor, compile, cpu_info, set_threads  # noqa: F401
+from ._lumen import Comprehension, tc  # noqa: F401  (tensor comprehensions, docs/tc.md)
 from ._convert import bfloat16, bool_, dtype, float16, float32, float64, int8, int32, int64, uint8  # noqa: F401
 from ._functions import *  # noqa: F401,F403
 from ._functions import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)

@@ -56,6 +56,7 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_io(m);
   lumen::python::bind_onnx(m);
   lumen::python::bind_chat(m);
+  lumen::python::bind_tc(m);
   nanobind::object error = m.attr("Error");
   nanobind::register_exception_translator(translate_std_exception, error.release().ptr());  // the module keeps it alive
 }

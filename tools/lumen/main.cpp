@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   lumen::tools::add_tune_command(app);
   lumen::tools::add_show_command(app);
   lumen::tools::add_run_command(app);
+  lumen::tools::add_tc_command(app);
   lumen::tools::add_cache_command(app);
   lumen::tools::add_chat_command(app);
   try {

@@ -1,0 +1,158 @@
+#include "lumen/tc/statement.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "lumen/ops/elementwise.h"
+#include "lumen/ops/reduce.h"
+#include "lumen/tc/body.h"
+#include "lumen/tc/contraction.h"
+#include "lumen/tc/diagnostic.h"
+#include "lumen/tc/ranges.h"
+
+namespace lumen::tc {
+
+namespace {
+
+bool has_var(const std::vector<IndexVar>& vars, const std::string& name) {
+  return std::any_of(vars.begin(), vars.end(), [&](const IndexVar& v) { return v.name == name; });
+}
+
+// Index variables (first use first) and the reads that bound them.
+class Collector {
+ public:
+  explicit Collector(const Scope& scope) : scope_(scope) {}
+
+  void lhs(const Statement& s) {
+    for (const IndexVar& v : s.indices) {
+      if (scope_.is_name(v.name)) {
+        fail_at(scope_.source, v.pos, "'", v.name, "' is a ", scope_.tensors.count(v.name) ? "tensor" : "parameter or size",
+                ", not an index variable; left-hand sides take plain index names");
+      }
+      if (has_var(vars, v.name)) fail_at(scope_.source, v.pos, "index '", v.name, "' appears twice on the left-hand side");
+      vars.push_back(v);
+    }
+  }
+
+  void walk(const Ast& e, bool in_index) {
+    if (e.kind == NodeKind::Name && !scope_.is_name(e.text) && !has_var(vars, e.text)) vars.push_back({e.text, e.span});
+    if (e.kind == NodeKind::Access) read(e);
+    for (const AstPtr& a : e.args) walk(*a, in_index || e.kind == NodeKind::Access);
+  }
+
+  // The previous (or declared) shape of the defined tensor bounds its indices.
+  void bound_lhs(const Statement& s, const Shape& shape, const std::string& what) {
+    for (size_t d = 0; d < s.indices.size() && d < shape.size(); ++d) {
+      Constraint c;
+      c.pos = s.indices[d].pos;
+      c.tensor = what;
+      c.dim = d;
+      c.size = shape[d].value();
+      Affine form;
+      form.coeff[s.indices[d].name] = 1;
+      c.form = form;
+      constraints.push_back(c);
+    }
+  }
+
+  std::vector<IndexVar> vars;
+  std::vector<Constraint> constraints;
+
+ private:
+  void read(const Ast& e) {
+    const Tensor& t = scope_.tensors.at(e.text);  // known: check_def ran
+    for (size_t j = 0; j < e.args.size(); ++j) {
+      Constraint c;
+      c.index = e.args[j].get();
+      c.pos = e.args[j]->span;
+      c.tensor = e.text;
+      c.dim = j;
+      c.size = t.shape()[j].value();
+      c.form = affine_form(*e.args[j], scope_);
+      constraints.push_back(c);
+    }
+  }
+
+  const Scope& scope_;
+};
+
+Tensor reduce(const Statement& s, const Tensor& body, size_t out_rank) {
+  std::vector<int> axes(body.rank() - out_rank);
+  std::iota(axes.begin(), axes.end(), static_cast<int>(out_rank));
+  if (axes.empty()) return body;
+  switch (s.reduction) {
+    case Reduction::Sum: return ops::sum(body, axes);
+    case Reduction::Max: return ops::amax(body, axes);
+    case Reduction::Min: return ops::amin(body, axes);
+    case Reduction::Product: return ops::prod(body, axes);
+    case Reduction::None: break;
+  }
+  return body;
+}
+
+Tensor accumulate(const Statement& s, const Tensor& previous, const Tensor& value, const Scope& scope) {
+  if (previous.dtype() != value.dtype()) {
+    fail_at(scope.source, s.op_pos, "type mismatch: ", s.tensor, " is ", dtype_name(previous.dtype()), " but '", s.op_text,
+            "' accumulates ", dtype_name(value.dtype()), " into it");
+  }
+  switch (s.reduction) {
+    case Reduction::Sum: return ops::add(previous, value);
+    case Reduction::Max: return ops::maximum(previous, value);
+    case Reduction::Min: return ops::minimum(previous, value);
+    case Reduction::Product: return ops::mul(previous, value);
+    case Reduction::None: break;
+  }
+  return value;
+}
+
+}  // namespace
+
+Tensor lower_statement(const Statement& s, const Scope& scope) {
+  Collector collect(scope);
+  collect.lhs(s);
+  collect.walk(*s.rhs, false);
+  bool accumulating = !s.init && s.reduction != Reduction::None;
+  auto previous = scope.tensors.find(s.tensor);
+  if (accumulating) {
+    if (previous == scope.tensors.end()) {
+      fail_at(scope.source, s.op_pos, "'", s.op_text, "' accumulates into ", s.tensor, ", which has no value yet; use '",
+              s.op_text, "!' to start from the reduction's identity");
+    }
+    collect.bound_lhs(s, previous->second.shape(), s.tensor + " (its previous value)");
+  } else if (auto declared = scope.declared.find(s.tensor); declared != scope.declared.end()) {
+    collect.bound_lhs(s, declared->second, s.tensor + " (as declared)");
+  }
+  std::map<std::string, Range> ranges = infer_ranges(s, collect.vars, collect.constraints, scope);
+  std::vector<IterDim> space;
+  for (const IndexVar& v : s.indices) {
+    const Range& r = ranges.at(v.name);
+    if (r.lo != 0) {
+      fail_at(scope.source, v.pos, "output index '", v.name, "' ranges over ", r.lo, ":", r.hi,
+              ", but an output's indices start at 0; shift the reads (e.g. A(", v.name, " + ", r.lo, "))");
+    }
+    space.push_back({v.name, r});
+  }
+  for (const IndexVar& v : collect.vars) {
+    if (has_var(s.indices, v.name)) continue;
+    if (s.reduction == Reduction::None) {
+      fail_at(scope.source, v.pos, "'", v.name, "' is not on the left-hand side, so it would be reduced over, but '=' does not ",
+              "reduce; use +=!, *=!, max=! or min=! (or add it to ", s.tensor, "'s indices)");
+    }
+    space.push_back({v.name, ranges.at(v.name)});
+  }
+  std::vector<AstPtr> factors = product_factors(s.rhs);
+  Tensor value;
+  if (s.reduction == Reduction::Sum && factors.size() > 2) {  // sum of products: contract in steps
+    std::vector<IterDim> kept(space.begin(), space.begin() + static_cast<long>(s.indices.size()));
+    value = contract(factors, kept, std::vector<IterDim>(space.begin() + static_cast<long>(kept.size()), space.end()), scope);
+  } else {
+    Tensor body = lower_body(*s.rhs, space, scope);
+    if (s.reduction != Reduction::None && body.dtype() == DType::Bool && space.size() > s.indices.size()) {
+      fail_at(scope.source, s.op_pos, "'", s.op_text, "' reduces bools; cast the right-hand side with int(...) or float(...)");
+    }
+    value = reduce(s, body, s.indices.size());
+  }
+  return accumulating ? accumulate(s, previous->second, value, scope) : value;
+}
+
+}  // namespace lumen::tc
