@@ -55,6 +55,9 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_models(m);
   lumen::python::bind_io(m);
   lumen::python::bind_chat(m);
+  // Programs end up held by other extensions' caches (torch.compile's) that are torn down after this
+  // module at interpreter exit; nanobind would report them as leaks.
+  nanobind::set_leak_warnings(false);
   nanobind::object error = m.attr("Error");
   nanobind::register_exception_translator(translate_std_exception, error.release().ptr());  // the module keeps it alive
 }
