@@ -314,3 +314,19 @@ def test_program_execute_dlpack(backend):
     assert again.data_ptr() != plus_one.data_ptr()  # a result still held is never overwritten by the next run
     with pytest.raises(lumen.Error, match="takes 1 inputs, 2 were given"):
         program.execute([data, data])
+
+
+def test_masks_and_reductions_stay_whole(backend):
+    """triu / roll are lowered whole (their decompositions would be int64 index arithmetic left to PyTorch)."""
+    class Ops(torch.nn.Module):
+        def forward(self, x):
+            s = x @ x.transpose(-1, -2)
+            s = torch.triu(s, 1) + torch.tril(torch.roll(s, 1, -1), -1)
+            return (s.sum(-1) + torch.nn.functional.hardswish(x).amax(-1) + torch.logsumexp(x, -1)
+                    + x.std(-1) + x.var(-1, correction=0) + torch.clamp(x, -0.5, 0.5).prod(-1))
+
+    m = Ops()
+    x = torch.randn(3, 5, 7)
+    with torch.no_grad():
+        _close(_compile(m, backend)(x), m(x))
+    _all_on_lumen(tb.reports[-1])

@@ -90,6 +90,11 @@ def decompositions():
     """Core ATen decompositions, less those of ops lumen lowers whole."""
     from torch._decomp import core_aten_decompositions
     table = dict(core_aten_decompositions())
+    # decomposed, these become int64 index arithmetic (arange, comparisons, index) that lumen leaves to PyTorch
+    # until it has int64; whole, lumen lowers them directly
+    for op in (torch.ops.aten.tril.default, torch.ops.aten.triu.default, torch.ops.aten.roll.default,
+               torch.ops.aten.upsample_nearest2d.default):
+        table.pop(op, None)
     return table
 
 

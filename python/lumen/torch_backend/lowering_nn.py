@@ -105,9 +105,10 @@ def _adaptive_avg_pool2d(ctx, x, output_size):
     return _ops.adaptive_avg_pool2d(x, _pair(output_size))
 
 
-@lowers(aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec)
+@lowers(aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.upsample_nearest2d.default,
+        aten.upsample_bilinear2d.default)
 def _upsample(ctx, x, output_size, *rest):
-    if ctx.node.target is aten.upsample_nearest2d.vec:
+    if ctx.node.target in (aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default):
         mode, align = "nearest", False
     else:
         mode, align = "bilinear", bool(rest[0])
