@@ -86,18 +86,35 @@ def test_mlp_with_search():
     _all_on_lumen(tb.reports[-1])
 
 
+class _Recording:
+    """Stands in for a Program: records which inputs each execute() hands over (None: kept from the last call)."""
+
+    def __init__(self, program):
+        self.program, self.calls = program, []
+
+    def execute(self, inputs, dims=None):
+        self.calls.append([v is not None for v in inputs])
+        return self.program.execute(inputs, dims or {})
+
+
 def test_weights_changed_in_place_are_seen(backend):
-    """Weights are lumen parameters, set again only when they change: an in-place update must show."""
+    """Weights are lumen parameters, handed over again only when they change: an in-place update must show."""
     m = MLP().eval()
     x = torch.randn(3, 33)
     f = _compile(m, backend)
     with torch.no_grad():
         first = f(x)
         _close(first, m(x))
+        (sub,) = [s for s in tb.reports[-1].graph_module.children() if isinstance(s, tb.LumenSubgraph)]
+        assert sorted(sub._kinds) == ["param"] * 4 + ["tensor"]
+        sub.program = _Recording(sub.program)
+        _close(f(x), first)
         m.fc2.weight.mul_(-2.0)
         second = f(x)
         _close(second, m(x))
     assert not torch.allclose(first, second)
+    assert sub.program.calls[0].count(True) == 1  # only x: the weights were unchanged
+    assert sub.program.calls[1].count(True) == 2  # x and fc2.weight (its version changed)
 
 
 def test_grad_enabled_forward_on_lumen_backward_in_torch(backend):

@@ -17,11 +17,11 @@ import os
 import torch
 
 from .partition import partition, probe
-from .subgraph import LumenSubgraph
+from .subgraph import LumenSubgraph  # noqa: F401  (public: reports hold them)
 from .translate import op_name
 from .values import example_value
 
-__all__ = ["lumen_backend", "compile_module", "reports", "CompileReport", "DEFAULT_OPTIONS"]
+__all__ = ["lumen_backend", "compile_module", "reports", "CompileReport", "LumenSubgraph", "DEFAULT_OPTIONS"]
 
 # budget_s: schedule search seconds per lumen partition (the tuning cache keeps
 # the results: a second compile of the same model does no search).
@@ -112,8 +112,8 @@ def _forward_compiler(options):
     def compile_forward(gm, example_inputs):
         static = _static_inputs()
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        params = {n for i, n in enumerate(placeholders) if i in static}
-        compiled = compile_fx_graph(gm, options, lambda n: n.op == "get_attr" or n in params)
+        params = {n.name for i, n in enumerate(placeholders) if i in static}  # by name: fusing copies the nodes
+        compiled = compile_fx_graph(gm, options, lambda n: n.op == "get_attr" or n.name in params)
         return make_boxed_func(compiled.forward)
     return compile_forward
 

@@ -54,10 +54,6 @@ class LoweringContext:
         return lumen_dtype(torch.result_type(a, b) if isinstance(a, torch.Tensor) else torch.result_type(b, a))
 
 
-def _is_int_scalar(v):
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
 def _scalar(ctx, value, dtype):
     if isinstance(value, bool) or isinstance(value, numbers.Real):
         return ctx.graph.constant(float(value), dtype)
@@ -69,11 +65,6 @@ def _as(ctx, value, dtype):
     if isinstance(value, Tensor):
         return value if value.dtype == dtype else value.cast(dtype)
     return _scalar(ctx, value, dtype)
-
-
-def _float_like(dtype):
-    return dtype in (_lumen.DType.float32, _lumen.DType.float16, _lumen.DType.bfloat16) or \
-        str(dtype).endswith("float64")
 
 
 # ---- elementwise arithmetic: computed in the node's output dtype (torch already promoted)

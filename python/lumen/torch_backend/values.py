@@ -99,16 +99,6 @@ class DimTable:
         return v
 
 
-def symbols_of(value) -> set:
-    """Names of the free symbols in a SymInt or in a tensor's sizes."""
-    out = set()
-    sizes = value.shape if isinstance(value, torch.Tensor) else [value]
-    for s in sizes:
-        if isinstance(s, torch.SymInt):
-            out.update(str(x) for x in s.node.expr.free_symbols)
-    return out
-
-
 def plain_symbol(size):
     """The symbol's name when `size` is exactly one symbol (s0, not 2*s0), else None."""
     if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
