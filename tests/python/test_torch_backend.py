@@ -347,3 +347,56 @@ def test_masks_and_reductions_stay_whole(backend):
     with torch.no_grad():
         _close(_compile(m, backend)(x), m(x))
     _all_on_lumen(tb.reports[-1])
+
+
+class ManyOps(torch.nn.Module):
+    """One graph exercising how each lowering maps ATen arguments onto lumen ops (odd sizes, negative
+    dims, scalar operands, alpha / beta, strides, groups, dilation)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2)
+        self.deconv = torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)
+        self.conv1d = torch.nn.Conv1d(4, 5, 3, stride=2, padding=1)
+        self.norm = torch.nn.GroupNorm(2, 4)
+
+    def forward(self, x, m, b):  # x (2, 4, 7, 9), m (5, 7), b (3, 5, 7)
+        F = torch.nn.functional
+        r = x.reshape(8, 63)
+        return (
+            self.conv(x), self.deconv(x), self.conv1d(x.flatten(2)), self.norm(x),
+            F.avg_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False),
+            F.max_pool2d(x, 3, 2, 1), F.adaptive_avg_pool2d(x, 1),
+            torch.cumsum(r, 1), torch.cumprod(r[:, :5], -1), torch.flip(r, [0]), torch.roll(r, 3, 1), r.repeat(2, 1),
+            F.pad(r, (1, 2), value=0.5), torch.stack([m, m * 2], 1), torch.unbind(b, 1)[2],
+            F.leaky_relu(r, 0.2), F.softplus(r, 2.0), F.elu(r), torch.log1p(r.abs()), F.gelu(r, approximate="tanh"),
+            torch.erf(r), torch.sign(r), F.hardtanh(r, -0.5, 0.25), F.silu(r), F.mish(r), F.hardswish(r),
+            torch.where(r > 0, r, 0.5), torch.clamp(r, min=-0.1), torch.clamp(r, max=r[0]),
+            torch.remainder(r, 0.7), torch.fmod(r, 0.7), r // 0.3, r.div(0.3, rounding_mode="trunc"),
+            (2.0 - r) / (r.abs() + 1), r.pow(3), torch.pow(2.0, r), (r.abs() + 0.1).rsqrt(),
+            r.var(1), r.std(0, correction=0), r[:, :6].prod(1), torch.logsumexp(r, 0), r.amax((0, 1)),
+            r.max(-1).values, r.min(0).values, r.mean(), r.sum(0, keepdim=True),
+            torch.addmm(b[0, :, :5], m, b[1].t(), beta=0.5, alpha=2.0),
+            torch.baddbmm(b[:, :, :5], b, b.transpose(1, 2), alpha=0.5),
+            m @ b[0].t(), torch.bmm(b, b.transpose(1, 2)),
+            x[..., 1:8:2], x[:, -1], x.narrow(3, 2, 4), m[None].expand(3, 5, 7), m.unsqueeze(1).squeeze(1),
+            F.softmax(m, 0), F.log_softmax(m, -1), torch.tril(m, 1), torch.triu(m, -1),
+            (m > 0) & (m < 0.5), (m > 0) | (m < -0.5), ~(m > 0), torch.isnan(m), m.to(torch.float16).float(),
+            m.to(torch.bfloat16), m.to(torch.int32), torch.full_like(m, 3.0), torch.ones(2, 3) * m.sum(),
+        )
+
+
+def test_lowerings_match_eager(backend):
+    m = ManyOps().eval()
+    args = (torch.randn(2, 4, 7, 9), torch.randn(5, 7), torch.randn(3, 5, 7))
+    with torch.no_grad():
+        outs = _compile(m, backend)(*args)
+        refs = m(*args)
+    assert len(outs) == len(refs)
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        assert o.dtype == r.dtype, i
+        tol = 2e-2 if r.dtype == torch.bfloat16 else 1e-4
+        torch.testing.assert_close(o, r, rtol=tol, atol=tol, msg=lambda s: f"output {i}: {s}")
+    report = tb.reports[-1]
+    assert not report.failed_partitions, report.failed_partitions
+    assert not report.torch_ops, f"ran in PyTorch: {dict(report.torch_ops)}, refused: {report.refused}"

@@ -291,3 +291,11 @@ def _arange(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None):
     if not all(isinstance(v, numbers.Real) for v in (start, end, step)):
         raise Unsupported("arange with symbolic bounds")
     return _ops.arange(ctx.graph, float(start), float(end), float(step), ctx.out_dtype)
+
+
+@lowers(aten.elu.default)
+def _elu(ctx, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    d, c = x.dtype, ctx.graph.constant
+    negative = _ops.mul(_ops.sub(_ops.exp(_ops.mul(x, c(float(input_scale), d))), c(1.0, d)), c(float(alpha), d))
+    out = _ops.where(_ops.gt(x, c(0.0, d)), x, negative)
+    return out if scale == 1 else _ops.mul(out, c(float(scale), d))

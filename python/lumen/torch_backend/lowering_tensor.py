@@ -46,6 +46,13 @@ def _amax(ctx, x, dim=(), keepdim=False):
     return fn(x, _dims(dim) or None, keepdim)
 
 
+@lowers(aten.max.dim, aten.min.dim)
+def _max_dim(ctx, x, dim, keepdim=False):
+    """(values, indices): the values only (the int64 indices need lumen's int64; the node is refused if used)."""
+    fn = F.amax if ctx.node.target is aten.max.dim else F.amin
+    return fn(x, dim, keepdim), None
+
+
 @lowers(aten.prod.dim_int, aten.prod.default)
 def _prod(ctx, x, dim=None, keepdim=False, dtype=None):
     return F.prod(_to(ctx, x), dim, keepdim)
