@@ -60,7 +60,7 @@ def test_entry_point_needs_no_import():
             "    assert torch.allclose(out, m(x), atol=1e-5)\n"
             "import lumen.torch_backend as tb\n"
             "print(tb.reports[-1].lumen_partitions)\n")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=os.environ.get("LUMEN_PYTHON_DIR") or os.path.join(ROOT, "python"))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "1"
