@@ -400,3 +400,18 @@ def test_lowerings_match_eager(backend):
     report = tb.reports[-1]
     assert not report.failed_partitions, report.failed_partitions
     assert not report.torch_ops, f"ran in PyTorch: {dict(report.torch_ops)}, refused: {report.refused}"
+
+
+def test_tensors_off_the_cpu_stay_in_pytorch(backend):
+    """Nothing is taken from a graph on another device, not even ops without inputs (a `full` feeding it)."""
+    class OnDevice(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + torch.ones(3, device=x.device)
+
+    x = torch.randn(2, 3, device="meta")  # a device lumen does not run on, present on every machine
+    out = _compile(OnDevice(), backend)(x)
+    assert out.device.type == "meta" and out.shape == (2, 3)
+    report = tb.reports[-1]
+    assert report.lumen_partitions == 0
+    assert report.torch_ops["aten.full.default"] == 1
+    assert "aten.full.default on device meta" in report.refused["aten.full.default"]

@@ -91,6 +91,8 @@ class Translation:
         for t in _used_outputs(node, out) + [t for a in node.all_input_nodes for t in _tensors(example_value(a))]:
             if not has_dtype(t.dtype):
                 raise Unsupported(f"{op_name(node)} on {t.dtype}")
+            if t.device.type != "cpu":  # e.g. a `full` feeding CUDA tensors must stay there, not come from lumen
+                raise Unsupported(f"{op_name(node)} on device {t.device}")
         args = torch.fx.node.map_arg(node.args, self.value)
         kwargs = torch.fx.node.map_arg(node.kwargs, self.value)
         examples = torch.fx.node.map_arg(node.args, example_value)
