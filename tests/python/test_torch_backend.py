@@ -415,3 +415,18 @@ def test_tensors_off_the_cpu_stay_in_pytorch(backend):
     assert report.lumen_partitions == 0
     assert report.torch_ops["aten.full.default"] == 1
     assert "aten.full.default on device meta" in report.refused["aten.full.default"]
+
+
+def test_dynamic_batch_convnet_compiles_once(backend):
+    """A dynamic batch (mark_dynamic) is a lumen dynamic dim through convs, norms and pooling."""
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                            torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 4, 3, stride=2), torch.nn.AdaptiveAvgPool2d(1),
+                            torch.nn.Flatten(), torch.nn.Linear(4, 5)).eval()
+    f = _compile(m, backend)
+    with torch.no_grad():
+        for batch in (2, 3, 7):
+            x = torch.randn(batch, 3, 12, 12)
+            torch._dynamo.mark_dynamic(x, 0)
+            _close(f(x), m(x))
+    assert len(tb.reports) == 1
+    _all_on_lumen(tb.reports[0])
