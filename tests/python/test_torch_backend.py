@@ -430,3 +430,23 @@ def test_dynamic_batch_convnet_compiles_once(backend):
             _close(f(x), m(x))
     assert len(tb.reports) == 1
     _all_on_lumen(tb.reports[0])
+
+
+def test_dynamic_dim_found_inside_a_size_expression(backend):
+    """After the fallback the second partition only sees 2*s0 rows: s0 is solved from that size."""
+    class Reshaped(torch.nn.Module):
+        def forward(self, x):
+            h = torch.relu(x).reshape(-1, 4)          # (s0, 8) -> (2*s0, 4)
+            h = torch.sort(h, dim=-1).values          # PyTorch
+            return torch.tanh(h) * 2 + h.sum()        # lumen, input (2*s0, 4)
+
+    m = Reshaped()
+    f = _compile(m, backend)
+    with torch.no_grad():
+        for rows in (3, 5, 8):
+            x = torch.randn(rows, 8)
+            torch._dynamo.mark_dynamic(x, 0)
+            _close(f(x), m(x))
+    assert len(tb.reports) == 1
+    report = tb.reports[0]
+    assert report.lumen_partitions == 2 and not report.failed_partitions, report.failed_partitions

@@ -9,7 +9,7 @@ import torch
 
 from .. import _lumen
 from .translate import Translation, op_name
-from .values import Unsupported, example_value, plain_symbol
+from .values import Unsupported, affine_in, example_value
 
 _COMPILE_KEYS = ("backend", "budget_s", "tuning_cache", "cache_path", "progress", "tune_dim", "tune_dims")
 
@@ -54,21 +54,20 @@ class LumenSubgraph(torch.nn.Module):
 
     @staticmethod
     def _find_dim_sources(translation, values):
-        """For each dynamic dim: where a call finds its value (an input's size, or a SymInt input)."""
+        """For each dynamic dim: where a call finds its value — (input, axis or None for a SymInt input,
+        scale, offset): the value there is scale * dim + offset (a size s0, or 4*s0 after a reshape)."""
         sources = {}
         for name in translation.dims.dims:
             for i, v in enumerate(values):
-                if isinstance(v, torch.Tensor):
-                    for d, size in enumerate(v.shape):
-                        if plain_symbol(size) == name:
-                            sources[name] = (i, d)
-                            break
-                elif plain_symbol(v) == name:
-                    sources[name] = (i, None)
-                if name in sources:
+                sizes = list(enumerate(v.shape)) if isinstance(v, torch.Tensor) else [(None, v)]
+                for d, size in sizes:
+                    affine = affine_in(size, name)
+                    if affine is not None and (name not in sources or affine == (1, 0)):
+                        sources[name] = (i, d) + affine
+                if name in sources and sources[name][2:] == (1, 0):
                     break
             if name not in sources:
-                raise Unsupported(f"dynamic dim {name} is neither an input's size nor a SymInt input")
+                raise Unsupported(f"dynamic dim {name} is not an input's size (nor a multiple of one) or a SymInt input")
         return sources
 
     def forward(self, *args):
@@ -85,7 +84,11 @@ class LumenSubgraph(torch.nn.Module):
             t = a.detach()
             inputs.append(t if t.is_contiguous() else t.contiguous())
         dims = {}
-        for name, (i, d) in self._dim_sources.items():
-            dims[name] = int(args[i]) if d is None else int(args[i].shape[d])
+        for name, (i, d, scale, offset) in self._dim_sources.items():
+            value, rest = divmod((int(args[i]) if d is None else int(args[i].shape[d])) - offset, scale)
+            if rest:
+                raise _lumen.Error(f"lumen partition: input {i} size {args[i].shape[d]} is not "
+                                   f"{scale}*{name}+{offset} for an integer {name}")
+            dims[name] = value
         outs = [torch.from_dlpack(o) for o in self.program.execute(inputs, dims)]
         return outs[0] if self._single else tuple(outs)

@@ -99,8 +99,17 @@ class DimTable:
         return v
 
 
-def plain_symbol(size):
-    """The symbol's name when `size` is exactly one symbol (s0, not 2*s0), else None."""
-    if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
-        return str(size.node.expr)
-    return None
+def affine_in(size, name):
+    """(scale, offset) when the SymInt `size` is scale * name + offset with integers (scale > 0), else None."""
+    import sympy
+    if not isinstance(size, torch.SymInt):
+        return None
+    expr = size.node.expr
+    if {str(x) for x in expr.free_symbols} != {name}:
+        return None
+    symbol = next(iter(expr.free_symbols))
+    scale, offset = sympy.expand(expr).as_independent(symbol, as_Add=True)[::-1]
+    scale = sympy.simplify(scale / symbol)
+    if not (scale.is_Integer and offset.is_Integer and scale > 0):
+        return None
+    return int(scale), int(offset)
