@@ -450,3 +450,25 @@ def test_dynamic_dim_found_inside_a_size_expression(backend):
     assert len(tb.reports) == 1
     report = tb.reports[0]
     assert report.lumen_partitions == 2 and not report.failed_partitions, report.failed_partitions
+
+
+def test_failed_call_hands_weights_again(backend):
+    """A call that fails inside lumen must not leave the weights marked as already handed over."""
+    m = MLP().eval()
+    x = torch.randn(3, 33)
+    f = _compile(m, backend)
+    with torch.no_grad():
+        f(x)
+        (sub,) = [s for s in tb.reports[-1].graph_module.children() if isinstance(s, tb.LumenSubgraph)]
+        sub._last = [None] * len(sub._last)  # as after a first call that failed
+        real = sub.program
+
+        class Failing:
+            def execute(self, inputs, dims=None):
+                raise lumen.Error("simulated failure")
+        sub.program = Failing()
+        with pytest.raises(lumen.Error, match="simulated"):
+            f(x)
+        sub.program = _Recording(real)
+        _close(f(x), m(x))
+    assert sub.program.calls[0].count(True) == 5  # x and the four weights: none was taken as kept

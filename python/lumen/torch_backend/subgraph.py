@@ -71,7 +71,7 @@ class LumenSubgraph(torch.nn.Module):
         return sources
 
     def forward(self, *args):
-        inputs = []
+        inputs, handed = [], []
         for i, (kind, a) in enumerate(zip(self._kinds, args)):
             if kind == "other":
                 continue
@@ -80,7 +80,7 @@ class LumenSubgraph(torch.nn.Module):
                 if last is not None and last[0] is a and last[1] == a._version:
                     inputs.append(None)  # unchanged: the program keeps it (and what it packed from it)
                     continue
-                self._last[i] = (a, a._version)
+                handed.append((i, a))
             t = a.detach()
             inputs.append(t if t.is_contiguous() else t.contiguous())
         dims = {}
@@ -91,4 +91,6 @@ class LumenSubgraph(torch.nn.Module):
                                    f"{scale}*{name}+{offset} for an integer {name}")
             dims[name] = value
         outs = [torch.from_dlpack(o) for o in self.program.execute(inputs, dims)]
+        for i, a in handed:  # remembered only once the program has them (a failed call hands them again)
+            self._last[i] = (a, a._version)
         return outs[0] if self._single else tuple(outs)
