@@ -166,5 +166,6 @@ def all_workloads():
             _attention(True, 4096, plain=True), _attention(False, 16384, plain=True), _mlp(), _conv(), _gpt2_block()]
     from models import model_workloads
     from tc_workloads import tc_workloads
+    from torch_modules import torch_module_workloads
     rows += tc_workloads()
-    return {**{w.name: w for w in rows}, **model_workloads()}
+    return {**{w.name: w for w in rows}, **model_workloads(), **torch_module_workloads()}

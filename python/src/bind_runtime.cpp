@@ -49,6 +49,28 @@ nb::object call_program(Program& p, nb::args args, nb::kwargs kwargs) {
   return nb::tuple(outs);
 }
 
+// program.execute(inputs, dims): every input positionally (None keeps the one
+// set by the last call), dynamic dims bound by name, outputs as DLPack
+// capsules sharing the program's result buffers (torch.from_dlpack: no copy;
+// a capsule is consumed once).
+nb::list execute_program(Program& p, nb::sequence inputs, const std::map<std::string, int64_t>& dims) {
+  auto held = lock_program(p);
+  std::vector<NodeId> ids = p.graph().input_ids();
+  if (nb::len(inputs) != ids.size()) fail("execute: the program takes ", ids.size(), " inputs, ", nb::len(inputs), " were given");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    nb::handle value = inputs[i];
+    if (!value.is_none()) set_input(p, p.graph().node(ids[i]).name, value);
+  }
+  for (const auto& [dim, value] : dims) p.bind(dim, value);
+  {
+    nb::gil_scoped_release release;
+    p.run();
+  }
+  nb::list outs;
+  for (const std::string& n : p.output_names()) outs.append(array_to_dlpack(p.get(n)));
+  return outs;
+}
+
 }  // namespace
 
 void bind_runtime(nb::module_& m) {
@@ -79,6 +101,9 @@ void bind_runtime(nb::module_& m) {
       .def("__call__", &call_program,
            "Sets inputs (by keyword, or positionally in input order), runs, and returns the outputs, as one step: "
            "safe when several threads share the program.")
+      .def("execute", &execute_program, nb::arg("inputs"), nb::arg("dims") = std::map<std::string, int64_t>{},
+           "Sets every input (positionally; None keeps the last one), binds dynamic dims, runs, and returns the outputs "
+           "as DLPack capsules sharing the result memory (torch.from_dlpack takes each once, without a copy).")
       .def_prop_ro("output_names", &Program::output_names)
       .def("state",
            [](const Program& p, const std::string& name) {

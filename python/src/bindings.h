@@ -36,6 +36,8 @@ nb::object shape_to_python(const Shape& shape);
 // numpy / DLPack <-> Array.
 Array array_from_python(const nb::handle& obj, DType want, const std::string& what);
 nb::object array_to_python(const Array& a);
+// An Array as a DLPack capsule sharing its memory (bfloat16 kept as such), for torch.from_dlpack.
+nb::object array_to_dlpack(const Array& a);
 
 void bind_core(nb::module_& m);
 void bind_ops(nb::module_& m);

@@ -150,6 +150,26 @@ Array array_from_python(const nb::handle& obj, DType want, const std::string& wh
   return out;
 }
 
+nb::object array_to_dlpack(const Array& a) {
+  nb::dlpack::dtype dtype;
+  switch (a.dtype()) {
+    case DType::F32: dtype = nb::dtype<float>(); break;
+    case DType::F16: dtype = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
+    case DType::BF16: dtype = {static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1}; break;
+    case DType::I32: dtype = nb::dtype<int32_t>(); break;
+    case DType::Bool: dtype = nb::dtype<bool>(); break;
+    case DType::I8: dtype = nb::dtype<int8_t>(); break;
+    case DType::U8: dtype = nb::dtype<uint8_t>(); break;
+    default: fail("execute: output dtype ", dtype_name(a.dtype()), " has no DLPack form here yet");
+  }
+  auto* keep = new Array(a);  // the capsule holds a reference: the program does not reuse this buffer while it lives
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Array*>(p); });
+  std::vector<size_t> shape;
+  for (int64_t d : a.shape()) shape.push_back(static_cast<size_t>(d));
+  nb::ndarray<> out(keep->data(), shape.size(), shape.data(), owner, nullptr, dtype);
+  return nb::cast(out);
+}
+
 nb::object array_to_python(const Array& a) {
   Array view = a;
   nb::dlpack::dtype dtype;

@@ -57,6 +57,9 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_onnx(m);
   lumen::python::bind_chat(m);
   lumen::python::bind_tc(m);
+  // Programs end up held by other extensions' caches (torch.compile's) that are torn down after this
+  // module at interpreter exit; nanobind would report them as leaks.
+  nanobind::set_leak_warnings(false);
   nanobind::object error = m.attr("Error");
   nanobind::register_exception_translator(translate_std_exception, error.release().ptr());  // the module keeps it alive
 }
