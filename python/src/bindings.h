@@ -44,6 +44,7 @@ void bind_nn(nb::module_& m);
 void bind_models(nb::module_& m);
 void bind_io(nb::module_& m);
 void bind_chat(nb::module_& m);  // after bind_models and bind_io
+void bind_train(nb::module_& m);
 
 }  // namespace lumen::python
 

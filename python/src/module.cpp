@@ -55,6 +55,7 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_models(m);
   lumen::python::bind_io(m);
   lumen::python::bind_chat(m);
+  lumen::python::bind_train(m);
   nanobind::object error = m.attr("Error");
   nanobind::register_exception_translator(translate_std_exception, error.release().ptr());  // the module keeps it alive
 }
