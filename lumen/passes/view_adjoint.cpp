@@ -155,7 +155,8 @@ Tensor layer_adjoint(const ViewLayer& layer, const Shape& below, Tensor grad, co
 }  // namespace
 
 Tensor view_adjoint(const View& view, const Tensor& grad) {
-  if (view.is_contiguous()) {  // a plain reshape (or nothing)
+  bool same_size = simplify(shape_numel(view.shape()) - shape_numel(view.base_shape())).is_const(0);
+  if (view.is_contiguous() && same_size) {  // a plain reshape (or nothing); a prefix slice is "contiguous" too
     return view.shape() == view.base_shape() ? grad : grad.reshape(view.base_shape());
   }
   for (const Expr& d : view.base_shape()) {

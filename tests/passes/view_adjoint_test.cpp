@@ -70,6 +70,7 @@ std::vector<Case> cases() {
       {"slice_step", {7, 5}, [](const Tensor& t) { return t.slice(0, Expr(1), Expr(7), 2).slice(1, Expr(2), Expr(4)); }},
       {"flip", {4, 3}, [](const Tensor& t) { return t.flip(1).flip(0); }},
       {"pad", {3, 2}, [](const Tensor& t) { return t.pad({{Expr(1), Expr(2)}, {Expr(0), Expr(3)}}); }},
+      {"prefix_slice", {3, 5}, [](const Tensor& t) { return t.slice(0, Expr(0), Expr(2)); }},
       {"reshape", {6, 4}, [](const Tensor& t) { return t.reshape({Expr(2), Expr(3), Expr(4)}); }},
       {"permute_reshape", {3, 4}, [](const Tensor& t) { return t.transpose(0, 1).reshape({Expr(12)}); }},
       {"pad_reshape", {3, 2}, [](const Tensor& t) { return t.pad({{Expr(1), Expr(0)}, {Expr(1), Expr(1)}}).reshape({Expr(16)}); }},
