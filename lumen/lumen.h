@@ -10,4 +10,5 @@
 #include "lumen/core/tensor.h"
 #include "lumen/core/typed.h"
 #include "lumen/ops/ops.h"
+#include "lumen/passes/autodiff.h"
 #include "lumen/runtime/program.h"
