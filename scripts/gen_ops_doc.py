@@ -18,7 +18,7 @@ import lumen  # noqa: E402
 
 # Ops whose outputs have no gradient (booleans, indices, values that do not
 # depend on a float input): the gradient column says "n/a".
-NO_GRADIENT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan",
+NO_GRADIENT = {"floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan",
                "isinf", "isfinite", "argmax", "argmin", "all", "any", "one_hot", "zeros", "ones", "full", "zeros_like",
                "ones_like", "full_like", "arange", "linspace", "eye", "rand", "randn"}
 GRAD_PREFIX = "grad:"  # coverage entries of tests/python/test_gradients.py (torch.autograd comparisons)
