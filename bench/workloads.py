@@ -164,4 +164,5 @@ def all_workloads():
             _attention(False), _attention(True), _attention(False, 4096, plain=True),
             _attention(True, 4096, plain=True), _attention(False, 16384, plain=True), _mlp(), _conv(), _gpt2_block()]
     from models import model_workloads
-    return {**{w.name: w for w in rows}, **model_workloads()}
+    from train_step import train_workloads
+    return {**{w.name: w for w in rows}, **model_workloads(), **train_workloads()}

@@ -102,3 +102,8 @@ class Trainer:
 
     def report(self) -> str:
         return self._impl.report()
+
+    @property
+    def stats(self) -> dict:
+        """The compiled step's figures (arena_bytes, compile time, ...)."""
+        return self._impl.stats

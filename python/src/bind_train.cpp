@@ -94,7 +94,8 @@ void bind_train(nb::module_& m) {
       .def_prop_ro("state_names", &train::Trainer::state_names)
       .def("save", &train::Trainer::save, nb::arg("path"))
       .def("load", &train::Trainer::load, nb::arg("path"))
-      .def("report", [](train::Trainer& tr) { return tr.program().report(); });
+      .def("report", [](train::Trainer& tr) { return tr.program().report(); })
+      .def_prop_ro("stats", [](train::Trainer& tr) { return tr.program().stats(); });
 }
 
 }  // namespace lumen::python

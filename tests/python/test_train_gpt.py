@@ -3,7 +3,10 @@ d=128, 4 heads, causal attention, GELU MLP) on characters of a text file
 shipped in the repo (docs/semantics.md), trained by lumen.train.Trainer and by
 PyTorch from the same initial weights, batches and AdamW settings: the loss
 curves agree within 1% at every step. make test runs 40 steps; LUMEN_SLOW=1
-runs the full 200."""
+runs the full 200. At lr 1e-3 the run is numerically stable (PyTorch in
+float32 and float64 agree within 1e-6 over 200 steps); at 3e-3 float32 and
+float64 PyTorch runs drift 2% apart by step 190, so no implementation could be
+held to 1% there."""
 import os
 
 import numpy as np
@@ -70,7 +73,7 @@ def test_small_gpt_tracks_pytorch(backend):
                     "the interpreter's gradients are checked op by op in test_gradients.py")
     tokens, vocab = corpus()
     params = init(vocab)
-    options = dict(lr=3e-3, weight_decay=0.01, beta1=0.9, beta2=0.99)
+    options = dict(lr=1e-3, weight_decay=0.01, beta1=0.9, beta2=0.99)
     trainer = lumen.train.Trainer(lambda p, b: gpt_loss((F, lumen), p, b["idx"], b["targets"]), params,
                                   {"idx": ((B, T), lumen.int32), "targets": ((B, T), lumen.int32)},
                                   optimizer="adamw", backend=backend, clip_norm=1.0, **options)
@@ -88,4 +91,4 @@ def test_small_gpt_tracks_pytorch(backend):
         theirs.append(loss.item())
     mine, theirs = np.array(mine), np.array(theirs)
     np.testing.assert_allclose(mine, theirs, rtol=1e-2)
-    assert theirs[-5:].mean() < theirs[0] - 0.5  # it learned
+    assert theirs[-5:].mean() < theirs[0] - (1.5 if STEPS >= 200 else 0.5)  # it learned
