@@ -167,5 +167,6 @@ def all_workloads():
     from models import model_workloads
     from tc_workloads import tc_workloads
     from torch_modules import torch_module_workloads
+    from train_step import train_workloads
     rows += tc_workloads()
-    return {**{w.name: w for w in rows}, **model_workloads(), **torch_module_workloads()}
+    return {**{w.name: w for w in rows}, **model_workloads(), **torch_module_workloads(), **train_workloads()}

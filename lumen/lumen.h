@@ -10,5 +10,6 @@
 #include "lumen/core/tensor.h"
 #include "lumen/core/typed.h"
 #include "lumen/ops/ops.h"
+#include "lumen/passes/autodiff.h"
 #include "lumen/runtime/program.h"
 #include "lumen/tc/comprehension.h"

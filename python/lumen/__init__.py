@@ -26,6 +26,8 @@ __version__ = "0.1.0"
 from ._lumen import io, models, onnx  # noqa: F401,E402
 from ._lumen.io import Tokenizer  # noqa: F401,E402
 from . import _chat  # noqa: E402
+from ._lumen import grad  # noqa: F401,E402
+from . import train  # noqa: F401,E402
 
 _chat._install()
 

@@ -48,6 +48,7 @@ void bind_io(nb::module_& m);
 void bind_onnx(nb::module_& m);  // after bind_runtime
 void bind_chat(nb::module_& m);  // after bind_models and bind_io
 void bind_tc(nb::module_& m);
+void bind_train(nb::module_& m);
 
 }  // namespace lumen::python
 

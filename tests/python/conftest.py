@@ -11,6 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.environ.get("LUMEN_PYTHON_DIR") or os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import grad_harness  # noqa: E402
 import harness  # noqa: E402
 
 BACKENDS = os.environ.get("LUMEN_BACKENDS", "interp").split(",")
@@ -24,13 +25,15 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(autouse=True)
 def _track_ops():
     harness.CURRENT.clear()
+    grad_harness.GRAD_CURRENT.clear()
     yield
 
 
 def pytest_runtest_logreport(report):
     if report.when != "call":
         return
-    for op, detail in harness.CURRENT.items():
+    checked = list(harness.CURRENT.items()) + [("grad:" + op, d) for op, d in grad_harness.GRAD_CURRENT.items()]
+    for op, detail in checked:
         entry = harness.COVERAGE.setdefault(op, {"passed": 0, "failed": 0, "cases": set()})
         entry["passed" if report.passed else "failed"] += 1
         entry["cases"].update(detail)
