@@ -21,7 +21,8 @@ class CudaModule : public backend::Module {
   ~CudaModule() override {
     if (module) cu_module_unload(module);
   }
-  void* module = nullptr;
+  void* module = nullptr;  // null: compiled for an explicit architecture, not loaded
+  NvrtcResult nvrtc;
   mutable std::mutex mutex;
   mutable std::map<std::string, std::unique_ptr<CudaEntry>> entries;
 };
@@ -46,12 +47,17 @@ struct DeviceBuffers {
 CudaBackend::CudaBackend(std::string arch) : arch_(std::move(arch)), programs_(gpu::cuda_dialect()) {}
 
 backend::Capabilities CudaBackend::capabilities() const {
-  const CudaDevice& d = cuda_device();
   backend::Capabilities c;
   c.name = name();
+  c.f32_lanes = 4;  // the CPU-style schedule's lane loops become 4-wide register tiles (gpu_kernel.h)
+  if (!arch_.empty()) {  // compile-only: a typical part of the architecture (A100: 108 SMs, H100: 132)
+    c.device = "compile only (" + arch_ + ")";
+    c.threads = arch_ == "sm_90" ? 132 : 108;
+    return c;
+  }
+  const CudaDevice& d = cuda_device();
   c.device = d.name + " (" + d.arch() + ")";
   c.threads = d.multiprocessors;
-  c.f32_lanes = 4;  // the CPU-style schedule's lane loops become 4-wide register tiles (gpu_kernel.h)
   return c;
 }
 
@@ -78,7 +84,8 @@ std::shared_ptr<backend::Module> CudaBackend::compile(const std::vector<std::str
   NvrtcResult r = compile_for(sources, arch_.empty() ? cuda_device().arch() : arch_);
   if (info) *info = {r.cache_hit, r.seconds, r.path + ".cubin"};
   auto module = std::make_shared<CudaModule>();
-  module->module = cu_module_load(r.cubin);
+  module->nvrtc = std::move(r);
+  if (arch_.empty()) module->module = cu_module_load(module->nvrtc.cubin);  // compile-only for an explicit arch
   return module;
 }
 
@@ -90,10 +97,16 @@ backend::Entry CudaBackend::load(const backend::Module& module, const std::strin
   if (!slot) {
     auto e = std::make_unique<CudaEntry>();
     e->shape = programs_.shape(kernel_name);
-    e->function = cu_function(m->module, e->shape->entry);
+    if (m->module) e->function = cu_function(m->module, e->shape->entry);
     slot = std::move(e);
   }
   return {slot.get(), nullptr};
+}
+
+const NvrtcResult& CudaBackend::compiled(const backend::Module& module) {
+  const auto* m = dynamic_cast<const CudaModule*>(&module);
+  if (!m) fail("cuda backend: the module was compiled by another backend");
+  return m->nvrtc;
 }
 
 int64_t CudaBackend::tasks(const backend::Entry& entry, const int64_t* dims) const {
@@ -105,6 +118,10 @@ std::shared_ptr<backend::Queue> CudaBackend::queue() const { return std::make_sh
 backend::LaunchStatus CudaBackend::launch(backend::Queue& queue, const backend::Entry& entry, void* const* buffers,
                                           const int64_t* dims) const {
   const auto& e = *static_cast<CudaEntry*>(entry.run);
+  if (!e.function) {
+    fail("cuda: kernel ", e.shape->entry, " was compiled for ", arch_, " only (CudaBackend(\"", arch_,
+         "\")); compile with backend \"cuda\" on a machine with a GPU to run it");
+  }
   void* stream = static_cast<CudaQueue&>(queue).stream;
   const gpu::LaunchShape& shape = *e.shape;
   const kernel::Kernel& k = shape.kernel.kernel;

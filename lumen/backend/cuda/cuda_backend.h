@@ -24,7 +24,8 @@ namespace lumen::cuda {
 
 class CudaBackend : public backend::Backend {
  public:
-  // `arch` ("sm_80"): what compile() targets; empty: the device's.
+  // `arch` ("sm_80"): compile() targets it and loads nothing (compile-only:
+  // launches raise an Error); empty: the device's architecture, loaded to run.
   explicit CudaBackend(std::string arch = "");
   const char* name() const override { return "cuda"; }
   backend::Capabilities capabilities() const override;
@@ -41,6 +42,9 @@ class CudaBackend : public backend::Backend {
 
   // NVRTC's output for the sources (no device needed): PTX, cubin, ptxas's resource report.
   NvrtcResult compile_for(const std::vector<std::string>& sources, const std::string& arch) const;
+
+  // What NVRTC reported for a module this backend compiled (resources per entry).
+  static const NvrtcResult& compiled(const backend::Module& module);
 
   // The backend on this machine's GPU; throws lumen::Error when cuInit finds none.
   static std::shared_ptr<CudaBackend> shared();

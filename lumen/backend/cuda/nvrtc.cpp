@@ -98,6 +98,7 @@ std::string text_of(Program p, Status (*size)(Program, size_t*), Status (*get)(P
   if (size(p, &n) != 0 || n == 0) return "";
   std::string s(n, '\0');
   if (get(p, s.data()) != 0) return "";
+  while (!s.empty() && s.back() == '\0') s.pop_back();  // the size counts the terminator
   return s;
 }
 

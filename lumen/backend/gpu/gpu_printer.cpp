@@ -94,8 +94,17 @@ void Writer::prologue() {
   std::string points = values_.expr(simplify(grid_points(g_)));
   if (group_) {
     int gs = g_.schedule.group_size;
-    out_ << "  " << d_.local_decl << " float lm_red_f[" << gs << "];\n";
-    out_ << "  " << d_.local_decl << " int lm_red_i[" << gs << "];\n";
+    std::map<int, DType> dtypes;
+    walk(g_.kernel.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::AccInit) dtypes[s.acc] = s.dtype;
+    });
+    bool floats = false, ints = false;
+    for (const Stmt& s : g_.kernel.body) {
+      if (s.kind != StmtKind::Loop) continue;
+      for (int a : updated_outside(s)) (is_float(dtypes[a]) ? floats : ints) = true;
+    }
+    if (floats) out_ << "  " << d_.local_decl << " float lm_red_f[" << gs << "];\n";
+    if (ints) out_ << "  " << d_.local_decl << " int lm_red_i[" << gs << "];\n";
     out_ << "  const " << d_.i64 << " lm_point = " << d_.group_id << ";\n";
     out_ << "  const " << d_.i64 << " lm_lid = " << d_.local_id << ";\n";
   } else {
