@@ -5,14 +5,20 @@
 // reference interpreter in both reduction modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 
 #include "lumen/backend/gpu/buffer_extent.h"
 #include "lumen/backend/gpu/gpu_kernel.h"
 #include "lumen/backend/gpu/gpu_printer.h"
 #include "lumen/compile.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/kernel/heuristic.h"
+#include "lumen/kernel/schedule_space.h"
+#include "lumen/runtime/compiled_executor.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
 #ifdef LUMEN_HAVE_OPENCL
@@ -86,6 +92,41 @@ TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
   ASSERT_EQ(n.size(), 2u);
   EXPECT_EQ(n[0], 15);
   EXPECT_EQ(n[1], 15);
+}
+
+TEST(GpuScheduleAction, ParsesPrintsAndRejectsBadSizes) {
+  std::vector<Action> a = parse_actions("split(0,4) gpu(1,128)");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1], Action::gpu(1, 128));
+  EXPECT_EQ(to_string(a), "split(0,4) gpu(1,128)");
+  Schedule s = Schedule::from_actions({Expr(8), Expr(16)}, a);
+  EXPECT_EQ(s.gpu_reduce(), 1);
+  EXPECT_EQ(s.gpu_group(), 128);
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(1, 100)}), Error);  // not a power of two
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(2, 64)}), Error);   // no such mode
+}
+
+TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(64), Expr(256)});
+  Tensor y = softmax(x, -1);
+  std::vector<bool> materialized(g.size(), false);
+  materialized[static_cast<size_t>(y.edge().node)] = true;
+  for (NodeId id : g.input_ids()) materialized[static_cast<size_t>(id)] = true;
+  auto count_gpu = [&](bool gpu) {
+    KernelFacts f = kernel_facts(g, y.edge().node, materialized, Target{4, 2, gpu});
+    int n = 0;
+    for (const Knobs& k : neighbours(f, heuristic_knobs(f))) {
+      if (k.gpu_reduce < 0 && k.gpu_group == 0) continue;
+      ++n;
+      std::vector<Action> actions = knob_actions(f, k);
+      EXPECT_TRUE(std::any_of(actions.begin(), actions.end(), [](const Action& a) { return a.kind == ActionKind::Gpu; }))
+          << k.to_string();
+    }
+    return n;
+  };
+  EXPECT_EQ(count_gpu(false), 0);
+  EXPECT_EQ(count_gpu(true), 6);  // two modes, four group sizes
 }
 
 #ifdef LUMEN_HAVE_OPENCL
@@ -166,6 +207,54 @@ TEST(OpenClBackend, GatherOutOfRangeRaisesAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("index 9 is out of range"), std::string::npos) << e.what();
   }
+}
+
+// The gpu action reaches the printed kernel: a work-group of 128 reducing in local memory.
+TEST(OpenClBackend, ScheduleGpuActionPicksModeAndGroupSize) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(5), Expr(300)});
+  g.mark_output(softmax(x, -1), "y");
+  compiler::CompilerOptions o;
+  o.search.use_cache = false;
+  o.choose = [](const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+    std::vector<Action> a = heuristic_actions(graph, n, materialized, Target{4, 2, true});
+    a.push_back(Action::gpu(1, 128));
+    return a;
+  };
+  std::vector<Edge> outs = {g.outputs()[0].edge};
+  backend::CompiledProgram compiled = compiler::compile(g, outs, o, opencl::OpenClBackend::shared()).program;
+  EXPECT_NE(compiled.source.find("(group/128/"), std::string::npos) << compiled.source;
+  EXPECT_NE(compiled.source.find("lm_red_f[128]"), std::string::npos);
+  auto shared = std::make_shared<const Graph>(g);
+  Program cl(shared, g.outputs(), std::make_unique<CompiledExecutor>(std::move(compiled)));
+  Program ref = compile(g, {}, {Backend::Interp});
+  for (Program* p : {&cl, &ref}) {
+    p->set("x", Array::from_floats(values(5 * 300, 4), {5, 300}));
+    p->run();
+  }
+  for (int64_t i = 0; i < 5 * 300; ++i) EXPECT_NEAR(cl.get("y").get(i), ref.get("y").get(i), 1e-6);
+}
+
+// With a search budget the schedule search measures GPU candidates on the
+// device, each verified against the interpreter before it can win.
+TEST(OpenClBackend, SearchedProgramAgreesWithTheInterpreter) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(16), Expr(512)});
+  g.mark_output(softmax(x, -1), "y");
+  CompileOptions o;
+  o.backend = Backend::OpenCl;
+  o.search_budget_s = 4;
+  o.tuning_cache = false;
+  o.graph_search = false;
+  Program cl = compile(g, {}, o);
+  Program ref = compile(g, {}, {Backend::Interp});
+  for (Program* p : {&cl, &ref}) {
+    p->set("x", Array::from_floats(values(16 * 512, 5), {16, 512}));
+    p->run();
+  }
+  for (int64_t i = 0; i < 16 * 512; ++i) EXPECT_NEAR(cl.get("y").get(i), ref.get("y").get(i), 1e-6);
+  EXPECT_GT(cl.stats()["search_timing_runs"], 0) << cl.report();
+  if (std::getenv("SHOW_REPORT")) std::cout << cl.report();
 }
 
 TEST(OpenClBackend, BuiltBinariesAreCached) {

@@ -49,6 +49,7 @@ CudaBackend::CudaBackend(std::string arch) : arch_(std::move(arch)), programs_(g
 backend::Capabilities CudaBackend::capabilities() const {
   backend::Capabilities c;
   c.name = name();
+  c.gpu = true;
   c.f32_lanes = 4;  // the CPU-style schedule's lane loops become 4-wide register tiles (gpu_kernel.h)
   if (!arch_.empty()) {  // compile-only: a typical part of the architecture (A100: 108 SMs, H100: 132)
     c.device = "compile only (" + arch_ + ")";

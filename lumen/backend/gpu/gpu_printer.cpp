@@ -1,5 +1,6 @@
 #include "lumen/backend/gpu/gpu_printer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <cstdio>
@@ -176,9 +177,8 @@ void Writer::loop(const Stmt& s, int depth, bool top) {
   values_.set_combo(0);
   std::string v = values_.expr(s.var);
   std::string extent = values_.expr(values_.substituted(s.extent));
-  if (!strided && g_.schedule.unroll > 1 && s.loop == LoopKind::Serial) {
-    out_ << pad << "#pragma unroll " << g_.schedule.unroll << "\n";
-  }
+  int unroll = std::max(g_.schedule.unroll, s.unroll_hint);
+  if (!strided && unroll > 1 && s.loop == LoopKind::Serial) out_ << pad << "#pragma unroll " << unroll << "\n";
   if (strided) {
     out_ << pad << "for (" << d_.i64 << " " << v << " = lm_lid; " << v << " < " << extent << "; " << v
          << " += " << g_.schedule.group_size << ") {  // strided over the work-group\n";

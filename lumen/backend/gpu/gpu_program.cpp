@@ -32,6 +32,8 @@ int64_t LaunchShape::groups(const int64_t* dims) const {
 
 GpuSchedule GpuPrograms::schedule_for(const kernel::Kernel& k) const {
   GpuSchedule s = heuristic_gpu_schedule(k);
+  if (k.gpu_reduce >= 0) s.reduce = k.gpu_reduce == 1 ? ReduceMode::Group : ReduceMode::Thread;  // the schedule's gpu action
+  if (k.gpu_group > 0) s.group_size = static_cast<int>(k.gpu_group);
   if (const char* mode = std::getenv("LUMEN_GPU_REDUCE")) {
     std::string m = mode;
     if (m == "thread") s.reduce = ReduceMode::Thread;

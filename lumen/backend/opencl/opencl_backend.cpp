@@ -73,6 +73,7 @@ backend::Capabilities OpenClBackend::capabilities() const {
   c.name = name();
   c.device = cl_device().device_name;
   c.threads = cl_device().compute_units;
+  c.gpu = true;
   c.f32_lanes = 4;  // the CPU-style schedule's lane loops become 4-wide register tiles (gpu_kernel.h)
   return c;
 }
