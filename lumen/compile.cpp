@@ -4,6 +4,10 @@
 
 #include "lumen/core/error.h"
 #include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/backend/cuda/cuda_backend.h"
+#ifdef LUMEN_HAVE_OPENCL
+#include "lumen/backend/opencl/opencl_backend.h"
+#endif
 #include "lumen/compiler/compiler.h"
 #include "lumen/compiler/graph_search.h"
 #include "lumen/runtime/candidate_rig.h"
@@ -17,18 +21,36 @@ const char* backend_name(Backend backend) {
   switch (backend) {
     case Backend::Interp: return "interp";
     case Backend::Cpu: return "cpu";
+    case Backend::OpenCl: return "opencl";
+    case Backend::Cuda: return "cuda";
   }
   return "?";
 }
 
 Backend backend_named(const std::string& name) {
-  for (Backend b : {Backend::Cpu, Backend::Interp}) {
+  for (Backend b : {Backend::Cpu, Backend::Interp, Backend::OpenCl, Backend::Cuda}) {
     if (name == backend_name(b)) return b;
   }
-  fail("unknown backend '", name, "' (available: cpu, interp)");
+  fail("unknown backend '", name, "' (available: cpu, interp, opencl, cuda)");
 }
 
 namespace {
+
+// The Backend object a compiled backend names.
+std::shared_ptr<const backend::Backend> backend_object(Backend b) {
+  switch (b) {
+    case Backend::OpenCl:
+#ifdef LUMEN_HAVE_OPENCL
+      return opencl::OpenClBackend::shared();
+#else
+      fail("backend \"opencl\": this lumen was built without OpenCL (install ocl-icd-opencl-dev and opencl-headers, "
+           "then rebuild)");
+#endif
+    case Backend::Cuda: return cuda::CudaBackend::shared();
+    default: return cpu::CpuBackend::shared();
+  }
+}
+
 Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, const CompileOptions& options);
 }
 
@@ -65,6 +87,8 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
     case Backend::Interp:
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
     case Backend::Cpu:
+    case Backend::OpenCl:
+    case Backend::Cuda:
     {
       compiler::CompilerOptions cpu;
       cpu.time_programs = [](const std::vector<const backend::CompiledProgram*>& programs, const Bindings& dims,
@@ -81,7 +105,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
         check = [rig](const backend::CompiledProgram& program) { rig->check(program); };
       }
       compiler::CompileResult compiled =
-          compiler::compile_with_graph_search(*copy, edges, cpu, cpu::CpuBackend::shared(), check);
+          compiler::compile_with_graph_search(*copy, edges, cpu, backend_object(options.backend), check);
       return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }

@@ -11,7 +11,10 @@
 
 namespace lumen {
 
-enum class Backend { Interp, Cpu };
+// Interp: the reference interpreter; Cpu: generated C on the host; OpenCl:
+// the GPU lowering as OpenCL C on an OpenCL device (PoCL runs it on the CPU);
+// Cuda: the GPU lowering as CUDA C (NVRTC), run where cuInit finds a GPU.
+enum class Backend { Interp, Cpu, OpenCl, Cuda };
 
 struct CompileOptions {
   Backend backend = Backend::Cpu;
@@ -35,7 +38,7 @@ struct CompileOptions {
 Program compile(const Graph& graph, const std::vector<Tensor>& outputs = {}, const CompileOptions& options = {});
 
 const char* backend_name(Backend backend);
-// The backend a name stands for ("cpu", "interp"); throws Error for any other name.
+// The backend a name stands for ("cpu", "interp", "opencl", "cuda"); throws Error for any other name.
 Backend backend_named(const std::string& name);
 
 }  // namespace lumen

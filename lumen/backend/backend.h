@@ -30,6 +30,7 @@ struct Capabilities {
   int f32_lanes = 1;           // widest f32 vector the generated code uses
   std::string isa_features;    // e.g. "avx2,fma,f16c"
   int threads = 1;             // workers a launch is split across
+  bool gpu = false;            // kernels run as GPU grids (lumen/backend/gpu): the schedule space adds work-group knobs
   int64_t l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // data caches per core / shared; 0: unknown
 };
 

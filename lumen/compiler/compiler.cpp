@@ -37,7 +37,7 @@ void partition_kernels(Pipeline& p) {
 
 kernel::Target target_of(const backend::Backend& backend) {
   backend::Capabilities c = backend.capabilities();
-  return kernel::Target{c.f32_lanes, c.threads};
+  return kernel::Target{c.f32_lanes, c.threads, c.gpu};
 }
 
 // What the runtime needs besides kernels and launches: set before the

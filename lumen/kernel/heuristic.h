@@ -12,6 +12,7 @@ namespace lumen::kernel {
 struct Target {
   int f32_lanes = 16;  // SIMD width in f32 elements
   int threads = 2;
+  bool gpu = false;  // a GPU backend: the schedule space adds work-group knobs
 };
 
 std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std::vector<bool>& materialized,

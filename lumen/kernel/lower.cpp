@@ -40,6 +40,8 @@ class Lowerer {
     const Node& t = graph_.node(target);
     kernel_.name = name;
     kernel_.prefetch_rows = schedule_.prefetch();
+    kernel_.gpu_reduce = schedule_.gpu_reduce();
+    kernel_.gpu_group = schedule_.gpu_group();
     bool into = options_.store_node >= 0;
     buffer_for(into ? options_.store_node : target, true);
     find_nested_reductions(target);

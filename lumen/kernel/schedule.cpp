@@ -22,6 +22,7 @@ const char* action_name(ActionKind k) {
     case ActionKind::PackInline: return "pack_inline";
     case ActionKind::Prefetch: return "prefetch";
     case ActionKind::Rfactor: return "rfactor";
+    case ActionKind::Gpu: return "gpu";
   }
   return "?";
 }
@@ -36,7 +37,8 @@ std::string to_string(const Action& a) {
   switch (a.kind) {
     case ActionKind::Split:
     case ActionKind::Reorder:
-    case ActionKind::Pack: out << a.loop << ',' << a.value; break;
+    case ActionKind::Pack:
+    case ActionKind::Gpu: out << a.loop << ',' << a.value; break;
     case ActionKind::Kind: out << a.loop << ',' << loop_kind_name(static_cast<LoopKind>(a.value)); break;
     case ActionKind::PackInline: out << a.loop; break;
     default: out << a.value; break;
@@ -97,6 +99,9 @@ std::vector<Action> parse_actions(const std::string& text) {
       out.push_back(Action::prefetch(number(args)));
     } else if (name == "rfactor") {
       out.push_back(Action::rfactor(number(args)));
+    } else if (name == "gpu") {
+      if (comma == std::string::npos) fail("schedule: gpu(mode, size) needs two numbers, got '", args, "'");
+      out.push_back(Action::gpu(static_cast<int>(number(args.substr(0, comma))), number(args.substr(comma + 1))));
     } else {
       fail("schedule: unknown action '", name, "'");
     }
@@ -199,6 +204,14 @@ void Schedule::apply(const Action& a) {
     case ActionKind::Rfactor:
       if (a.value < 2 || a.value > kMaxRfactor) fail("schedule: rfactor must be in [2, ", kMaxRfactor, "], got ", a.value);
       rfactor_ = a.value;
+      break;
+    case ActionKind::Gpu:
+      if (a.loop < -1 || a.loop > 1) fail("schedule: gpu mode must be -1, 0 or 1, got ", a.loop);
+      if (a.value != 0 && (a.value < 32 || a.value > 1024 || (a.value & (a.value - 1)) != 0)) {
+        fail("schedule: gpu work-group size must be 0 or a power of two in [32, 1024], got ", a.value);
+      }
+      gpu_reduce_ = a.loop;
+      gpu_group_ = a.value;
       break;
   }
   validate_kinds();

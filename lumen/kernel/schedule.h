@@ -33,6 +33,12 @@
 //                           first; the kernel combines the p partials. For
 //                           outputs too few to share among threads (a sum of
 //                           everything, a norm of a few long rows)
+//   gpu(mode, size)         GPU backends only (lumen/backend/gpu): mode 0
+//                           reduces inside each work item, 1 across a
+//                           work-group (local memory, barriers), -1 lets the
+//                           backend pick; size work items per group (a power
+//                           of two in [32, 1024]; 0: the backend's). The CPU
+//                           backend ignores it
 #pragma once
 
 #include <cstdint>
@@ -50,7 +56,7 @@ inline constexpr int64_t kMaxReduceSplit = 64;
 // rfactor(p) takes p in [2, kMaxRfactor].
 inline constexpr int64_t kMaxRfactor = 256;
 
-enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch, Rfactor };
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch, Rfactor, Gpu };
 
 struct Action {
   ActionKind kind;
@@ -67,6 +73,7 @@ struct Action {
   static Action pack_inline(int operand) { return {ActionKind::PackInline, operand, 0}; }
   static Action prefetch(int64_t rows) { return {ActionKind::Prefetch, 0, rows}; }
   static Action rfactor(int64_t parts) { return {ActionKind::Rfactor, 0, parts}; }
+  static Action gpu(int mode, int64_t group_size) { return {ActionKind::Gpu, mode, group_size}; }
   bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
 };
 
@@ -99,6 +106,8 @@ class Schedule {
   int64_t reduce_split() const { return reduce_split_; }
   int64_t prefetch() const { return prefetch_; }
   int64_t rfactor() const { return rfactor_; }  // 1: the reduction is not cut
+  int gpu_reduce() const { return gpu_reduce_; }        // -1: the backend's choice
+  int64_t gpu_group() const { return gpu_group_; }      // 0: the backend's choice
   // (operand index, panel width) pairs to pack before the kernel runs.
   const std::vector<std::pair<int, int64_t>>& packs() const { return packs_; }
   // Whether operand's pack is made inside the kernel (pack_inline).
@@ -116,6 +125,8 @@ class Schedule {
   int64_t reduce_split_ = 1;
   int64_t prefetch_ = 0;
   int64_t rfactor_ = 1;
+  int gpu_reduce_ = -1;
+  int64_t gpu_group_ = 0;
   std::vector<std::pair<int, int64_t>> packs_;
   std::vector<int> inline_packs_;
 };

@@ -169,7 +169,8 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
 bool Knobs::operator==(const Knobs& o) const {
   return mr == o.mr && nr == o.nr && pack == o.pack && pack_inline == o.pack_inline && n_outer == o.n_outer && m_block == o.m_block && vector == o.vector &&
          reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && reduce_split == o.reduce_split && parallel == o.parallel && rows == o.rows &&
-         prefetch == o.prefetch && rfactor == o.rfactor && block == o.block;
+         prefetch == o.prefetch && rfactor == o.rfactor && block == o.block && gpu_reduce == o.gpu_reduce &&
+         gpu_group == o.gpu_group;
 }
 
 std::string Knobs::to_string() const {
@@ -186,6 +187,7 @@ std::string Knobs::to_string() const {
   if (prefetch > 0) out << " prefetch " << prefetch;
   if (rfactor > 1) out << " rfactor " << rfactor;
   if (block > 0) out << " block " << block;
+  if (gpu_reduce >= 0 || gpu_group > 0) out << " gpu " << gpu_reduce << "/" << gpu_group;
   return out.str();
 }
 
@@ -196,6 +198,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.shape = n.shape;
   f.lanes = target.f32_lanes;
   f.threads = target.threads;
+  f.gpu = target.gpu;
   f.f32 = n.dtype == DType::F32;
   f.numel = 1;
   for (const Expr& d : n.shape) f.numel *= assumed(d);
@@ -434,6 +437,7 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Unroll));
   }
   if (k.prefetch > 0) apply(Action::prefetch(k.prefetch));
+  if (k.gpu_reduce >= 0 || k.gpu_group > 0) apply(Action::gpu(k.gpu_reduce, k.gpu_group));
   if (k.reduce_lanes > 1) apply(Action::reduce_lanes(k.reduce_lanes));
   if (k.reduce_unroll > 1) apply(Action::reduce_unroll(k.reduce_unroll));
   if (k.reduce_split > 1) apply(Action::reduce_split(k.reduce_split));
@@ -564,6 +568,18 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     Knobs n = k;
     n.reduce_split = k.reduce_split == d ? 1 : d;
     push(n);
+  }
+  if (f.gpu) {  // work-group knobs: reduction mode and group size
+    for (int mode : {0, 1}) {
+      Knobs n = k;
+      n.gpu_reduce = mode;
+      push(n);
+    }
+    for (int64_t size : {32, 64, 128, 256}) {
+      Knobs n = k;
+      n.gpu_group = size;
+      push(n);
+    }
   }
   for (int p : {-1, 0, 1, 2}) {  // a single output has no loop to run in parallel (rfactor's parts do)
     Knobs n = k;

@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 16;
+constexpr int kScheduleSpaceVersion = 17;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
@@ -24,6 +24,7 @@ struct KernelFacts {
   Shape shape;
   int lanes = 16;
   int threads = 2;
+  bool gpu = false;           // a GPU target: work-group knobs join the space
   bool f32 = true;
   NodeId contraction = -1;    // the sum of a product computed at the output points, if any
   int pack_operand = -1;      // the contraction operand worth packing, if any
@@ -59,6 +60,8 @@ struct Knobs {
   int64_t reduce_split = 1;  // reductions run as outer x inner loops of this many (see Action::reduce_split)
   int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none
   int64_t rfactor = 1;     // the outer reduction cut into this many parts, computed in parallel first
+  int gpu_reduce = -1;     // GPU: 0 reduce per work item, 1 across a work-group, -1 the backend's choice
+  int64_t gpu_group = 0;   // GPU: work items per group; 0 the backend's choice
 
   bool operator==(const Knobs& o) const;
   std::string to_string() const;

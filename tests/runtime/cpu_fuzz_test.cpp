@@ -2,6 +2,7 @@
 // (permute, reshape, slice, flip, pad, expand, unfold) are compiled for the
 // CPU and compared element by element with the reference interpreter.
 // `make test` runs a bounded number of graphs; LUMEN_SLOW=1 runs many more.
+// LUMEN_FUZZ_BACKEND=opencl runs the random-graph cases on the OpenCL backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,9 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/compiler/compiler.h"
 #include "lumen/runtime/compiled_executor.h"
+#ifdef LUMEN_HAVE_OPENCL
+#include "lumen/backend/opencl/opencl_backend.h"
+#endif
 
 namespace lumen {
 namespace {
@@ -220,12 +224,25 @@ void add_contractions(GraphFuzzer& f) {
   }
 }
 
+// The backend under test: cpu, or LUMEN_FUZZ_BACKEND's.
+Backend fuzz_backend() {
+  const char* name = std::getenv("LUMEN_FUZZ_BACKEND");
+  return name ? backend_named(name) : Backend::Cpu;
+}
+
+std::shared_ptr<const backend::Backend> fuzz_backend_object() {
+#ifdef LUMEN_HAVE_OPENCL
+  if (fuzz_backend() == Backend::OpenCl) return opencl::OpenClBackend::shared();
+#endif
+  return cpu::CpuBackend::shared();
+}
+
 // A CPU program whose kernels are scheduled by `chooser` instead of the search.
 std::unique_ptr<Executor> scheduled_executor(const Graph& g, const std::vector<Edge>& edges,
                                              compiler::ScheduleChooser chooser) {
   compiler::CompilerOptions options;
   options.choose = std::move(chooser);
-  return std::make_unique<CompiledExecutor>(compiler::compile(g, edges, options, cpu::CpuBackend::shared()).program);
+  return std::make_unique<CompiledExecutor>(compiler::compile(g, edges, options, fuzz_backend_object()).program);
 }
 
 // Picks a random legal schedule for every kernel.
@@ -267,7 +284,7 @@ void run_case(unsigned seed) {
   }
   bool scheduled = seed % 2 == 0;  // half the cases use random schedules
   Program cpu = scheduled ? Program(shared, named, scheduled_executor(*shared, edges, chooser))
-                          : compile(f.g, outs, {Backend::Cpu});
+                          : compile(f.g, outs, {fuzz_backend()});
   Program ref = compile(f.g, outs, {Backend::Interp});
   for (const auto& [name, a] : f.inputs) {
     cpu.set(name, a);

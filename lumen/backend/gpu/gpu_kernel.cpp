@@ -1,0 +1,143 @@
+#include "lumen/backend/gpu/gpu_kernel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+#include "lumen/kernel/bounded_sum.h"
+
+namespace lumen::gpu {
+
+using namespace lumen::kernel;
+
+namespace {
+
+bool mentions_any(const Expr& e, const std::vector<GridAxis>& grid) {
+  if (!e.defined()) return false;
+  for (const Expr& v : expr_vars(e)) {
+    for (const GridAxis& g : grid) {
+      if (g.var == v) return true;
+    }
+  }
+  return false;
+}
+
+bool reads_acc(const Value& v, const std::set<int>& accs) {
+  if (!v) return false;
+  if (v->kind == ValueKind::Acc && accs.count(v->acc)) return true;
+  return std::any_of(v->args.begin(), v->args.end(), [&](const Value& a) { return reads_acc(a, accs); });
+}
+
+void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : block) {
+    f(s);
+    if (s.kind == StmtKind::Loop) walk(s.body, f);
+  }
+}
+
+// The block of bounded float sums: kSumBlock, or LUMEN_SUM_BLOCK (as the CPU backend).
+int64_t sum_block() {
+  const char* v = std::getenv("LUMEN_SUM_BLOCK");
+  int64_t b = v ? std::atoll(v) : 0;
+  return b > 0 ? b : kSumBlock;
+}
+
+int64_t planned(const Expr& e, int64_t dynamic) {
+  if (e.is_const()) return e.value();
+  return e.hi() >= kMaxDim ? dynamic : e.hi();
+}
+
+}  // namespace
+
+std::string GpuSchedule::key() const {
+  return std::string(reduce == ReduceMode::Group ? "group/" : "thread/") + std::to_string(group_size) +
+         (tile_lanes ? "/tile" : "/flat") + "/u" + std::to_string(unroll);
+}
+
+// Accumulators a top-level loop updates that are declared outside it.
+static std::set<int> outer_updates(const Stmt& loop) {
+  std::set<int> declared, updated;
+  walk(loop.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::AccInit) declared.insert(s.acc);
+    if (s.kind == StmtKind::AccUpdate) updated.insert(s.acc);
+  });
+  std::set<int> out;
+  for (int a : updated) {
+    if (!declared.count(a)) out.insert(a);
+  }
+  return out;
+}
+
+bool group_reduce_legal(const Block& body) {
+  std::set<int> combined;  // accumulators already combined after an earlier loop
+  bool any_loop = false;
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::AccUpdate) return false;  // every item would add it
+    if (s.kind != StmtKind::Loop) continue;
+    any_loop = true;
+    std::set<int> outer = outer_updates(s);
+    bool reads = false;
+    walk(s.body, [&](const Stmt& u) { reads = reads || reads_acc(u.value, outer); });
+    if (reads) return false;  // a rolling update: not a plain + or max across items
+    for (int a : outer) {
+      if (!combined.insert(a).second) return false;  // combined twice would count earlier terms again
+    }
+  }
+  return any_loop;
+}
+
+namespace {
+
+// `k` with its leading perfect loop nest peeled into the grid.
+GpuKernel peel_grid(const Kernel& k, const GpuSchedule& schedule) {
+  GpuKernel g;
+  g.kernel = k;
+  g.schedule = schedule;
+  Block body = k.body;
+  while (body.size() == 1 && body[0].kind == StmtKind::Loop && !mentions_any(body[0].extent, g.grid)) {
+    g.grid.push_back({body[0].var, body[0].extent});
+    Block inner = body[0].body;
+    body = std::move(inner);
+  }
+  g.kernel.body = std::move(body);
+  return g;
+}
+
+}  // namespace
+
+GpuKernel lower_for_gpu(const Kernel& k, const GpuSchedule& schedule) {
+  GpuKernel g = peel_grid(k, schedule);
+  if (g.schedule.reduce == ReduceMode::Group && !group_reduce_legal(g.kernel.body)) {
+    g.schedule.reduce = ReduceMode::Thread;
+  }
+  // A work-group's partial sums already split a long sum (terms / group size
+  // each, then a tree); a thread's own reduction is bounded as on the CPU.
+  if (g.schedule.reduce == ReduceMode::Thread) bound_float_sums(g.kernel, 1, sum_block());
+  return g;
+}
+
+GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
+  GpuSchedule s;
+  GpuKernel peeled = peel_grid(k, GpuSchedule{});
+  int64_t points = planned(simplify(grid_points(peeled)), 4096);
+  int64_t terms = 0;
+  for (const Stmt& st : peeled.kernel.body) {
+    if (st.kind == StmtKind::Loop && !outer_updates(st).empty()) terms = std::max(terms, planned(st.extent, 1024));
+  }
+  if (terms >= 64 && points < 16384 && group_reduce_legal(peeled.kernel.body)) {
+    s.reduce = ReduceMode::Group;
+    s.group_size = terms >= 4096 ? 128 : 64;
+  }
+  return s;
+}
+
+Expr grid_points(const GpuKernel& k) {
+  Expr n(1);
+  for (const GridAxis& a : k.grid) n = n * a.extent;
+  return n;
+}
+
+}  // namespace lumen::gpu

@@ -1,0 +1,69 @@
+// The GPU lowering of a loop-IR kernel: which loops become the grid and how
+// the work of one grid point is shared by the work items of a work-group.
+// CUDA and OpenCL print the same GpuKernel (gpu_printer.h); only the
+// dialect differs.
+//
+// Grid: the leading perfect nest of loops of the kernel body (each the only
+// statement of its parent, extents not depending on one another) is
+// flattened into one linear grid index; each grid point runs the rest of the
+// body. A loop of any kind (parallel, serial, lane) may be peeled: its
+// iterations are independent because no accumulator or binding is declared
+// outside it.
+//
+// Reduction mode (a schedule choice):
+//   Thread — one work item per grid point; reductions run inside the thread
+//            (always legal, the fallback).
+//   Group  — one work-group per grid point: every top-level loop of the
+//            point's body is strided over the group's work items, and an
+//            accumulator declared outside such a loop is combined across
+//            the group through local memory with barriers afterwards (a
+//            tree). Legal when no strided loop reads an accumulator it
+//            updates (rolling updates combine otherwise than + or max).
+//
+// Lane loops (unroll / vector) inside a point are printed in lock step when
+// `tile_lanes` is set and the region allows it: one copy of each leaf
+// statement per lane, nested loops shared — a per-thread register tile (the
+// unroll-and-jam the CPU path gets); otherwise as plain loops.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lumen/kernel/ir.h"
+
+namespace lumen::gpu {
+
+enum class ReduceMode { Thread, Group };
+
+struct GpuSchedule {
+  ReduceMode reduce = ReduceMode::Thread;
+  int group_size = 64;     // work items per work-group (a power of two)
+  bool tile_lanes = true;  // lane loops as per-thread register tiles
+  int unroll = 1;          // unroll hint for serial loops inside a point (1: none)
+  std::string key() const;  // e.g. "thread/64/tile/u1", for names and tuning keys
+};
+
+struct GridAxis {
+  Expr var, extent;
+};
+
+struct GpuKernel {
+  kernel::Kernel kernel;        // body: what one grid point runs (grid loops peeled)
+  std::vector<GridAxis> grid;   // outermost first; empty: one point
+  GpuSchedule schedule;         // as applied (Group falls back to Thread where illegal)
+};
+
+// The GPU form of `k` under `schedule` (float sums bounded as on the CPU).
+GpuKernel lower_for_gpu(const kernel::Kernel& k, const GpuSchedule& schedule);
+
+// A schedule for `k` without measuring: Group reductions when a grid point
+// reduces over many terms and there are few grid points, else Thread.
+GpuSchedule heuristic_gpu_schedule(const kernel::Kernel& k);
+
+// Whether the Group mode is legal for a point body.
+bool group_reduce_legal(const kernel::Block& body);
+
+// The number of grid points (product of the grid extents).
+Expr grid_points(const GpuKernel& k);
+
+}  // namespace lumen::gpu

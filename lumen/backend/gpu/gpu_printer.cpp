@@ -1,0 +1,245 @@
+#include "lumen/backend/gpu/gpu_printer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "lumen/backend/gpu/gpu_values.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::gpu {
+
+using namespace lumen::kernel;
+
+namespace {
+
+constexpr int64_t kMaxLaneCombos = 64;
+
+bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
+
+void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : block) {
+    f(s);
+    if (s.kind == StmtKind::Loop) walk(s.body, f);
+  }
+}
+
+std::set<int> updated_outside(const Stmt& loop) {
+  std::set<int> declared, updated, out;
+  walk(loop.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::AccInit) declared.insert(s.acc);
+    if (s.kind == StmtKind::AccUpdate) updated.insert(s.acc);
+  });
+  for (int a : updated) {
+    if (!declared.count(a)) out.insert(a);
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  Writer(const GpuKernel& g, const Dialect& d) : g_(g), d_(d), values_(g.kernel, d, out_) {
+    group_ = g.schedule.reduce == ReduceMode::Group;
+  }
+  std::string render(const std::string& entry);
+
+ private:
+  void signature(const std::string& entry);
+  void prologue();
+  void block(const Block& b, int depth, bool top);
+  void loop(const Stmt& s, int depth, bool top);
+  void lanes(const Stmt& s, int depth);
+  void leaf(const Stmt& s, const std::string& pad);
+  void combine_across_group(int acc, const std::string& pad);
+  bool lane_region_supported(const Stmt& s) const;
+  int64_t combos() const;
+
+  const GpuKernel& g_;
+  const Dialect& d_;
+  std::ostringstream out_;
+  ValueWriter values_;
+  bool group_ = false;
+};
+
+std::string Writer::render(const std::string& entry) {
+  out_ << "// kernel " << g_.kernel.name << " (" << g_.schedule.key() << "): fuses";
+  for (const std::string& f : g_.kernel.fused) out_ << " " << f;
+  out_ << "\n";
+  signature(entry);
+  prologue();
+  block(g_.kernel.body, 1, true);
+  out_ << "}\n";
+  return out_.str();
+}
+
+void Writer::signature(const std::string& entry) {
+  out_ << d_.kernel_decl << " " << entry << "(";
+  const Kernel& k = g_.kernel;
+  for (size_t i = 0; i < k.buffers.size(); ++i) {
+    const BufferArg& b = k.buffers[i];
+    out_ << (i ? ",\n    " : "\n    ") << d_.global_space << (b.output ? "" : "const ") << storage_type(b.dtype, d_)
+         << "* " << d_.restrict_kw << " b" << i;
+  }
+  for (const std::string& dim : k.dims) out_ << ",\n    const " << d_.i64 << " d_" << identifier(dim);
+  out_ << ",\n    " << d_.global_space << d_.i64 << "* lm_status) {\n";
+  for (size_t i = 0; i < k.buffers.size(); ++i) out_ << "  // b" << i << ": " << k.buffers[i].name << "\n";
+}
+
+void Writer::prologue() {
+  std::string points = values_.expr(simplify(grid_points(g_)));
+  if (group_) {
+    int gs = g_.schedule.group_size;
+    std::map<int, DType> dtypes;
+    walk(g_.kernel.body, [&](const Stmt& s) {
+      if (s.kind == StmtKind::AccInit) dtypes[s.acc] = s.dtype;
+    });
+    bool floats = false, ints = false;
+    for (const Stmt& s : g_.kernel.body) {
+      if (s.kind != StmtKind::Loop) continue;
+      for (int a : updated_outside(s)) (is_float(dtypes[a]) ? floats : ints) = true;
+    }
+    if (floats) out_ << "  " << d_.local_decl << " float lm_red_f[" << gs << "];\n";
+    if (ints) out_ << "  " << d_.local_decl << " int lm_red_i[" << gs << "];\n";
+    out_ << "  const " << d_.i64 << " lm_point = " << d_.group_id << ";\n";
+    out_ << "  const " << d_.i64 << " lm_lid = " << d_.local_id << ";\n";
+  } else {
+    out_ << "  const " << d_.i64 << " lm_point = " << d_.global_id << ";\n";
+    out_ << "  if (lm_point >= " << points << ") return;\n";
+  }
+  if (g_.grid.empty()) return;
+  out_ << "  " << d_.i64 << " lm_rest = lm_point;\n";
+  for (size_t i = g_.grid.size(); i-- > 0;) {
+    const GridAxis& a = g_.grid[i];
+    std::string v = values_.expr(a.var);
+    if (i == 0) {
+      out_ << "  const " << d_.i64 << " " << v << " = lm_rest;  // grid axis, extent " << a.extent << "\n";
+    } else {
+      std::string e = values_.expr(a.extent);
+      out_ << "  const " << d_.i64 << " " << v << " = lm_rest % " << e << ";  // grid axis, extent " << a.extent << "\n";
+      out_ << "  lm_rest = lm_rest / " << e << ";\n";
+    }
+  }
+  out_ << "  (void)lm_rest;\n";
+}
+
+void Writer::block(const Block& b, int depth, bool top) {
+  std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  for (const Stmt& s : b) {
+    if (s.kind == StmtKind::Loop) {
+      loop(s, depth, top);
+      continue;
+    }
+    bool guarded = top && group_ && s.kind == StmtKind::Store;
+    if (guarded) out_ << pad << "if (lm_lid == 0) {\n";
+    for (int64_t c = 0; c < combos(); ++c) {
+      values_.set_combo(c);
+      leaf(s, guarded ? pad + "  " : pad);
+    }
+    if (guarded) out_ << pad << "}\n";
+  }
+}
+
+int64_t Writer::combos() const { return values_.combo_count(); }
+
+bool Writer::lane_region_supported(const Stmt& s) const {
+  if (!g_.schedule.tile_lanes || !s.extent.is_const()) return false;
+  if (combos() * s.extent.value() > kMaxLaneCombos) return false;
+  bool ok = true;
+  std::vector<Expr> lane_vars = values_.lane_vars();
+  lane_vars.push_back(s.var);
+  walk(s.body, [&](const Stmt& u) {
+    if (u.kind == StmtKind::Bind) ok = false;
+    if (u.kind != StmtKind::Loop) return;
+    if (is_lane(u.loop)) {
+      if (!u.extent.is_const()) ok = false;
+      lane_vars.push_back(u.var);
+    }
+    for (const Expr& v : expr_vars(u.extent)) {
+      for (const Expr& l : lane_vars) ok = ok && !(v == l);
+    }
+  });
+  return ok;
+}
+
+void Writer::loop(const Stmt& s, int depth, bool top) {
+  std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  bool strided = top && group_;
+  if (!strided && is_lane(s.loop) && lane_region_supported(s)) {
+    lanes(s, depth);
+    return;
+  }
+  values_.set_combo(0);
+  std::string v = values_.expr(s.var);
+  std::string extent = values_.expr(values_.substituted(s.extent));
+  int unroll = std::max(g_.schedule.unroll, s.unroll_hint);
+  if (!strided && unroll > 1 && s.loop == LoopKind::Serial) out_ << pad << "#pragma unroll " << unroll << "\n";
+  if (strided) {
+    out_ << pad << "for (" << d_.i64 << " " << v << " = lm_lid; " << v << " < " << extent << "; " << v
+         << " += " << g_.schedule.group_size << ") {  // strided over the work-group\n";
+  } else {
+    out_ << pad << "for (" << d_.i64 << " " << v << " = 0; " << v << " < " << extent << "; ++" << v << ") {  // "
+         << loop_kind_name(s.loop) << "\n";
+  }
+  block(s.body, depth + 1, false);
+  out_ << pad << "}\n";
+  if (strided) {
+    for (int acc : updated_outside(s)) combine_across_group(acc, pad);
+  }
+}
+
+// A lane loop in lock step: nested loops shared, leaves once per lane.
+void Writer::lanes(const Stmt& s, int depth) {
+  std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  out_ << pad << "{  // " << s.var << " in [0, " << s.extent << "): lanes in registers\n";
+  values_.push_lane(s.var, s.extent.value());
+  block(s.body, depth + 1, false);
+  values_.pop_lane();
+  out_ << pad << "}\n";
+}
+
+void Writer::leaf(const Stmt& s, const std::string& pad) {
+  switch (s.kind) {
+    case StmtKind::AccInit: values_.declare_acc(s, pad); return;
+    case StmtKind::AccUpdate: values_.update_acc(s, pad); return;
+    case StmtKind::Store: values_.store(s, pad); return;
+    case StmtKind::Bind: values_.bind(s, pad); return;
+    case StmtKind::Loop: return;
+  }
+}
+
+// Every item holds a partial result of `acc`; afterwards every item holds the whole.
+void Writer::combine_across_group(int acc, const std::string& pad) {
+  values_.set_combo(0);
+  const AccInfo& info = values_.acc(acc);
+  bool f = is_float(info.dtype);
+  std::string red = f ? "lm_red_f" : "lm_red_i";
+  std::string name = values_.acc_name(acc);
+  std::string a = red + "[lm_lid]", b = red + "[lm_lid + lm_s]";
+  std::string combined = info.combine == Combine::Sum ? (info.dtype == DType::Bool ? a + " | " + b : a + " + " + b)
+                         : f                          ? "lm_maxf(" + a + ", " + b + ")"
+                         : info.dtype == DType::Bool  ? a + " | " + b
+                                                      : "lm_maxi(" + a + ", " + b + ")";
+  out_ << pad << "// " << name << ": the work-group's partial results combined (a tree in local memory)\n";
+  out_ << pad << red << "[lm_lid] = " << (f ? "" : "(int)") << name << ";\n";
+  out_ << pad << d_.barrier << "\n";
+  out_ << pad << "for (int lm_s = " << g_.schedule.group_size / 2 << "; lm_s > 0; lm_s >>= 1) {\n";
+  out_ << pad << "  if (lm_lid < lm_s) " << red << "[lm_lid] = " << combined << ";\n";
+  out_ << pad << "  " << d_.barrier << "\n";
+  out_ << pad << "}\n";
+  out_ << pad << name << " = " << (info.dtype == DType::Bool ? "(" + red + "[0] != 0)" : red + "[0]") << ";\n";
+  out_ << pad << d_.barrier << "\n";
+}
+
+}  // namespace
+
+std::string print_gpu_kernel(const GpuKernel& k, const Dialect& dialect, const std::string& entry) {
+  return Writer(k, dialect).render(entry);
+}
+
+}  // namespace lumen::gpu

@@ -1,0 +1,280 @@
+// Tests for lumen/backend/gpu (the shared GPU lowering and printer) and
+// lumen/backend/opencl (executed on the machine's OpenCL device: PoCL on a
+// CPU here): the grid is the leading loop nest, work-group reductions are
+// refused where they would be wrong, and compiled programs agree with the
+// reference interpreter in both reduction modes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+
+#include "lumen/backend/gpu/buffer_extent.h"
+#include "lumen/backend/gpu/gpu_kernel.h"
+#include "lumen/backend/gpu/gpu_printer.h"
+#include "lumen/compile.h"
+#include "lumen/compiler/compiler.h"
+#include "lumen/kernel/heuristic.h"
+#include "lumen/kernel/schedule_space.h"
+#include "lumen/runtime/compiled_executor.h"
+#include "lumen/ops/linalg.h"
+#include "lumen/ops/reduce.h"
+#ifdef LUMEN_HAVE_OPENCL
+#include "lumen/backend/opencl/opencl_backend.h"
+#endif
+
+namespace lumen {
+namespace {
+
+using namespace lumen::ops;
+
+using namespace lumen::kernel;
+
+// out[i, j] = in[i, j] * 2 over [rows, cols].
+Kernel elementwise(int64_t rows, int64_t cols) {
+  Expr i = Expr::index("i", Expr(rows)), j = Expr::index("j", Expr(cols));
+  Value x = load(1, DType::F32, i * cols + j, Expr(1));
+  Block inner = {Stmt::store(0, i * cols + j, binary(Op::Mul, x, number(2, DType::F32)))};
+  Kernel k;
+  k.name = "twice";
+  k.buffers = {{"out", DType::F32, true}, {"in", DType::F32, false}};
+  k.body = {Stmt::make_loop(i, Expr(rows), LoopKind::Parallel, {Stmt::make_loop(j, Expr(cols), LoopKind::Serial, inner)})};
+  return k;
+}
+
+// Per row: acc = Σ_r f(acc, x[row, r]) with `rolling` reading the accumulator inside the loop.
+Kernel row_reduce(bool rolling) {
+  Expr i = Expr::index("i", Expr(4)), r = Expr::index("r", Expr(100));
+  Value x = load(1, DType::F32, i * 100 + r, Expr(1));
+  Value term = rolling ? binary(Op::Mul, x, acc_value(0, DType::F32)) : x;
+  Block row = {Stmt::acc_init(0, DType::F32, Combine::Sum),
+               Stmt::make_loop(r, Expr(100), LoopKind::Serial, {Stmt::acc_update(0, Combine::Sum, term)}),
+               Stmt::store(0, i, acc_value(0, DType::F32))};
+  Kernel k;
+  k.name = "rows";
+  k.accumulators = 1;
+  k.buffers = {{"out", DType::F32, true}, {"in", DType::F32, false}};
+  k.body = {Stmt::make_loop(i, Expr(4), LoopKind::Parallel, row)};
+  return k;
+}
+
+TEST(GpuLowering, LeadingLoopNestBecomesTheGrid) {
+  gpu::GpuKernel g = gpu::lower_for_gpu(elementwise(3, 5), {});
+  ASSERT_EQ(g.grid.size(), 2u);
+  EXPECT_EQ(g.grid[0].extent, Expr(3));
+  EXPECT_EQ(g.grid[1].extent, Expr(5));
+  ASSERT_EQ(g.kernel.body.size(), 1u);
+  EXPECT_EQ(g.kernel.body[0].kind, StmtKind::Store);
+}
+
+TEST(GpuLowering, GroupReductionOnlyWhereItIsAPlainCombine) {
+  gpu::GpuSchedule group;
+  group.reduce = gpu::ReduceMode::Group;
+  gpu::GpuKernel plain = gpu::lower_for_gpu(row_reduce(false), group);
+  EXPECT_EQ(plain.schedule.reduce, gpu::ReduceMode::Group);
+  std::string cl = gpu::print_gpu_kernel(plain, gpu::opencl_dialect(), "k");
+  EXPECT_NE(cl.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos) << cl;
+  EXPECT_NE(cl.find("+= 64"), std::string::npos) << cl;  // the reduction strided over the group
+  std::string cu = gpu::print_gpu_kernel(plain, gpu::cuda_dialect(), "k");
+  EXPECT_NE(cu.find("__syncthreads()"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("__shared__ float lm_red_f[64]"), std::string::npos) << cu;
+  // A rolling update (reads the accumulator it updates) cannot be split into partial results.
+  gpu::GpuKernel rolling = gpu::lower_for_gpu(row_reduce(true), group);
+  EXPECT_EQ(rolling.schedule.reduce, gpu::ReduceMode::Thread);
+  EXPECT_EQ(gpu::print_gpu_kernel(rolling, gpu::opencl_dialect(), "k").find("barrier"), std::string::npos);
+}
+
+TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
+  gpu::BufferExtents e(elementwise(3, 5));
+  std::vector<int64_t> n = e.elements(nullptr);
+  ASSERT_EQ(n.size(), 2u);
+  EXPECT_EQ(n[0], 15);
+  EXPECT_EQ(n[1], 15);
+}
+
+TEST(GpuScheduleAction, ParsesPrintsAndRejectsBadSizes) {
+  std::vector<Action> a = parse_actions("split(0,4) gpu(1,128)");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1], Action::gpu(1, 128));
+  EXPECT_EQ(to_string(a), "split(0,4) gpu(1,128)");
+  Schedule s = Schedule::from_actions({Expr(8), Expr(16)}, a);
+  EXPECT_EQ(s.gpu_reduce(), 1);
+  EXPECT_EQ(s.gpu_group(), 128);
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(1, 100)}), Error);  // not a power of two
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(2, 64)}), Error);   // no such mode
+}
+
+TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(64), Expr(256)});
+  Tensor y = softmax(x, -1);
+  std::vector<bool> materialized(g.size(), false);
+  materialized[static_cast<size_t>(y.edge().node)] = true;
+  for (NodeId id : g.input_ids()) materialized[static_cast<size_t>(id)] = true;
+  auto count_gpu = [&](bool gpu) {
+    KernelFacts f = kernel_facts(g, y.edge().node, materialized, Target{4, 2, gpu});
+    int n = 0;
+    for (const Knobs& k : neighbours(f, heuristic_knobs(f))) {
+      if (k.gpu_reduce < 0 && k.gpu_group == 0) continue;
+      ++n;
+      std::vector<Action> actions = knob_actions(f, k);
+      EXPECT_TRUE(std::any_of(actions.begin(), actions.end(), [](const Action& a) { return a.kind == ActionKind::Gpu; }))
+          << k.to_string();
+    }
+    return n;
+  };
+  EXPECT_EQ(count_gpu(false), 0);
+  EXPECT_EQ(count_gpu(true), 6);  // two modes, four group sizes
+}
+
+#ifdef LUMEN_HAVE_OPENCL
+
+std::vector<float> values(int64_t n, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t s = seed;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>((s >> 8) % 2000) / 500.0f - 2.0f;
+  }
+  return v;
+}
+
+Array array_of(const std::vector<float>& v, std::vector<int64_t> shape, DType dtype) {
+  Array a(dtype, std::move(shape));
+  for (size_t i = 0; i < v.size(); ++i) a.set(static_cast<int64_t>(i), v[i]);
+  return a;
+}
+
+// Builds y(x, w) and checks the OpenCL program against the interpreter, in both reduction modes.
+void check_against_interp(const std::function<Tensor(Graph&, const Tensor&, const Tensor&)>& build, DType dtype,
+                          double tolerance) {
+  for (const char* mode : {"thread", "group"}) {
+    setenv("LUMEN_GPU_REDUCE", mode, 1);
+    Graph g;
+    Tensor x = g.input("x", {Expr(7), Expr(33)}, dtype), w = g.input("w", {Expr(33), Expr(5)}, dtype);
+    g.mark_output(build(g, x, w), "y");
+    CompileOptions o;
+    o.backend = Backend::OpenCl;
+    Program cl = compile(g, {}, o);
+    Program ref = compile(g, {}, {Backend::Interp});
+    for (Program* p : {&cl, &ref}) {
+      p->set("x", array_of(values(7 * 33, 1), {7, 33}, dtype));
+      p->set("w", array_of(values(33 * 5, 2), {33, 5}, dtype));
+      p->run();
+    }
+    const Array& a = cl.get("y");
+    const Array& b = ref.get("y");
+    ASSERT_EQ(a.numel(), b.numel());
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      EXPECT_NEAR(a.get(i), b.get(i), tolerance * (1 + std::fabs(b.get(i)))) << mode << " element " << i;
+    }
+  }
+  unsetenv("LUMEN_GPU_REDUCE");
+}
+
+TEST(OpenClBackend, MatmulSoftmaxAndReductionsAgreeWithTheInterpreter) {
+  auto f = [](Graph&, const Tensor& x, const Tensor& w) {
+    Tensor m = matmul(softmax(x, -1), w);
+    return m + x.max_reduce(1).unsqueeze(1).expand({Expr(7), Expr(5)}) * 0.5;
+  };
+  check_against_interp(f, DType::F32, 1e-5);
+}
+
+TEST(OpenClBackend, HalfPrecisionStorageAgreesWithTheInterpreter) {
+  auto f = [](Graph&, const Tensor& x, const Tensor& w) -> Tensor { return matmul(x, w).sqrt().cast(DType::F32) * 1.0; };
+  check_against_interp([&](Graph& g, const Tensor& x, const Tensor& w) -> Tensor { return f(g, x.exp(), w.exp()); }, DType::F16, 2e-3);
+  check_against_interp([&](Graph& g, const Tensor& x, const Tensor& w) -> Tensor { return f(g, x.exp(), w.exp()); }, DType::BF16, 2e-2);
+}
+
+TEST(OpenClBackend, GatherOutOfRangeRaisesAnError) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(4)});
+  Tensor i = g.input("i", {Expr(3)}, DType::I32);
+  g.mark_output(x.gather(i, 0), "y");
+  CompileOptions o;
+  o.backend = Backend::OpenCl;
+  Program p = compile(g, {}, o);
+  p.set("x", {1.0f, 2.0f, 3.0f, 4.0f});
+  p.set("i", std::vector<int32_t>{0, 3, 1});
+  p.run();
+  EXPECT_EQ(p.get("y").get(1), 4.0);
+  p.set("i", std::vector<int32_t>{0, 9, 1});
+  try {
+    p.run();
+    FAIL() << "an out-of-range gather index ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 9 is out of range"), std::string::npos) << e.what();
+  }
+}
+
+// The gpu action reaches the printed kernel: a work-group of 128 reducing in local memory.
+TEST(OpenClBackend, ScheduleGpuActionPicksModeAndGroupSize) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(5), Expr(300)});
+  g.mark_output(softmax(x, -1), "y");
+  compiler::CompilerOptions o;
+  o.search.use_cache = false;
+  o.choose = [](const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
+    std::vector<Action> a = heuristic_actions(graph, n, materialized, Target{4, 2, true});
+    a.push_back(Action::gpu(1, 128));
+    return a;
+  };
+  std::vector<Edge> outs = {g.outputs()[0].edge};
+  backend::CompiledProgram compiled = compiler::compile(g, outs, o, opencl::OpenClBackend::shared()).program;
+  EXPECT_NE(compiled.source.find("(group/128/"), std::string::npos) << compiled.source;
+  EXPECT_NE(compiled.source.find("lm_red_f[128]"), std::string::npos);
+  auto shared = std::make_shared<const Graph>(g);
+  Program cl(shared, g.outputs(), std::make_unique<CompiledExecutor>(std::move(compiled)));
+  Program ref = compile(g, {}, {Backend::Interp});
+  for (Program* p : {&cl, &ref}) {
+    p->set("x", Array::from_floats(values(5 * 300, 4), {5, 300}));
+    p->run();
+  }
+  for (int64_t i = 0; i < 5 * 300; ++i) EXPECT_NEAR(cl.get("y").get(i), ref.get("y").get(i), 1e-6);
+}
+
+// With a search budget the schedule search measures GPU candidates on the
+// device, each verified against the interpreter before it can win.
+TEST(OpenClBackend, SearchedProgramAgreesWithTheInterpreter) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(16), Expr(512)});
+  g.mark_output(softmax(x, -1), "y");
+  CompileOptions o;
+  o.backend = Backend::OpenCl;
+  o.search_budget_s = 4;
+  o.tuning_cache = false;
+  o.graph_search = false;
+  Program cl = compile(g, {}, o);
+  Program ref = compile(g, {}, {Backend::Interp});
+  for (Program* p : {&cl, &ref}) {
+    p->set("x", Array::from_floats(values(16 * 512, 5), {16, 512}));
+    p->run();
+  }
+  for (int64_t i = 0; i < 16 * 512; ++i) EXPECT_NEAR(cl.get("y").get(i), ref.get("y").get(i), 1e-6);
+  EXPECT_GT(cl.stats()["search_timing_runs"], 0) << cl.report();
+  if (std::getenv("SHOW_REPORT")) std::cout << cl.report();
+}
+
+TEST(OpenClBackend, BuiltBinariesAreCached) {
+  auto be = opencl::OpenClBackend::shared();
+  Kernel k = elementwise(3, 5);
+  k.name = be->kernel_name(k);
+  std::vector<std::string> sources = be->render({k}, 0);
+  backend::CompileInfo first, second;
+  be->compile(sources, &first);
+  auto module = be->compile(sources, &second);
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_NE(second.object_path.find("/opencl/"), std::string::npos);
+  backend::Entry entry = be->load(*module, k.name);
+  std::vector<float> in = values(15, 3), out(15, 0.0f);
+  void* buffers[2] = {out.data(), in.data()};
+  EXPECT_EQ(be->launch(*be->queue(), entry, buffers, nullptr).failed, 0);
+  for (size_t i = 0; i < 15; ++i) EXPECT_EQ(out[i], 2 * in[i]);
+}
+
+#endif
+
+}  // namespace
+}  // namespace lumen
