@@ -81,6 +81,8 @@ int onnx_type_of(DType dtype) {
     case DType::Bool: return kBool;
     case DType::I8: return kInt8;
     case DType::U8: return kUint8;
+    case DType::I64: return kInt64;
+    case DType::F64: return kDouble;
   }
   return kFloat;
 }
