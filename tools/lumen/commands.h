@@ -12,5 +12,6 @@ void add_embed_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_show_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace lumen::tools
