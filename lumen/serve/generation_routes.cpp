@@ -45,22 +45,19 @@ struct Shape {
 
 std::string sse(const json& j) { return "data: " + j.dump() + "\n\n"; }
 
-ApiError context_overflow(int64_t prompt, int64_t asked, int64_t context) {
-  std::string msg = "this model's context holds " + std::to_string(context) + " tokens; the prompt is " + std::to_string(prompt) +
+ApiError context_overflow(const char* prompt_param, int64_t prompt, int64_t asked, int64_t context) {
+  std::string msg = "this model's context holds " + std::to_string(context) + " tokens; the prompt ('" + prompt_param + "') is " +
+                    std::to_string(prompt) + " tokens" +
                     (asked > 0 ? " and max_tokens asks for " + std::to_string(asked) + " more" : "") +
                     "; shorten the prompt or lower max_tokens";
-  return ApiError(400, msg, "invalid_request_error", asked > 0 ? "max_tokens" : "messages", "context_length_exceeded");
+  return ApiError(400, msg, "invalid_request_error", asked > 0 ? "max_tokens" : prompt_param, "context_length_exceeded");
 }
 
 // Resolves max_tokens and the seed, and checks the request fits the context.
 RequestParams resolve(const GenerationFields& f, int64_t prompt_tokens, int64_t context, int64_t default_max, const char* prompt_param) {
   RequestParams p = f.params;
-  if (prompt_tokens >= context) {
-    ApiError e = context_overflow(prompt_tokens, 0, context);
-    e.param = prompt_param;
-    throw e;
-  }
-  if (f.max_tokens && prompt_tokens + *f.max_tokens > context) throw context_overflow(prompt_tokens, *f.max_tokens, context);
+  if (prompt_tokens >= context) throw context_overflow(prompt_param, prompt_tokens, 0, context);
+  if (f.max_tokens && prompt_tokens + *f.max_tokens > context) throw context_overflow(prompt_param, prompt_tokens, *f.max_tokens, context);
   p.max_tokens = f.max_tokens ? *f.max_tokens : std::min(default_max, context - prompt_tokens);
   if (!f.seed_given && p.sampling.temperature > 0) p.sampling.seed = std::random_device{}();
   return p;

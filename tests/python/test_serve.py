@@ -1,0 +1,247 @@
+"""`lumen serve` (the built CLI) against the real `openai` client and curl: a
+small random-weight Llama GGUF with a ChatML template, served on a free
+loopback port. Completions and chat, streamed and not (the streamed text
+equals the whole one), agreement with in-process chat, stop strings,
+concurrent clients, OpenAI-shaped errors after which the server still
+answers, /health, /v1/models, /metrics, and a graceful stop on SIGTERM."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+import lumen
+
+openai = pytest.importorskip("openai")
+transformers = pytest.importorskip("transformers")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLI = os.path.join(ROOT, "build", "tools", "lumen")
+CURL = shutil.which("curl")
+
+
+class Server:
+    """A `lumen serve` process on a free port (--port 0; the port is read from its log)."""
+
+    def __init__(self, model, *extra):
+        self.proc = subprocess.Popen([CLI, "serve", "-m", str(model), "--port", "0", "--no-tuning-cache", *extra],
+                                     stderr=subprocess.PIPE, text=True)
+        self.log = []
+        self.ready = threading.Event()
+        self.port = None
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(240) or self.port is None:
+            self.proc.kill()
+            raise AssertionError("lumen serve did not start:\n" + "".join(self.log))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+            m = re.search(r"serving '.*' on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                self.ready.set()
+        self.ready.set()  # the process ended before it was ready
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            return self.proc.wait(timeout=30)
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def chat_model(tmp_path_factory):
+    from lumen.gguf_export import export_llama
+    from test_chat import CHATML, VOCAB
+    from test_llama import make_model
+    tmp = tmp_path_factory.mktemp("serve")
+    vocab = VOCAB + [f"<t{i}>" for i in range(96 - len(VOCAB))]
+    types = [2, 3, 3, 3, 3] + [1] * (len(vocab) - 5)
+    _, path = make_model(tmp, bos_token_id=1, eos_token_id=2)
+    return export_llama(path, tmp / "tiny.gguf", "f32", vocab=vocab, chat_template=CHATML, token_types=types)
+
+
+@pytest.fixture(scope="module")
+def server(chat_model):
+    s = Server(chat_model)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def http(url, body=None, raw=None):
+    """(status, text) of a GET, or a POST of `body` (JSON) or `raw` (bytes as they are)."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def curl(url):
+    """(status, body) of a GET through curl when installed, else urllib."""
+    if CURL is None:
+        return http(url)
+    r = subprocess.run([CURL, "-s", "-w", "\n%{http_code}", url], capture_output=True, text=True, timeout=60)
+    body, _, status = r.stdout.rpartition("\n")
+    return int(status), body
+
+
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
+
+
+def test_completion_streamed_equals_whole(client):
+    for kwargs in [dict(temperature=0), dict(temperature=0.9, top_p=0.95, seed=7)]:
+        whole = client.completions.create(model="tiny", prompt="hello world", max_tokens=12, **kwargs)
+        assert whole.object == "text_completion" and whole.model == "tiny"
+        assert whole.usage.completion_tokens >= 1 and whole.usage.prompt_tokens > 2
+        assert whole.choices[0].finish_reason in ("stop", "length")
+        chunks = list(client.completions.create(model="tiny", prompt="hello world", max_tokens=12, stream=True, **kwargs))
+        assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text, kwargs
+        assert chunks[-1].choices[0].finish_reason == whole.choices[0].finish_reason
+    again = client.completions.create(model="tiny", prompt="hello world", max_tokens=12, temperature=0.9, top_p=0.95, seed=8)
+    assert again.choices[0].text != whole.choices[0].text, "another seed should sample another text"
+
+
+def test_completion_from_token_ids(client):
+    r = client.completions.create(model="tiny", prompt=[1, 10, 11, 12], max_tokens=5, temperature=0)
+    assert r.usage.prompt_tokens == 4 and r.usage.completion_tokens >= 1
+
+
+def test_chat_streamed_equals_whole_and_matches_in_process_chat(client, chat_model):
+    whole = client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=10, temperature=0)
+    assert whole.object == "chat.completion" and whole.choices[0].message.role == "assistant"
+    stream = client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=10, temperature=0, stream=True,
+                                            stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content
+    assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    llm = lumen.models.Llama(str(chat_model), capacity=128)
+    expected, stats = llm.chat(MESSAGES, max_new_tokens=10)
+    assert whole.choices[0].message.content == expected
+    assert whole.choices[0].finish_reason == ("stop" if stats["stop_reason"] == "end_of_turn" else "length")
+
+
+def test_stop_string_cuts_the_text(client):
+    full = client.completions.create(model="tiny", prompt="abc", max_tokens=16, temperature=0).choices[0].text
+    assert len(full) >= 6
+    stop = full[3:6]
+    cut = client.completions.create(model="tiny", prompt="abc", max_tokens=16, temperature=0, stop=[stop])
+    assert cut.choices[0].text == full[:full.index(stop)] and cut.choices[0].finish_reason == "stop"
+    streamed = client.completions.create(model="tiny", prompt="abc", max_tokens=16, temperature=0, stop=stop, stream=True)
+    assert "".join(c.choices[0].text for c in streamed) == cut.choices[0].text
+
+
+def test_concurrent_clients_get_the_sequential_answers(client):
+    prompts = ["one", "two two", "three three three", "four", "five five"]
+    sequential = [client.completions.create(model="tiny", prompt=p, max_tokens=12, temperature=0).choices[0].text for p in prompts]
+    results = [None] * (2 * len(prompts))
+
+    def ask(i):
+        p = prompts[i % len(prompts)]
+        if i < len(prompts):
+            results[i] = client.completions.create(model="tiny", prompt=p, max_tokens=12, temperature=0).choices[0].text
+        else:  # half of them streaming
+            chunks = client.completions.create(model="tiny", prompt=p, max_tokens=12, temperature=0, stream=True)
+            results[i] = "".join(c.choices[0].text for c in chunks)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert results == sequential + sequential
+
+
+def test_health_models_and_metrics(server, client):
+    status, body = curl(server.url + "/health")
+    assert status == 200 and json.loads(body)["status"] == "ok"
+    status, body = curl(server.url + "/v1/models")
+    assert status == 200 and [m["id"] for m in json.loads(body)["data"]] == ["tiny"]
+    assert [m.id for m in client.models.list()] == ["tiny"]
+    assert curl(server.url + "/v1/models/other")[0] == 404
+    before = client.completions.create(model="tiny", prompt="count me", max_tokens=3, temperature=0)
+    status, text = curl(server.url + "/metrics")
+    assert status == 200
+    metrics = dict(re.findall(r"^(lumen_\w+(?:\{[^}]*\})?) (\S+)$", text, re.M))
+    assert float(metrics["lumen_generated_tokens_total"]) >= before.usage.completion_tokens
+    assert float(metrics['lumen_http_requests_total{route="/v1/completions",status="200"}']) >= 1
+    assert float(metrics["lumen_generated_tokens_per_second"]) > 0
+    assert metrics["lumen_queue_depth"] == "0" and metrics["lumen_kv_positions_total"] == "128"
+
+
+GOOD = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "temperature": 0}
+
+# (path, raw body, status, param, code): each answered in OpenAI's error shape.
+BAD = [
+    ("/v1/chat/completions", b'{"model": "tiny", "messages": [', 400, None, "invalid_json"),
+    ("/v1/chat/completions", b'[1, 2]', 400, None, None),
+    ("/v1/chat/completions", json.dumps({"model": "tiny"}).encode(), 400, "messages", "missing_required_parameter"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "temperature": "hot"}).encode(), 400, "temperature", "invalid_value"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "temperature": 5}).encode(), 400, "temperature", "invalid_value"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "messages": [{"content": "no role"}]}).encode(), 400, "messages[0].role", "invalid_value"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "max_tokens": 0}).encode(), 400, "max_tokens", "invalid_value"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "n": 3}).encode(), 400, "n", "invalid_value"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "model": "gpt-9"}).encode(), 404, "model", "model_not_found"),
+    ("/v1/chat/completions", json.dumps({**GOOD, "messages": [{"role": "user", "content": "abc " * 200}]}).encode(), 400,
+     "messages", "context_length_exceeded"),
+    ("/v1/completions", json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 500}).encode(), 400, "max_tokens",
+     "context_length_exceeded"),
+    ("/v1/completions", json.dumps({"model": "tiny", "prompt": [1, 100000]}).encode(), 400, None, None),
+    ("/v1/completions", json.dumps({"model": "tiny"}).encode(), 400, "prompt", "missing_required_parameter"),
+    ("/v1/embeddings", json.dumps({"model": "tiny", "input": "hi"}).encode(), 400, "model", "model_not_supported"),
+    ("/v1/nowhere", b"{}", 404, None, "unknown_url"),
+]
+
+
+@pytest.mark.parametrize("path,raw,status,param,code", BAD, ids=[f"{i}" for i in range(len(BAD))])
+def test_bad_request_gets_openai_error_and_server_keeps_serving(server, path, raw, status, param, code):
+    got, body = http(server.url + path, raw=raw)
+    assert got == status, body
+    error = json.loads(body)["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    assert error["param"] == param and error["code"] == code
+    if param:
+        assert param.split("[")[0] in error["message"] or status == 404
+    got, body = http(server.url + "/v1/chat/completions", GOOD)
+    assert got == 200, body
+    assert json.loads(body)["choices"][0]["message"]["role"] == "assistant"
+
+
+def test_openai_client_raises_on_errors(client):
+    with pytest.raises(openai.BadRequestError, match="context"):
+        client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "abc " * 200}])
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="gpt-9", messages=MESSAGES)
+    with pytest.raises(openai.BadRequestError, match="context"):  # streaming: refused before the stream starts
+        client.completions.create(model="tiny", prompt="abc " * 200, stream=True)
+
+
+def test_client_leaving_a_stream_cancels_it(server, client):
+    stream = client.completions.create(model="tiny", prompt="long", max_tokens=100, temperature=0, stream=True)
+    next(iter(stream))
+    stream.close()
+    r = client.completions.create(model="tiny", prompt="after", max_tokens=3, temperature=0)
+    assert r.usage.completion_tokens >= 1
+
+
+def test_sigterm_stops_gracefully(chat_model):
+    s = Server(chat_model)
+    assert http(s.url + "/health")[0] == 200
+    assert s.stop() == 0
+    assert "stopped" in "".join(s.log)
