@@ -64,6 +64,10 @@ RequestParams resolve(const GenerationFields& f, int64_t prompt_tokens, int64_t 
 }
 
 std::shared_ptr<Generation> submit(ServerContext& ctx, std::vector<int32_t> prompt, const RequestParams& params) {
+  if (ctx.max_queue > 0 && ctx.model.engine->metrics().queued >= ctx.max_queue) {
+    throw ApiError(503, "the server is busy: " + std::to_string(ctx.max_queue) + " requests are waiting; retry later", "server_error",
+                   "", "server_overloaded");
+  }
   auto g = std::make_shared<Generation>();
   try {
     g->id = ctx.model.engine->submit(

@@ -1,5 +1,6 @@
 #include "lumen/serve/http_server.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -137,6 +138,9 @@ HttpServer::HttpServer(ServedModel model, ServerOptions options) : impl_(std::ma
   if (m.ctx.model.engine && !chat.template_source.empty()) {
     m.ctx.chat_template = std::make_unique<io::ChatTemplate>(chat.template_source, chat.bos_token, chat.eos_token);
   }
+  m.ctx.max_queue = m.options.max_queue;
+  int threads = std::max(1, m.options.connection_threads);
+  m.server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   m.server.set_payload_max_length(m.options.max_body_bytes);
   m.server.set_keep_alive_timeout(2);  // an idle connection delays a graceful stop at most this long
   m.route("POST", "/v1/completions", handle_completions);
@@ -164,8 +168,10 @@ HttpServer::HttpServer(ServedModel model, ServerOptions options) : impl_(std::ma
       send_error(res, ApiError(res.status, "the request was refused (HTTP " + std::to_string(res.status) + ")"));
     }
   });
-  m.server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  bool log = m.options.log_requests;
+  m.server.set_logger([this, log](const httplib::Request& req, const httplib::Response& res) {
     impl_->ctx.count(route_label(req.path), res.status);
+    if (log) std::fprintf(stderr, "%s %s %s %d\n", req.remote_addr.c_str(), req.method.c_str(), req.path.c_str(), res.status);
   });
 }
 

@@ -35,6 +35,13 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (port() says which)
   size_t max_body_bytes = 16 << 20;
+  // Connections served at once (a thread each; an idle keep-alive connection
+  // holds its thread for up to 2 s).
+  int connection_threads = 32;
+  // Generation requests waiting for the engine beyond which new ones get 503
+  // (server_overloaded) instead of joining the queue; 0: no limit.
+  int64_t max_queue = 256;
+  bool log_requests = true;  // one line per request on stderr
 };
 
 class HttpServer {

@@ -19,6 +19,7 @@ namespace lumen::serve {
 
 struct ServerContext {
   ServedModel model;
+  int64_t max_queue = 0;  // ServerOptions::max_queue
   std::unique_ptr<io::ChatTemplate> chat_template;  // null: the model has none
   std::mutex encoder_mutex;                         // one embedding batch at a time (one compiled program)
   std::mutex counts_mutex;

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -238,6 +239,59 @@ def test_client_leaving_a_stream_cancels_it(server, client):
     stream.close()
     r = client.completions.create(model="tiny", prompt="after", max_tokens=3, temperature=0)
     assert r.usage.completion_tokens >= 1
+
+
+def test_mixed_load_good_requests_all_succeed(server, client):
+    """A small bounded soak: 8 threads, each sending good (whole and streamed),
+    malformed, over-long and abandoned requests in turn."""
+    prompts = ["alpha", "beta beta", "gamma"]
+    expected = {p: client.completions.create(model="tiny", prompt=p, max_tokens=10, temperature=0).choices[0].text
+                for p in prompts}
+    failures = []
+
+    def worker(w):
+        for i in range(8):
+            p = prompts[(w + i) % len(prompts)]
+            kind = (w + i) % 6
+            try:
+                if kind == 0:
+                    got = client.completions.create(model="tiny", prompt=p, max_tokens=10, temperature=0).choices[0].text
+                elif kind == 1:
+                    chunks = client.completions.create(model="tiny", prompt=p, max_tokens=10, temperature=0, stream=True)
+                    got = "".join(c.choices[0].text for c in chunks)
+                elif kind == 2:
+                    status, body = http(server.url + "/v1/completions", raw=b'{"prompt": "x", ')
+                    got = p if status == 400 and json.loads(body)["error"]["code"] == "invalid_json" else body
+                elif kind == 3:
+                    status, body = http(server.url + "/v1/completions", {"model": "tiny", "prompt": p * 100})
+                    got = p if status == 400 and json.loads(body)["error"]["code"] == "context_length_exceeded" else body
+                elif kind == 4:
+                    stream = client.completions.create(model="tiny", prompt=p, max_tokens=60, temperature=0, stream=True)
+                    next(iter(stream))
+                    stream.close()
+                    got = p
+                else:
+                    status, body = http(server.url + "/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user"}]})
+                    got = p if status == 200 else body  # no content: an empty message is still a message
+                want = expected[p] if kind in (0, 1) else p
+                if got != want:
+                    failures.append((w, i, kind, got))
+            except Exception as e:  # noqa: BLE001 - every failure is collected and reported
+                failures.append((w, i, kind, repr(e)))
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert not failures
+    for _ in range(100):  # an abandoned stream is cancelled at its next token: give it a moment
+        text = curl(server.url + "/metrics")[1]
+        if re.search(r"^lumen_queue_depth 0$", text, re.M) and re.search(r"^lumen_requests_running 0$", text, re.M):
+            break
+        time.sleep(0.05)
+    assert re.search(r"^lumen_queue_depth 0$", text, re.M) and re.search(r"^lumen_requests_running 0$", text, re.M)
+    assert re.search(r"^lumen_requests_failed_total 0$", text, re.M)
 
 
 def test_sigterm_stops_gracefully(chat_model):

@@ -49,12 +49,17 @@ void add_serve_command(CLI::App& app) {
     CommonOptions common;
     std::string host = "127.0.0.1", name;
     int port = 8080;
+    int64_t max_queue = 256;
+    bool quiet = false;
   };
   static Args a;
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (completions, chat, embeddings)");
   a.common.add_to(cmd);
   cmd->add_option("--host", a.host, "Address to listen on");
   cmd->add_option("--port", a.port, "Port to listen on (0: any free port, printed at start)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-queue", a.max_queue, "Requests waiting beyond which new ones get 503 (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--quiet", a.quiet, "No line per request on stderr");
   cmd->add_option("--name", a.name, "The model id clients name (default: the model's file or directory name)");
   cmd->callback([] {
     sigset_t signals;
@@ -83,7 +88,12 @@ void add_serve_command(CLI::App& app) {
       served.chat = decoder.chat;
       summary = decoder.runner->config().summary();
     }
-    serve::HttpServer server(served, serve::ServerOptions{a.host, a.port});
+    serve::ServerOptions options;
+    options.host = a.host;
+    options.port = a.port;
+    options.max_queue = a.max_queue;
+    options.log_requests = !a.quiet;
+    serve::HttpServer server(served, options);
     server.bind();
     double ready = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "%s\nready in %.2f s; serving '%s' on http://%s:%d\n", summary.c_str(), ready, served.name.c_str(),
