@@ -294,6 +294,19 @@ def test_mixed_load_good_requests_all_succeed(server, client):
     assert re.search(r"^lumen_requests_failed_total 0$", text, re.M)
 
 
+def test_load_generator_counts_what_the_server_sent(server, client):
+    """bench/serve_load.py's measurements on a tiny load: tokens from the usage chunks, texts as the server's."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import serve_load
+    ttft, gaps, tokens, text = serve_load.stream_completion(server.url, "load", 7)
+    whole = client.completions.create(model="tiny", prompt="load", max_tokens=7, temperature=0)
+    assert text == whole.choices[0].text and tokens == whole.usage.completion_tokens and ttft > 0
+    r = serve_load.run_load(server.url, clients=3, requests=2, max_tokens=5)
+    assert r["errors"] == [] and r["requests"] == 6 and 6 <= r["tokens"] <= 30
+    assert r["tokens_per_second"] > 0 and r["ttft_p50_ms"] <= r["ttft_p99_ms"]
+
+
 def test_sigterm_stops_gracefully(chat_model):
     s = Server(chat_model)
     assert http(s.url + "/health")[0] == 200
