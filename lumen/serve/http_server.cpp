@@ -101,6 +101,13 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
                        {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
 }
 
+// Compares without stopping at the first difference, so the time taken says nothing about the key.
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  return diff == 0;
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -115,8 +122,13 @@ struct HttpServer::Impl {
 
 void HttpServer::Impl::route(const char* method, const std::string& pattern,
                              std::function<void(ServerContext&, const httplib::Request&, httplib::Response&)> handler) {
-  auto wrapped = [this, handler](const httplib::Request& req, httplib::Response& res) {
+  bool needs_key = !options.api_key.empty() && pattern.rfind("/v1/", 0) == 0;
+  auto wrapped = [this, handler, needs_key](const httplib::Request& req, httplib::Response& res) {
     try {
+      if (needs_key && !same_secret(req.get_header_value("Authorization"), "Bearer " + options.api_key)) {
+        throw ApiError(401, "invalid or missing API key (send the header Authorization: Bearer <key>)", "invalid_request_error", "",
+                       "invalid_api_key");
+      }
       handler(ctx, req, res);
     } catch (const ApiError& e) {
       send_error(res, e);

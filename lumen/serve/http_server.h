@@ -42,6 +42,9 @@ struct ServerOptions {
   // (server_overloaded) instead of joining the queue; 0: no limit.
   int64_t max_queue = 256;
   bool log_requests = true;  // one line per request on stderr
+  // Non-empty: /v1/* requests must carry `Authorization: Bearer <api_key>`
+  // (else 401 invalid_api_key); /health and /metrics stay open.
+  std::string api_key;
 };
 
 class HttpServer {

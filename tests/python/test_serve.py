@@ -358,3 +358,18 @@ def test_embeddings_from_a_sentence_encoder(encoder_dir):
         assert http(s.url + "/health")[0] == 200
     finally:
         assert s.stop() == 0
+
+
+def test_api_key_is_required_when_set(chat_model):
+    s = Server(chat_model, "--api-key", "sesame", "--quiet")
+    try:
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=s.url + "/v1", api_key="wrong", max_retries=0).models.list()
+        status, body = http(s.url + "/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert status == 401 and json.loads(body)["error"]["code"] == "invalid_api_key"
+        good = openai.OpenAI(base_url=s.url + "/v1", api_key="sesame", max_retries=0)
+        assert good.completions.create(model="tiny", prompt="hi", max_tokens=2, temperature=0).usage.completion_tokens >= 1
+        assert http(s.url + "/health")[0] == 200 and http(s.url + "/metrics")[0] == 200
+        assert not any(" /v1/" in line for line in s.log), "--quiet logs no requests"
+    finally:
+        assert s.stop() == 0

@@ -51,6 +51,7 @@ void add_serve_command(CLI::App& app) {
     int port = 8080;
     int64_t max_queue = 256;
     bool quiet = false;
+    std::string api_key;
   };
   static Args a;
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (completions, chat, embeddings)");
@@ -60,6 +61,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-queue", a.max_queue, "Requests waiting beyond which new ones get 503 (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", a.quiet, "No line per request on stderr");
+  cmd->add_option("--api-key", a.api_key, "Require `Authorization: Bearer KEY` on /v1/* (default: LUMEN_API_KEY, else none)")
+      ->envname("LUMEN_API_KEY");
   cmd->add_option("--name", a.name, "The model id clients name (default: the model's file or directory name)");
   cmd->callback([] {
     sigset_t signals;
@@ -93,6 +96,7 @@ void add_serve_command(CLI::App& app) {
     options.port = a.port;
     options.max_queue = a.max_queue;
     options.log_requests = !a.quiet;
+    options.api_key = a.api_key;
     serve::HttpServer server(served, options);
     server.bind();
     double ready = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
