@@ -53,7 +53,8 @@ class Engine {
   using RequestId = uint64_t;
   // Called on the engine's thread with each new piece of text (held back
   // while it could still be the start of a stop string); the token that
-  // produced it is given too. Must not block for long: the next token waits.
+  // produced it is given too (-1 for text released at the end). Must not
+  // block for long: the next token waits.
   using OnText = std::function<void(int32_t token, const std::string& text)>;
   // Called exactly once, on the engine's thread, when the request ends for any reason.
   using OnDone = std::function<void(const Outcome&)>;

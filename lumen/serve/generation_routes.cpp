@@ -89,10 +89,9 @@ std::shared_ptr<Generation> submit(ServerContext& ctx, std::vector<int32_t> prom
   return g;
 }
 
-void answer_whole(ServerContext& ctx, const Shape& shape, Generation& g, httplib::Response& res) {
+void answer_whole(const Shape& shape, Generation& g, httplib::Response& res) {
   std::unique_lock<std::mutex> lock(g.mutex);
   g.changed.wait(lock, [&] { return g.done; });
-  (void)ctx;
   if (g.outcome.reason == FinishReason::Error) throw ApiError(500, "generation failed: " + g.outcome.error, "server_error");
   if (g.outcome.reason == FinishReason::Cancelled) throw ApiError(503, "the request was cancelled (the server is shutting down)", "server_error");
   json body = shape.envelope(json::array({shape.choice_text(g.unsent, openai_finish_reason(g.outcome.reason), false)}), false);
@@ -173,7 +172,7 @@ void generate(ServerContext& ctx, const GenerationFields& f, std::vector<int32_t
   Shape shape{chat, new_response_id(chat ? "chatcmpl-" : "cmpl-"), ctx.model.name, unix_time()};
   std::shared_ptr<Generation> g = submit(ctx, std::move(prompt), params);
   if (f.stream) answer_streaming(ctx, shape, g, f.include_usage, res);
-  else answer_whole(ctx, shape, *g, res);
+  else answer_whole(shape, *g, res);
 }
 
 }  // namespace

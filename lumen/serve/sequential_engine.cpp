@@ -109,7 +109,7 @@ void SequentialEngine::shutdown() {
 EngineMetrics SequentialEngine::metrics() const {
   std::lock_guard<std::mutex> lock(mutex_);
   EngineMetrics m = metrics_;
-  m.kv_positions_in_use = running_ ? runner_.position() : 0;
+  m.kv_positions_in_use = running_ ? positions_in_use_.load() : 0;
   return m;
 }
 
@@ -161,6 +161,7 @@ Outcome SequentialEngine::run(Request& r) {
   runner_.generate(r.prompt, r.params.max_tokens, sampler, [&](int32_t t) {
     if (r.cancelled) return false;
     ++o.completion_tokens;
+    positions_in_use_ = o.prompt_tokens + o.completion_tokens;
     if (r.params.stop_tokens.count(t)) {
       hit_stop_token = true;
       return false;

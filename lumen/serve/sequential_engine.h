@@ -7,6 +7,7 @@
 // engine (README.md) is the planned replacement behind the same interface.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -46,6 +47,7 @@ class SequentialEngine : public Engine {
   RequestId next_id_ = 1;
   bool stopping_ = false;
   EngineMetrics metrics_;
+  std::atomic<int64_t> positions_in_use_{0};  // the running sequence's length (set by the worker)
   std::thread worker_;
 };
 

@@ -142,8 +142,14 @@ TEST_F(SequentialEngineTest, CancelsRunningAndQueuedRequests) {
   first_id.set_value(a);
   Engine::RequestId b = engine.submit({1, 2}, greedy(20), queued.on_text(), queued.on_done());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (engine.metrics().running == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(engine.metrics().queued, 1);
+  while (engine.metrics().kv_positions_in_use == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.queued, 1);
+  EXPECT_EQ(m.running, 1);
+  EXPECT_EQ(m.kv_positions_in_use, 3);  // the prompt and the first token, held inside its callback
+  EXPECT_EQ(m.kv_positions_total, 32);
   engine.cancel(b);  // still queued: finished at once, nothing generated
   Outcome ob = queued.wait();
   EXPECT_EQ(ob.reason, FinishReason::Cancelled);

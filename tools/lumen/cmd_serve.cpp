@@ -1,7 +1,7 @@
 // `lumen serve`: an OpenAI-compatible HTTP server over one model (a decoder:
 // completions and chat; a sentence encoder: embeddings). SIGINT / SIGTERM stop
-// it gracefully: no new connections, in-flight requests finish; a second
-// signal exits at once.
+// it gracefully: no new connections, in-flight requests finish (a stream is
+// ended at its next piece); a second signal exits at once.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
