@@ -186,6 +186,34 @@ def test_health_models_and_metrics(server, client):
     assert metrics["lumen_queue_depth"] == "0" and metrics["lumen_kv_positions_total"] == "128"
 
 
+def curl_post(url, body):
+    """(status, body) of a POST through curl when installed (no buffering, so a stream arrives as sent), else urllib."""
+    if CURL is None:
+        return http(url, body)
+    r = subprocess.run([CURL, "-sN", "-H", "Content-Type: application/json", "-d", json.dumps(body), "-w", "\n%{http_code}", url],
+                       capture_output=True, text=True, timeout=120)
+    text, _, status = r.stdout.rpartition("\n")
+    return int(status), text
+
+
+def test_curl_chat_stream_is_server_sent_events(server):
+    body = {"model": "tiny", "messages": MESSAGES, "max_tokens": 8, "temperature": 0}
+    status, whole = curl_post(server.url + "/v1/chat/completions", body)
+    assert status == 200
+    whole = json.loads(whole)
+    status, events = curl_post(server.url + "/v1/chat/completions", {**body, "stream": True})
+    assert status == 200
+    blocks = [b for b in events.split("\n\n") if b.strip()]
+    assert all(b.startswith("data: ") for b in blocks) and blocks[-1] == "data: [DONE]"
+    chunks = [json.loads(b[6:]) for b in blocks[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == whole["choices"][0]["message"]["content"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
+    status, completion = curl_post(server.url + "/v1/completions", {"prompt": "hello", "max_tokens": 4, "temperature": 0})
+    assert status == 200 and json.loads(completion)["usage"]["completion_tokens"] >= 1
+
+
 GOOD = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "temperature": 0}
 
 # (path, raw body, status, param, code): each answered in OpenAI's error shape.
