@@ -53,8 +53,10 @@ std::string TextStream::push(int32_t token) {
     return piece;
   }
   size_t end = decoded_.size() - stop_prefix_length(decoded_);
-  size_t replacement = decoded_.rfind(kReplacement);
-  if (replacement != std::string::npos && replacement + 3 == decoded_.size()) end = std::min(end, replacement);
+  // Tokenizers decode each byte of an unfinished character to its own U+FFFD: hold back all of them.
+  size_t complete = decoded_.size();
+  while (complete >= 3 && decoded_.compare(complete - 3, 3, kReplacement) == 0) complete -= 3;
+  end = std::min(end, complete);
   if (end <= emitted_.size()) return "";
   std::string piece = decoded_.substr(emitted_.size(), end - emitted_.size());
   emitted_ += piece;

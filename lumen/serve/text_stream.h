@@ -2,8 +2,8 @@
 // tokens arrive, with stop strings cut out.
 //
 // Each piece is the new part of decode(all tokens so far). Text is held back
-// while it ends in an incomplete character (U+FFFD from a partial UTF-8
-// sequence) or could still be the start of a stop string; when a stop string
+// while it ends in an incomplete character (U+FFFDs, one per byte of a
+// partial UTF-8 sequence, as the tokenizers decode it) or could still be the start of a stop string; when a stop string
 // appears, the text before it is the last piece and the stream is stopped.
 // The concatenated pieces equal the final text, so streamed and non-streamed
 // answers agree by construction.

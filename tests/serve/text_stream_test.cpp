@@ -7,8 +7,8 @@
 namespace lumen::serve {
 namespace {
 
-// Each id is a fixed string; decode joins them, and (as byte-fallback
-// tokenizers do) a trailing lone UTF-8 lead byte decodes to U+FFFD.
+// Each id is a fixed string; decode joins them, and (as lumen's tokenizers
+// do) each byte of an unfinished UTF-8 sequence at the end decodes to U+FFFD.
 class PieceTokenizer : public io::Tokenizer {
  public:
   explicit PieceTokenizer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
@@ -16,8 +16,16 @@ class PieceTokenizer : public io::Tokenizer {
   std::string decode(const std::vector<int32_t>& ids, bool) const override {
     std::string s;
     for (int32_t id : ids) s += pieces_.at(static_cast<size_t>(id));
-    if (!s.empty() && static_cast<unsigned char>(s.back()) == 0xC3) s.replace(s.size() - 1, 1, "\xEF\xBF\xBD");
-    return s;
+    size_t lead = s.size();
+    while (lead > 0 && (static_cast<unsigned char>(s[lead - 1]) & 0xC0) == 0x80) --lead;  // back over continuation bytes
+    if (lead == 0 || static_cast<unsigned char>(s[lead - 1]) < 0xC0) return s;  // ends in ASCII (or nothing pending)
+    unsigned char first = static_cast<unsigned char>(s[lead - 1]);
+    size_t need = first >= 0xF0 ? 4 : first >= 0xE0 ? 3 : 2;
+    size_t have = s.size() - (lead - 1);
+    if (have >= need) return s;
+    std::string out = s.substr(0, lead - 1);
+    for (size_t k = 0; k < have; ++k) out += "\xEF\xBF\xBD";
+    return out;
   }
   std::string decode_strict(const std::vector<int32_t>& ids, bool skip) const override { return decode(ids, skip); }
   int64_t vocab_size() const override { return static_cast<int64_t>(pieces_.size()); }
@@ -37,7 +45,7 @@ std::vector<std::string> run(TextStream& s, const std::vector<int32_t>& ids) {
   return out;
 }
 
-const PieceTokenizer kTokens({"Hel", "lo W", "orld", "ab", "x", "q", "xy", "\xC3", "\xA9", "!"});
+const PieceTokenizer kTokens({"Hel", "lo W", "orld", "ab", "x", "q", "xy", "\xC3", "\xA9", "!", "\xE2", "\x82", "\xAC"});
 
 TEST(TextStream, PiecesAreTheNewTextWithoutStops) {
   TextStream s(kTokens, {});
@@ -70,6 +78,8 @@ TEST(TextStream, EarliestOfSeveralStopsWins) {
 TEST(TextStream, IncompleteCharacterIsHeldBack) {
   TextStream s(kTokens, {});
   EXPECT_EQ(run(s, {3, 7, 8, 9}), (std::vector<std::string>{"ab", "", "\xC3\xA9", "!", ""}));
+  TextStream euro(kTokens, {});  // three bytes: two U+FFFDs are held back before the character completes
+  EXPECT_EQ(run(euro, {3, 10, 11, 12}), (std::vector<std::string>{"ab", "", "", "\xE2\x82\xAC", ""}));
 }
 
 }  // namespace
