@@ -401,3 +401,30 @@ def test_api_key_is_required_when_set(chat_model):
         assert not any(" /v1/" in line for line in s.log), "--quiet logs no requests"
     finally:
         assert s.stop() == 0
+
+
+def test_hf_directory_chat_uses_tokenizer_config_template(tmp_path):
+    """A Hugging Face directory: tokenizer.json (byte-level BPE) and the chat template from tokenizer_config.json."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from test_chat import CHATML
+    from test_llama import make_model
+    t = tokenizers.ByteLevelBPETokenizer()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    t.train_from_iterator(["hello there, how are you? be brief. " * 20, "the quick brown fox jumps over the lazy dog"],
+                          vocab_size=300, min_frequency=1, special_tokens=specials)
+    _, path = make_model(tmp_path, vocab_size=t.get_vocab_size(), bos_token_id=0, eos_token_id=2)
+    t.save(os.path.join(path, "tokenizer.json"))
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"chat_template": CHATML, "bos_token": "<|endoftext|>", "eos_token": "<|im_end|>"}, f)
+    expected, _ = lumen.models.Llama(path, capacity=128).chat(MESSAGES, max_new_tokens=12)
+    assert len(expected) >= 5, expected  # random weights: a dozen tokens of text, so equality means something
+    s = Server(path, "--quiet")
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
+        name = os.path.basename(path)
+        whole = c.chat.completions.create(model=name, messages=MESSAGES, max_tokens=12, temperature=0)
+        assert whole.choices[0].message.content == expected
+        chunks = c.chat.completions.create(model=name, messages=MESSAGES, max_tokens=12, temperature=0, stream=True)
+        assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == expected
+    finally:
+        assert s.stop() == 0
