@@ -428,3 +428,25 @@ def test_hf_directory_chat_uses_tokenizer_config_template(tmp_path):
         assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == expected
     finally:
         assert s.stop() == 0
+
+
+def test_model_without_template_and_port_in_use(tmp_path, chat_model):
+    import socket
+    from lumen.gguf_export import export_llama
+    from test_llama import make_model
+    _, path = make_model(tmp_path)
+    plain = export_llama(path, tmp_path / "plain.gguf", "f32")
+    s = Server(plain, "--quiet")
+    try:
+        status, body = http(s.url + "/v1/chat/completions", GOOD | {"model": "plain"})
+        assert status == 400 and "no chat template" in json.loads(body)["error"]["message"]
+        status, body = http(s.url + "/v1/completions", {"model": "plain", "prompt": [1, 2, 3], "max_tokens": 3})
+        assert status == 200 and json.loads(body)["usage"]["completion_tokens"] >= 1
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            r = subprocess.run([CLI, "serve", "-m", str(chat_model), "--port", str(taken.getsockname()[1])],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 1 and "cannot listen on 127.0.0.1:" in r.stderr
+    finally:
+        assert s.stop() == 0
