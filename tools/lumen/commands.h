@@ -14,5 +14,6 @@ void add_tune_command(CLI::App& app);
 void add_show_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_tc_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace lumen::tools

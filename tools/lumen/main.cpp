@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   lumen::tools::add_tc_command(app);
   lumen::tools::add_cache_command(app);
   lumen::tools::add_chat_command(app);
+  lumen::tools::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,184 @@
+#include "lumen/serve/sequential_engine.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+
+#include "lumen/core/error.h"
+#include "lumen/serve/text_stream.h"
+
+namespace lumen::serve {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+  }
+  return "unknown";
+}
+
+struct SequentialEngine::Request {
+  RequestId id = 0;
+  std::vector<int32_t> prompt;
+  RequestParams params;
+  OnText on_text;
+  OnDone on_done;
+  std::atomic<bool> cancelled{false};
+};
+
+SequentialEngine::SequentialEngine(models::LlamaRunner& runner, const io::Tokenizer& tokenizer)
+    : runner_(runner), tokenizer_(tokenizer) {
+  metrics_.kv_positions_total = runner_.capacity();
+  worker_ = std::thread([this] { work(); });
+}
+
+SequentialEngine::~SequentialEngine() { shutdown(); }
+
+int64_t SequentialEngine::context_length() const { return runner_.capacity(); }
+
+Engine::RequestId SequentialEngine::submit(std::vector<int32_t> prompt, const RequestParams& params, OnText on_text,
+                                           OnDone on_done) {
+  if (prompt.empty()) fail("the prompt is empty (at least one token is needed)");
+  if (static_cast<int64_t>(prompt.size()) >= runner_.capacity()) {
+    fail("the prompt is ", prompt.size(), " tokens; the context holds ", runner_.capacity(),
+         " (prompt and generated tokens together); shorten the prompt");
+  }
+  for (int32_t t : prompt) {
+    if (t < 0 || t >= runner_.config().vocab) fail("prompt token ", t, " is outside the vocabulary (0..", runner_.config().vocab - 1, ")");
+  }
+  const models::SamplingOptions& s = params.sampling;
+  if (params.max_tokens < 1) fail("max_tokens is ", params.max_tokens, "; it must be at least 1");
+  if (!std::isfinite(s.temperature) || s.temperature < 0) fail("temperature is ", s.temperature, "; it must be >= 0");
+  if (!(s.top_p > 0 && s.top_p <= 1)) fail("top_p is ", s.top_p, "; it must be in (0, 1]");
+  if (s.top_k < 0) fail("top_k is ", s.top_k, "; it must be >= 0");
+  auto r = std::make_shared<Request>();
+  r->prompt = std::move(prompt);
+  r->params = params;
+  r->on_text = std::move(on_text);
+  r->on_done = std::move(on_done);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) fail("the server is shutting down");
+  r->id = next_id_++;
+  queue_.push_back(r);
+  metrics_.queued = static_cast<int64_t>(queue_.size());
+  wake_.notify_one();
+  return r->id;
+}
+
+void SequentialEngine::cancel(RequestId id) {
+  std::shared_ptr<Request> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (running_ && running_->id == id) {
+      running_->cancelled = true;  // the worker sees it before the next token
+      return;
+    }
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if ((*it)->id == id) {
+        dropped = *it;
+        queue_.erase(it);
+        metrics_.queued = static_cast<int64_t>(queue_.size());
+        ++metrics_.requests_cancelled;
+        break;
+      }
+    }
+  }
+  if (dropped && dropped->on_done) dropped->on_done({FinishReason::Cancelled, static_cast<int64_t>(dropped->prompt.size()), 0, ""});
+}
+
+void SequentialEngine::shutdown() {
+  std::deque<std::shared_ptr<Request>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+    if (running_) running_->cancelled = true;
+    dropped.swap(queue_);
+    metrics_.queued = 0;
+    metrics_.requests_cancelled += static_cast<int64_t>(dropped.size());
+    wake_.notify_all();
+  }
+  for (auto& r : dropped) {
+    if (r->on_done) r->on_done({FinishReason::Cancelled, static_cast<int64_t>(r->prompt.size()), 0, ""});
+  }
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+EngineMetrics SequentialEngine::metrics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineMetrics m = metrics_;
+  m.kv_positions_in_use = running_ ? positions_in_use_.load() : 0;
+  return m;
+}
+
+void SequentialEngine::work() {
+  while (true) {
+    std::shared_ptr<Request> r;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      r = queue_.front();
+      queue_.pop_front();
+      running_ = r;
+      metrics_.queued = static_cast<int64_t>(queue_.size());
+      metrics_.running = 1;
+    }
+    auto start = std::chrono::steady_clock::now();
+    Outcome o;
+    try {
+      o = run(*r);
+    } catch (const std::exception& e) {  // a failed run fails this request only; the worker serves the next
+      o = {FinishReason::Error, static_cast<int64_t>(r->prompt.size()), 0, e.what()};
+    }
+    finished(o, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (r->on_done) r->on_done(o);
+  }
+}
+
+void SequentialEngine::finished(const Outcome& o, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  running_.reset();
+  metrics_.running = 0;
+  metrics_.busy_seconds += seconds;
+  metrics_.prompt_tokens += o.prompt_tokens;
+  metrics_.generated_tokens += o.completion_tokens;
+  if (o.reason == FinishReason::Cancelled) ++metrics_.requests_cancelled;
+  else if (o.reason == FinishReason::Error) ++metrics_.requests_failed;
+  else ++metrics_.requests_finished;
+}
+
+Outcome SequentialEngine::run(Request& r) {
+  TextStream text(tokenizer_, r.params.stop);
+  models::Sampler sampler(r.params.sampling);
+  Outcome o;
+  o.prompt_tokens = static_cast<int64_t>(r.prompt.size());
+  bool hit_stop_token = false;
+  models::GenerationStats stats;
+  runner_.reset();
+  runner_.generate(r.prompt, r.params.max_tokens, sampler, [&](int32_t t) {
+    if (r.cancelled) return false;
+    ++o.completion_tokens;
+    positions_in_use_ = o.prompt_tokens + o.completion_tokens;
+    if (r.params.stop_tokens.count(t)) {
+      hit_stop_token = true;
+      return false;
+    }
+    std::string piece = text.push(t);
+    if (!piece.empty() && r.on_text) r.on_text(t, piece);
+    return !text.stopped();
+  }, &stats);
+  if (r.cancelled) {
+    o.reason = FinishReason::Cancelled;
+    return o;
+  }
+  std::string rest = text.finish();
+  if (!rest.empty() && r.on_text) r.on_text(-1, rest);
+  bool stopped = hit_stop_token || text.stopped() || stats.stop_reason == models::StopReason::Eos;
+  o.reason = stopped ? FinishReason::Stop : FinishReason::Length;
+  return o;
+}
+
+}  // namespace lumen::serve
