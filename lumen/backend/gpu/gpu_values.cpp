@@ -89,7 +89,7 @@ std::string ValueWriter::expr(const Expr& e) const {
     }
     case ExprKind::Var: {
       auto it = dims_.find(e.name());
-      if (it != dims_.end() && e.lo() == 0 && e.hi() == kMaxDim) return it->second;
+      if (it != dims_.end() && e.lo() == 0) return it->second;  // a dim, bounded or not (a chunk origin is)
       return identifier(e.name());
     }
     case ExprKind::Add: return "(" + p(e.a()) + " + " + p(e.b()) + ")";
