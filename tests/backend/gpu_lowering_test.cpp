@@ -92,6 +92,14 @@ TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
   ASSERT_EQ(n.size(), 2u);
   EXPECT_EQ(n[0], 15);
   EXPECT_EQ(n[1], 15);
+  // A padded read: out[i] = i < 3 ? in[i] : 0 over i in [0, 5) touches 3 elements of `in`, not 5.
+  Expr i = Expr::index("i", Expr(5));
+  Kernel k;
+  k.buffers = {{"out", DType::F32, true}, {"in", DType::F32, false}};
+  k.body = {Stmt::make_loop(i, Expr(5), LoopKind::Serial, {Stmt::store(0, i, load(1, DType::F32, i, lt(i, Expr(3))))})};
+  std::vector<int64_t> padded = gpu::BufferExtents(k).elements(nullptr);
+  EXPECT_EQ(padded[0], 5);
+  EXPECT_EQ(padded[1], 3);
 }
 
 TEST(GpuScheduleAction, ParsesPrintsAndRejectsBadSizes) {
