@@ -69,6 +69,25 @@ TEST(GpuLowering, LeadingLoopNestBecomesTheGrid) {
   EXPECT_EQ(g.kernel.body[0].kind, StmtKind::Store);
 }
 
+// out[i, j] for j in 4 lanes: the lane loop is the thread's register tile, not a grid axis.
+TEST(GpuLowering, LaneLoopsStayInTheThread) {
+  Kernel k = elementwise(3, 4);
+  k.body[0].body[0].loop = LoopKind::Unroll;
+  gpu::GpuKernel g = gpu::lower_for_gpu(k, {});
+  ASSERT_EQ(g.grid.size(), 1u);
+  ASSERT_EQ(g.kernel.body.size(), 1u);
+  EXPECT_EQ(g.kernel.body[0].loop, LoopKind::Unroll);
+  std::string cl = gpu::print_gpu_kernel(g, gpu::opencl_dialect(), "k");
+  EXPECT_NE(cl.find("lanes in registers"), std::string::npos) << cl;
+  EXPECT_NE(cl.find("b0[((i * 4L) + 3L)]"), std::string::npos) << cl;  // the fourth lane, unrolled
+}
+
+TEST(GpuLowering, HeuristicSharesRowsAcrossAWorkGroup) {
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(false)).reduce, gpu::ReduceMode::Group);   // 4 rows of 100
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(true)).reduce, gpu::ReduceMode::Thread);   // rolling update
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(elementwise(3, 5)).reduce, gpu::ReduceMode::Thread);  // nothing to reduce
+}
+
 TEST(GpuLowering, GroupReductionOnlyWhereItIsAPlainCombine) {
   gpu::GpuSchedule group;
   group.reduce = gpu::ReduceMode::Group;
