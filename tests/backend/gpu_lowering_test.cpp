@@ -69,6 +69,25 @@ TEST(GpuLowering, LeadingLoopNestBecomesTheGrid) {
   EXPECT_EQ(g.kernel.body[0].kind, StmtKind::Store);
 }
 
+// out[i, j] for j in 4 lanes: the lane loop is the thread's register tile, not a grid axis.
+TEST(GpuLowering, LaneLoopsStayInTheThread) {
+  Kernel k = elementwise(3, 4);
+  k.body[0].body[0].loop = LoopKind::Unroll;
+  gpu::GpuKernel g = gpu::lower_for_gpu(k, {});
+  ASSERT_EQ(g.grid.size(), 1u);
+  ASSERT_EQ(g.kernel.body.size(), 1u);
+  EXPECT_EQ(g.kernel.body[0].loop, LoopKind::Unroll);
+  std::string cl = gpu::print_gpu_kernel(g, gpu::opencl_dialect(), "k");
+  EXPECT_NE(cl.find("lanes in registers"), std::string::npos) << cl;
+  EXPECT_NE(cl.find("b0[((i * 4L) + 3L)]"), std::string::npos) << cl;  // the fourth lane, unrolled
+}
+
+TEST(GpuLowering, HeuristicSharesRowsAcrossAWorkGroup) {
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(false)).reduce, gpu::ReduceMode::Group);   // 4 rows of 100
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(true)).reduce, gpu::ReduceMode::Thread);   // rolling update
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(elementwise(3, 5)).reduce, gpu::ReduceMode::Thread);  // nothing to reduce
+}
+
 TEST(GpuLowering, GroupReductionOnlyWhereItIsAPlainCombine) {
   gpu::GpuSchedule group;
   group.reduce = gpu::ReduceMode::Group;
@@ -92,6 +111,14 @@ TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
   ASSERT_EQ(n.size(), 2u);
   EXPECT_EQ(n[0], 15);
   EXPECT_EQ(n[1], 15);
+  // A padded read: out[i] = i < 3 ? in[i] : 0 over i in [0, 5) touches 3 elements of `in`, not 5.
+  Expr i = Expr::index("i", Expr(5));
+  Kernel k;
+  k.buffers = {{"out", DType::F32, true}, {"in", DType::F32, false}};
+  k.body = {Stmt::make_loop(i, Expr(5), LoopKind::Serial, {Stmt::store(0, i, load(1, DType::F32, i, lt(i, Expr(3))))})};
+  std::vector<int64_t> padded = gpu::BufferExtents(k).elements(nullptr);
+  EXPECT_EQ(padded[0], 5);
+  EXPECT_EQ(padded[1], 3);
 }
 
 TEST(GpuScheduleAction, ParsesPrintsAndRejectsBadSizes) {

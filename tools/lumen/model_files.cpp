@@ -21,7 +21,7 @@ void CommonOptions::add_to(CLI::App* cmd, bool needs_model) {
   cmd->add_option("--budget", budget_s, "Seconds of schedule search (0: heuristic schedules and the tuning cache)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--backend", backend, "cpu or interp")->check(CLI::IsMember({"cpu", "interp"}));
+  cmd->add_option("--backend", backend, "cpu, interp, opencl or cuda")->check(CLI::IsMember({"cpu", "interp", "opencl", "cuda"}));
   cmd->add_flag("--no-tuning-cache", no_tuning_cache, "Neither read nor write the tuning cache");
   cmd->add_option("--capacity", capacity, "KV-cache positions for decoders (default: min(context, 2048))");
 }

@@ -45,6 +45,8 @@ int64_t sum_block() {
   return b > 0 ? b : kSumBlock;
 }
 
+bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
+
 int64_t planned(const Expr& e, int64_t dynamic) {
   if (e.is_const()) return e.value();
   return e.hi() >= kMaxDim ? dynamic : e.hi();
@@ -97,7 +99,9 @@ GpuKernel peel_grid(const Kernel& k, const GpuSchedule& schedule) {
   g.kernel = k;
   g.schedule = schedule;
   Block body = k.body;
-  while (body.size() == 1 && body[0].kind == StmtKind::Loop && !mentions_any(body[0].extent, g.grid)) {
+  // Lane loops stay inside the thread: they are its register tile.
+  while (body.size() == 1 && body[0].kind == StmtKind::Loop && !is_lane(body[0].loop) &&
+         !mentions_any(body[0].extent, g.grid)) {
     g.grid.push_back({body[0].var, body[0].extent});
     Block inner = body[0].body;
     body = std::move(inner);
@@ -127,7 +131,12 @@ GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
   for (const Stmt& st : peeled.kernel.body) {
     if (st.kind == StmtKind::Loop && !outer_updates(st).empty()) terms = std::max(terms, planned(st.extent, 1024));
   }
-  if (terms >= 64 && points < 16384 && group_reduce_legal(peeled.kernel.body)) {
+  // Row reductions (few long rows: softmax, norms) share a row across a
+  // work-group; contractions with a register tile keep their tile per thread.
+  bool tiled = false;
+  walk(peeled.kernel.body, [&](const Stmt& st) { tiled = tiled || (st.kind == StmtKind::Loop && is_lane(st.loop)); });
+  bool rows = (terms >= 256 && points <= 4096) || (terms >= 64 && points <= 256);
+  if (rows && !tiled && group_reduce_legal(peeled.kernel.body)) {
     s.reduce = ReduceMode::Group;
     s.group_size = terms >= 4096 ? 128 : 64;
   }

@@ -3,12 +3,12 @@
 // CUDA and OpenCL print the same GpuKernel (gpu_printer.h); only the
 // dialect differs.
 //
-// Grid: the leading perfect nest of loops of the kernel body (each the only
-// statement of its parent, extents not depending on one another) is
+// Grid: the leading perfect nest of non-lane loops of the kernel body (each
+// the only statement of its parent, extents not depending on one another) is
 // flattened into one linear grid index; each grid point runs the rest of the
-// body. A loop of any kind (parallel, serial, lane) may be peeled: its
-// iterations are independent because no accumulator or binding is declared
-// outside it.
+// body. Parallel and serial loops may be peeled: their iterations are
+// independent because no accumulator or binding is declared outside them.
+// Lane loops stay in the thread (its register tile).
 //
 // Reduction mode (a schedule choice):
 //   Thread — one work item per grid point; reductions run inside the thread
@@ -56,8 +56,8 @@ struct GpuKernel {
 // The GPU form of `k` under `schedule` (float sums bounded as on the CPU).
 GpuKernel lower_for_gpu(const kernel::Kernel& k, const GpuSchedule& schedule);
 
-// A schedule for `k` without measuring: Group reductions when a grid point
-// reduces over many terms and there are few grid points, else Thread.
+// A schedule for `k` without measuring: Group reductions for row reductions
+// (many terms a point, few points, no register tile), else Thread.
 GpuSchedule heuristic_gpu_schedule(const kernel::Kernel& k);
 
 // Whether the Group mode is legal for a point body.

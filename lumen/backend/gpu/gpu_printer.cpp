@@ -19,7 +19,7 @@ using namespace lumen::kernel;
 
 namespace {
 
-constexpr int64_t kMaxLaneCombos = 64;
+constexpr int64_t kMaxLaneCombos = 128;  // registers a thread's tile may take
 
 bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
 
