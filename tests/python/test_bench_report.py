@@ -2,11 +2,13 @@
 reported as a plain time (rendering only; nothing is timed here)."""
 import importlib.util
 import os
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _bench_run():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))  # run.py's report imports its sibling modules
     spec = importlib.util.spec_from_file_location("bench_run", os.path.join(ROOT, "bench", "run.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
