@@ -221,7 +221,12 @@ def _arange(self, start, end=None, step=1, dtype=None):
         # int32 (lumen's default integer) unless a value needs int64: never narrowed silently
         wide = integral and not builtins.all(-2**31 <= int(v) < 2**31 for v in (start, end, step))
         dtype = (_convert.int64 if wide else _convert.int32) if integral else _convert.float32
-    return _ops.arange(self, float(start), float(end), float(step), _convert.dtype(dtype))
+    dtype = _convert.dtype(dtype)
+    if dtype == _convert.int64 and builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step)) and step:
+        # exact past 2^53 (a double would round the ends): count in Python ints, offset in i64
+        n = max(0, -((int(start) - int(end)) // int(step)))
+        return _ops.arange(self, 0.0, float(n), 1.0, dtype) * int(step) + int(start)
+    return _ops.arange(self, float(start), float(end), float(step), dtype)
 
 
 def _compile(graph, outputs, backend, **options):

@@ -210,6 +210,14 @@ def test_creation_ops_make_int64_and_float64(backend):
         same(g_, w)
 
 
+def test_arange_past_2_53_is_exact(backend):
+    start = 2**60 + 1
+    (got, down) = run(backend, lambda x: [x.graph.arange(start, start + 7, 3), x.graph.arange(start, start - 5, -2)],
+                      x=np.zeros(1, np.float32))
+    same(got, torch.arange(start, start + 7, 3))
+    same(down, torch.arange(start, start - 5, -2))
+
+
 def test_int64_constant_past_2_53_is_exact(backend):
     (got,) = run(backend, lambda a: a + a.graph.constant(2**62 + 1, lumen.int64), a=np.array([0, 1], np.int64))
     assert got.dtype == np.int64 and list(got) == [2**62 + 1, 2**62 + 2]
