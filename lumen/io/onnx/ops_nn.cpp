@@ -158,6 +158,23 @@ std::vector<Value> pool(NodeContext& n) {
   return {same_type(n, one_d ? y.squeeze(2) : y)};
 }
 
+// (sum over the window of |x|^p)^(1/p): an average pool counting the padding, times the window size.
+std::vector<Value> lp_pool(NodeContext& n) {
+  Tensor x = n.in(0);
+  Windows w = windows(n, x, {});
+  double p = static_cast<double>(n.attr_int("p", 2));
+  bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+  bool one_d = x.rank() == 3;
+  if (one_d) x = x.unsqueeze(2);
+  w = as_2d(w);
+  if (w.dilations[0] != 1 || w.dilations[1] != 1) n.unsupported_attribute("dilations", "LpPool with dilation");
+  Tensor powered = ops::pow(ops::abs(x), p);
+  ops::Pair padding = asymmetric_pad(powered, w, 0);
+  Tensor avg = ops::avg_pool2d(powered, {w.kernel[0], w.kernel[1]}, {w.strides[0], w.strides[1]}, padding, ceil_mode, true);
+  Tensor y = ops::pow(avg * static_cast<double>(w.kernel[0] * w.kernel[1]), 1.0 / p);
+  return {same_type(n, one_d ? y.squeeze(2) : y)};
+}
+
 std::vector<int> spatial_axes(const Tensor& x) {
   std::vector<int> axes;
   for (size_t d = 2; d < x.rank(); ++d) axes.push_back(static_cast<int>(d));
@@ -276,6 +293,7 @@ void add_nn_ops(OpTable& t) {
   t["ConvTranspose"] = conv_transpose;
   t["MaxPool"] = pool<true>;
   t["AveragePool"] = pool<false>;
+  t["LpPool"] = lp_pool;
   t["GlobalAveragePool"] = global_average_pool;
   t["GlobalMaxPool"] = global_max_pool;
   t["BatchNormalization"] = batch_norm;

@@ -102,6 +102,24 @@ std::vector<Value> trilu(NodeContext& n) {
   return {Value::of(upper ? ops::triu(x, k) : ops::tril(x, k), n.onnx_type(0))};
 }
 
+// indices (negative ones count from depth) -> values[1] at the index along `axis`, values[0] elsewhere.
+std::vector<Value> one_hot(NodeContext& n) {
+  Tensor indices = n.in(0);
+  std::vector<double> depth = n.reals(1);
+  if (depth.size() != 1 || depth[0] < 1) fail("onnx: ", n.where(), ": depth must be one positive value");
+  int64_t d = static_cast<int64_t>(depth[0]);
+  Tensor values = n.in(2);
+  Tensor idx = is_float(indices.dtype()) ? ops::trunc(indices).cast(DType::I32) : indices.cast(DType::I32);
+  idx = ops::where(ops::lt(idx, idx.scalar(0)), ops::add(idx, idx.scalar(static_cast<double>(d))), idx);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), indices.rank() + 1);
+  Shape s = idx.shape();
+  s.insert(s.begin() + axis, Expr(d));
+  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I32);
+  Tensor hot = ops::eq(position, idx.unsqueeze(axis));
+  Tensor on = values.slice(0, Expr(1), Expr(2)).reshape({}), off = values.slice(0, Expr(0), Expr(1)).reshape({});
+  return {Value::of(ops::where(hot, on.expand(s), off.expand(s)), n.onnx_type(2))};
+}
+
 }  // namespace
 
 void add_shape_ops(OpTable& t) {
@@ -111,6 +129,7 @@ void add_shape_ops(OpTable& t) {
   t["Range"] = range;
   t["EyeLike"] = eye_like;
   t["Trilu"] = trilu;
+  t["OneHot"] = one_hot;
 }
 
 }  // namespace lumen::onnx
