@@ -1,6 +1,7 @@
 // Shape and layout ops (views, free) and the data-dependent reads built on
 // Gather. Known integer values (shape computations) are folded at import.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "lumen/core/error.h"
@@ -316,6 +317,48 @@ std::vector<Value> gather_elements(NodeContext& n) {
   return {with_type(n, ops::gather(x, axis, idx))};
 }
 
+// ScatterElements as a composition: each output position along `axis` takes
+// the updates whose index names it (a match over an extra dim), else data.
+std::vector<Value> scatter_elements(NodeContext& n) {
+  Tensor data = n.in(0), updates = n.in(2);
+  int axis = onnx_axis(n, n.attr_int("axis", 0), data.rank());
+  std::string reduction = n.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
+    n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");
+  }
+  const Expr& target = data.shape()[static_cast<size_t>(axis)];
+  Tensor idx = wrap_indices(n.in(1), target);
+  for (size_t d = 0; d < data.rank(); ++d) {
+    if (static_cast<int>(d) != axis && !(data.shape()[d] == idx.shape()[d])) {
+      n.unsupported("indices smaller than data outside the scatter axis");
+    }
+  }
+  // match[..., m, ..., j] = indices[..., m, ...] == j, with j a new last dim.
+  Shape s = idx.shape();
+  s.push_back(target);
+  Tensor j = n.graph().iota(loop_index(s, s.size() - 1), s, DType::I32);
+  Tensor match = ops::eq(idx.unsqueeze(static_cast<int>(idx.rank())), j);
+  Tensor upd = updates.unsqueeze(static_cast<int>(updates.rank())).expand(s);
+  Tensor hit = ops::any(match, {axis});
+  Tensor picked;
+  if (reduction == "max" || reduction == "min") {
+    Tensor masked = ops::where(match, upd, reduction == "max" ? upd.scalar(-INFINITY) : upd.scalar(INFINITY));
+    picked = reduction == "max" ? ops::amax(masked, {axis}) : ops::amin(masked, {axis});
+  } else {
+    picked = ops::sum(ops::where(match, upd, ops::zeros_like(upd)), {axis});
+  }
+  // Back to data's layout: the new last dim is the scatter axis.
+  std::vector<int> order;
+  for (int d = 0; d < static_cast<int>(data.rank()); ++d) order.push_back(d == axis ? static_cast<int>(data.rank()) - 1 : d < axis ? d : d - 1);
+  picked = ops::permute(picked, order);
+  hit = ops::permute(hit, order);
+  Tensor base = data;
+  if (reduction == "add") picked = ops::add(picked, data);
+  if (reduction == "max") picked = ops::maximum(picked, data);
+  if (reduction == "min") picked = ops::minimum(picked, data);
+  return {with_type(n, ops::where(hit, picked.cast(data.dtype()), base))};
+}
+
 std::vector<Value> depth_to_space(NodeContext& n) {
   Tensor x = n.in(0);
   int64_t b = n.attr_int("blocksize");
@@ -354,6 +397,7 @@ void add_movement_ops(OpTable& t) {
   t["Pad"] = pad;
   t["Gather"] = gather;
   t["GatherElements"] = gather_elements;
+  t["ScatterElements"] = scatter_elements;
   t["DepthToSpace"] = depth_to_space;
   t["SpaceToDepth"] = space_to_depth;
 }
