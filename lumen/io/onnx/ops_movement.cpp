@@ -58,6 +58,9 @@ std::vector<Value> reshape(NodeContext& n) {
     Value out = x;
     out.shape = s;
     out.tensor = Tensor();
+    if (out.numel() != static_cast<int64_t>(x.ints.size())) {
+      fail("onnx: ", n.where(), ": cannot reshape ", x.ints.size(), " elements to ", to_string(s));
+    }
     return {out};
   }
   return {with_type(n, n.in(0).reshape(s))};

@@ -52,7 +52,9 @@ std::vector<Value> constant_of_shape(NodeContext& n) {
   int64_t count = 1;
   for (const Expr& d : dims) {
     concrete = concrete && d.is_const();
-    if (d.is_const()) count *= d.value();
+    if (d.is_const() && (d.value() < 0 || __builtin_mul_overflow(count, d.value(), &count))) {
+      fail("onnx: ", n.where(), ": invalid shape ", to_string(dims));
+    }
   }
   if (concrete && count <= 64) {  // small: known at import (often used as a shape itself)
     std::vector<int64_t> sizes;
