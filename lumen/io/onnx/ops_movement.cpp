@@ -288,6 +288,34 @@ std::vector<Value> pad(NodeContext& n) {
   return {with_type(n, ops::pad(x, torch_pads, lumen_mode, value))};
 }
 
+// Crops (centred, extra element at the end) or zero-pads (extra at the end) each axis to the target size.
+std::vector<Value> center_crop_pad(NodeContext& n) {
+  Tensor x = n.in(0);
+  std::vector<int64_t> target = n.ints(1);
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < x.rank(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (axes.size() != target.size()) fail("onnx: ", n.where(), ": shape has ", target.size(), " entries for ", axes.size(), " axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int axis = onnx_axis(n, axes[k], x.rank(), "axes");
+    const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+    if (!dim.is_const()) n.unsupported("CenterCropPad of a dynamic dim");
+    int64_t d = dim.value(), t = target[k];
+    if (t < d) {
+      int64_t begin = (d - t) / 2;
+      x = x.slice(axis, Expr(begin), Expr(begin + t));
+    } else if (t > d) {
+      std::vector<int64_t> pads(2 * x.rank(), 0);
+      size_t from_end = x.rank() - 1 - static_cast<size_t>(axis);
+      pads[2 * from_end] = (t - d) / 2;
+      pads[2 * from_end + 1] = t - d - (t - d) / 2;
+      x = ops::pad(x, pads, "constant", 0);
+    }
+  }
+  return {with_type(n, x)};
+}
+
 // Negative indices count from the end of `dim`.
 Tensor wrap_indices(const Tensor& idx, const Expr& dim) {
   if (!dim.is_const()) return idx;
@@ -401,6 +429,7 @@ void add_movement_ops(OpTable& t) {
   t["Gather"] = gather;
   t["GatherElements"] = gather_elements;
   t["ScatterElements"] = scatter_elements;
+  t["CenterCropPad"] = center_crop_pad;
   t["DepthToSpace"] = depth_to_space;
   t["SpaceToDepth"] = space_to_depth;
 }
