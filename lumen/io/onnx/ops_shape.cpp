@@ -122,6 +122,25 @@ std::vector<Value> one_hot(NodeContext& n) {
   return {Value::of(ops::where(hot, on.expand(s), off.expand(s)), n.onnx_type(2))};
 }
 
+// Hann / Hamming / Blackman windows: sum_k a_k cos(2 pi k n / N), N = size (periodic) or size - 1; known at import.
+template <int Kind>
+std::vector<Value> window(NodeContext& n) {
+  std::vector<int64_t> size = n.ints(0);
+  if (size.size() != 1 || size[0] < 0 || size[0] > kKnownLimit) fail("onnx: ", n.where(), ": size must be one value in [0, ", kKnownLimit, "]");
+  bool periodic = n.attr_int("periodic", 1) != 0;
+  int type = static_cast<int>(n.attr_int("output_datatype", kFloat));
+  data_dtype(type, n.where() + " output");
+  double denominator = static_cast<double>(periodic ? size[0] : size[0] - 1);
+  std::vector<double> values;
+  for (int64_t i = 0; i < size[0]; ++i) {
+    double t = denominator > 0 ? 2 * M_PI * static_cast<double>(i) / denominator : 0;
+    if (Kind == 0) values.push_back(0.5 - 0.5 * std::cos(t));
+    if (Kind == 1) values.push_back(25.0 / 46 - 21.0 / 46 * std::cos(t));
+    if (Kind == 2) values.push_back(0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2 * t));
+  }
+  return {Value::of_reals(values, {size[0]}, type)};
+}
+
 }  // namespace
 
 void add_shape_ops(OpTable& t) {
@@ -132,6 +151,9 @@ void add_shape_ops(OpTable& t) {
   t["EyeLike"] = eye_like;
   t["Trilu"] = trilu;
   t["OneHot"] = one_hot;
+  t["HannWindow"] = window<0>;
+  t["HammingWindow"] = window<1>;
+  t["BlackmanWindow"] = window<2>;
 }
 
 }  // namespace lumen::onnx
