@@ -390,6 +390,59 @@ std::vector<Value> scatter_elements(NodeContext& n) {
   return {with_type(n, ops::where(hit, picked.cast(data.dtype()), base))};
 }
 
+// ScatterND: data viewed as [P, R] (P positions named by the k index
+// components, R the rest); each update row lands where its linear index
+// matches (a match over [N, P]); none / add / max / min.
+std::vector<Value> scatter_nd(NodeContext& n) {
+  Tensor data = n.in(0), indices = n.in(1).cast(DType::I32), updates = n.in(2);
+  std::string reduction = n.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
+    n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");
+  }
+  const Expr& kd = indices.shape().back();
+  if (!kd.is_const() || kd.value() < 1 || static_cast<size_t>(kd.value()) > data.rank()) {
+    fail("onnx: ", n.where(), ": indices ", to_string(indices.shape()), " do not fit data ", to_string(data.shape()));
+  }
+  size_t k = static_cast<size_t>(kd.value());
+  int64_t positions = 1, rest = 1;
+  std::vector<int64_t> stride(k, 1);
+  for (size_t d = 0; d < data.rank(); ++d) {
+    if (!data.shape()[d].is_const()) n.unsupported("ScatterND over dynamic dims");
+    (d < k ? positions : rest) *= data.shape()[d].value();
+  }
+  for (size_t d = k - 1; d-- > 0;) stride[d] = stride[d + 1] * data.shape()[d + 1].value();
+  Expr rows(1);
+  for (size_t d = 0; d + 1 < indices.rank(); ++d) rows = rows * indices.shape()[d];
+  rows = simplify(rows);
+  Tensor flat_idx = indices.reshape({rows, Expr(static_cast<int64_t>(k))});
+  Tensor linear;
+  for (size_t d = 0; d < k; ++d) {
+    Tensor component = wrap_indices(flat_idx.slice(1, Expr(static_cast<int64_t>(d)), Expr(static_cast<int64_t>(d + 1))).squeeze(1),
+                                    data.shape()[d]);
+    Tensor term = component * static_cast<double>(stride[d]);
+    linear = linear.defined() ? ops::add(linear, term) : term;
+  }
+  Shape match_shape{rows, Expr(positions)};
+  Tensor p = n.graph().iota(loop_index(match_shape, 1), match_shape, DType::I32);
+  Tensor match = ops::eq(linear.unsqueeze(1), p);  // [N, P]
+  Tensor upd = updates.reshape({rows, Expr(rest)});
+  Tensor flat = data.reshape({Expr(positions), Expr(rest)});
+  Tensor hit = ops::any(match, {0}).unsqueeze(1);  // [P, 1]
+  Tensor picked;
+  if (reduction == "max" || reduction == "min") {
+    Tensor spread = upd.unsqueeze(1).expand({rows, Expr(positions), Expr(rest)});
+    Tensor fill = spread.scalar(reduction == "max" ? -INFINITY : INFINITY);
+    Tensor masked = ops::where(match.unsqueeze(2), spread, fill);
+    picked = reduction == "max" ? ops::maximum(ops::amax(masked, {0}), flat) : ops::minimum(ops::amin(masked, {0}), flat);
+  } else {
+    Tensor f = is_float(upd.dtype()) ? upd : upd.cast(DType::F32);
+    picked = ops::matmul(match.cast(f.dtype()).transpose(0, 1), f);  // [P, R]
+    if (reduction == "add") picked = ops::add(picked, flat.cast(picked.dtype()));
+  }
+  Tensor out = ops::where(hit, picked.cast(data.dtype()), flat);
+  return {with_type(n, out.reshape(data.shape()))};
+}
+
 std::vector<Value> depth_to_space(NodeContext& n) {
   Tensor x = n.in(0);
   int64_t b = n.attr_int("blocksize");
@@ -430,6 +483,7 @@ void add_movement_ops(OpTable& t) {
   t["GatherElements"] = gather_elements;
   t["ScatterElements"] = scatter_elements;
   t["CenterCropPad"] = center_crop_pad;
+  t["ScatterND"] = scatter_nd;
   t["DepthToSpace"] = depth_to_space;
   t["SpaceToDepth"] = space_to_depth;
 }
