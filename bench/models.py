@@ -294,4 +294,9 @@ def model_workloads():
             SmolLM2Workload("smollm2_q4_1_prefill1024", "prefill", 1024),
             SmolLM2Workload("smollm2_q4_1_decode", "decode"),
             MiniLMWorkload()]
+    try:  # ONNX models through lumen.onnx, ONNX Runtime and PyTorch (bench/onnx_models.py)
+        from onnx_models import onnx_workloads
+        rows += onnx_workloads()
+    except ImportError:
+        pass
     return {w.name: w for w in rows}

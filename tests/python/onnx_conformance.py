@@ -117,19 +117,28 @@ def _load(case, graph=None, prefix=""):
     data = case.model.SerializeToString()
     names = [i.name for i in infos]
     first = dict(zip(names, data_sets[0][0]))
+    # Shapes / axes / scales fed as graph inputs: the integer inputs, then each
+    # input the importer names as needing a known value, are fixed at import.
     fixed = None
-    try:
-        model = lumen.onnx.load_bytes(data, graph=graph, prefix=prefix)
-    except lumen.Error as e:
-        if "must be known when the model is loaded" not in str(e):
-            return "unsupported", _first_line(e)
-        # Shapes / axes fed as graph inputs: fix the integer inputs at import.
-        fixed = {k: v for k, v in first.items() if v.dtype.kind in "iub"}
-        prefix += "fixed_"  # the failed attempt may have left inputs named with `prefix` in the graph
+    base = prefix
+    for attempt in range(8):
         try:
             model = lumen.onnx.load_bytes(data, fixed_inputs=fixed, graph=graph, prefix=prefix)
-        except lumen.Error as e2:
-            return "unsupported", _first_line(e2)
+            break
+        except lumen.Error as e:
+            message = str(e)
+            if "must be known when the model is loaded" not in message:
+                return "unsupported", _first_line(e)
+            needed = re.search(r"input \d+ \('([^']*)'", message)
+            if fixed is None:
+                fixed = {k: v for k, v in first.items() if v.dtype.kind in "iub"}
+            elif needed and needed.group(1) in first and needed.group(1) not in fixed:
+                fixed[needed.group(1)] = first[needed.group(1)]
+            else:
+                return "unsupported", _first_line(e)
+            prefix = f"{base}fixed{attempt}_"  # the failed attempt may have left inputs named with `prefix`
+    else:
+        return "unsupported", "too many inputs must be fixed at import"
     for inputs, _ in data_sets:
         named = dict(zip(names, inputs))
         if fixed is not None and any(not np.array_equal(named[k], v) for k, v in fixed.items()):

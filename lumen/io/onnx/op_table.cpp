@@ -14,6 +14,8 @@ const OpTable& op_table() {
     add_nn_ops(t);
     add_loss_ops(t);
     add_attention_ops(t);
+    add_resize_ops(t);
+    add_rotary_ops(t);
     return t;
   }();
   return table;

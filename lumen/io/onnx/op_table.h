@@ -22,5 +22,7 @@ void add_reduce_ops(OpTable& table);       // Reduce*, ArgMax, Softmax, CumSum, 
 void add_nn_ops(OpTable& table);           // MatMul, Gemm, Conv, pools, norms, ...
 void add_loss_ops(OpTable& table);         // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void add_attention_ops(OpTable& table);    // Attention
+void add_resize_ops(OpTable& table);       // Resize
+void add_rotary_ops(OpTable& table);       // RotaryEmbedding
 
 }  // namespace lumen::onnx

@@ -117,6 +117,10 @@ std::vector<Value> loop(NodeContext& n) {
   if (n.has(1)) cond = known_condition(n, n.value(1), "the Loop condition");
   std::vector<Value> carried;
   for (size_t k = 2; k < n.num_inputs(); ++k) carried.push_back(n.value(k));
+  if (static_cast<size_t>(body.output_size()) < 1 + carried.size()) {
+    fail("onnx: ", n.where(), ": the Loop body has ", body.output_size(), " outputs; it needs the condition and ",
+         carried.size(), " loop-carried values");
+  }
   size_t num_scan = static_cast<size_t>(body.output_size()) - 1 - carried.size();
   std::vector<std::vector<Tensor>> scans(num_scan);
   int64_t it = 0;

@@ -1,6 +1,7 @@
 // Shape and layout ops (views, free) and the data-dependent reads built on
 // Gather. Known integer values (shape computations) are folded at import.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "lumen/core/error.h"
@@ -57,6 +58,9 @@ std::vector<Value> reshape(NodeContext& n) {
     Value out = x;
     out.shape = s;
     out.tensor = Tensor();
+    if (out.numel() != static_cast<int64_t>(x.ints.size())) {
+      fail("onnx: ", n.where(), ": cannot reshape ", x.ints.size(), " elements to ", to_string(s));
+    }
     return {out};
   }
   return {with_type(n, n.in(0).reshape(s))};
@@ -284,6 +288,34 @@ std::vector<Value> pad(NodeContext& n) {
   return {with_type(n, ops::pad(x, torch_pads, lumen_mode, value))};
 }
 
+// Crops (centred, extra element at the end) or zero-pads (extra at the end) each axis to the target size.
+std::vector<Value> center_crop_pad(NodeContext& n) {
+  Tensor x = n.in(0);
+  std::vector<int64_t> target = n.ints(1);
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < x.rank(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (axes.size() != target.size()) fail("onnx: ", n.where(), ": shape has ", target.size(), " entries for ", axes.size(), " axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int axis = onnx_axis(n, axes[k], x.rank(), "axes");
+    const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+    if (!dim.is_const()) n.unsupported("CenterCropPad of a dynamic dim");
+    int64_t d = dim.value(), t = target[k];
+    if (t < d) {
+      int64_t begin = (d - t) / 2;
+      x = x.slice(axis, Expr(begin), Expr(begin + t));
+    } else if (t > d) {
+      std::vector<int64_t> pads(2 * x.rank(), 0);
+      size_t from_end = x.rank() - 1 - static_cast<size_t>(axis);
+      pads[2 * from_end] = (t - d) / 2;
+      pads[2 * from_end + 1] = t - d - (t - d) / 2;
+      x = ops::pad(x, pads, "constant", 0);
+    }
+  }
+  return {with_type(n, x)};
+}
+
 // Negative indices count from the end of `dim`.
 Tensor wrap_indices(const Tensor& idx, const Expr& dim) {
   if (!dim.is_const()) return idx;
@@ -314,6 +346,101 @@ std::vector<Value> gather_elements(NodeContext& n) {
   int axis = onnx_axis(n, n.attr_int("axis", 0), x.rank());
   Tensor idx = wrap_indices(n.in(1), x.shape()[static_cast<size_t>(axis)]);
   return {with_type(n, ops::gather(x, axis, idx))};
+}
+
+// ScatterElements as a composition: each output position along `axis` takes
+// the updates whose index names it (a match over an extra dim), else data.
+std::vector<Value> scatter_elements(NodeContext& n) {
+  Tensor data = n.in(0), updates = n.in(2);
+  int axis = onnx_axis(n, n.attr_int("axis", 0), data.rank());
+  std::string reduction = n.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
+    n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");
+  }
+  const Expr& target = data.shape()[static_cast<size_t>(axis)];
+  Tensor idx = wrap_indices(n.in(1), target);
+  for (size_t d = 0; d < data.rank(); ++d) {
+    if (static_cast<int>(d) != axis && !(data.shape()[d] == idx.shape()[d])) {
+      n.unsupported("indices smaller than data outside the scatter axis");
+    }
+  }
+  // match[..., m, ..., j] = indices[..., m, ...] == j, with j a new last dim.
+  Shape s = idx.shape();
+  s.push_back(target);
+  Tensor j = n.graph().iota(loop_index(s, s.size() - 1), s, DType::I32);
+  Tensor match = ops::eq(idx.unsqueeze(static_cast<int>(idx.rank())), j);
+  Tensor upd = updates.unsqueeze(static_cast<int>(updates.rank())).expand(s);
+  Tensor hit = ops::any(match, {axis});
+  Tensor picked;
+  if (reduction == "max" || reduction == "min") {
+    Tensor masked = ops::where(match, upd, reduction == "max" ? upd.scalar(-INFINITY) : upd.scalar(INFINITY));
+    picked = reduction == "max" ? ops::amax(masked, {axis}) : ops::amin(masked, {axis});
+  } else {
+    picked = ops::sum(ops::where(match, upd, ops::zeros_like(upd)), {axis});
+  }
+  // Back to data's layout: the new last dim is the scatter axis.
+  std::vector<int> order;
+  for (int d = 0; d < static_cast<int>(data.rank()); ++d) order.push_back(d == axis ? static_cast<int>(data.rank()) - 1 : d < axis ? d : d - 1);
+  picked = ops::permute(picked, order);
+  hit = ops::permute(hit, order);
+  Tensor base = data;
+  if (reduction == "add") picked = ops::add(picked, data);
+  if (reduction == "max") picked = ops::maximum(picked, data);
+  if (reduction == "min") picked = ops::minimum(picked, data);
+  return {with_type(n, ops::where(hit, picked.cast(data.dtype()), base))};
+}
+
+// ScatterND: data viewed as [P, R] (P positions named by the k index
+// components, R the rest); each update row lands where its linear index
+// matches (a match over [N, P]); none / add / max / min.
+std::vector<Value> scatter_nd(NodeContext& n) {
+  Tensor data = n.in(0), indices = n.in(1).cast(DType::I32), updates = n.in(2);
+  std::string reduction = n.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
+    n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");
+  }
+  const Expr& kd = indices.shape().back();
+  if (!kd.is_const() || kd.value() < 1 || static_cast<size_t>(kd.value()) > data.rank()) {
+    fail("onnx: ", n.where(), ": indices ", to_string(indices.shape()), " do not fit data ", to_string(data.shape()));
+  }
+  size_t k = static_cast<size_t>(kd.value());
+  int64_t positions = 1, rest = 1;
+  std::vector<int64_t> stride(k, 1);
+  for (size_t d = 0; d < data.rank(); ++d) {
+    if (!data.shape()[d].is_const()) n.unsupported("ScatterND over dynamic dims");
+    (d < k ? positions : rest) *= data.shape()[d].value();
+  }
+  for (size_t d = k - 1; d-- > 0;) stride[d] = stride[d + 1] * data.shape()[d + 1].value();
+  Expr rows(1);
+  for (size_t d = 0; d + 1 < indices.rank(); ++d) rows = rows * indices.shape()[d];
+  rows = simplify(rows);
+  Tensor flat_idx = indices.reshape({rows, Expr(static_cast<int64_t>(k))});
+  Tensor linear;
+  for (size_t d = 0; d < k; ++d) {
+    Tensor component = wrap_indices(flat_idx.slice(1, Expr(static_cast<int64_t>(d)), Expr(static_cast<int64_t>(d + 1))).squeeze(1),
+                                    data.shape()[d]);
+    Tensor term = component * static_cast<double>(stride[d]);
+    linear = linear.defined() ? ops::add(linear, term) : term;
+  }
+  Shape match_shape{rows, Expr(positions)};
+  Tensor p = n.graph().iota(loop_index(match_shape, 1), match_shape, DType::I32);
+  Tensor match = ops::eq(linear.unsqueeze(1), p);  // [N, P]
+  Tensor upd = updates.reshape({rows, Expr(rest)});
+  Tensor flat = data.reshape({Expr(positions), Expr(rest)});
+  Tensor hit = ops::any(match, {0}).unsqueeze(1);  // [P, 1]
+  Tensor picked;
+  if (reduction == "max" || reduction == "min") {
+    Tensor spread = upd.unsqueeze(1).expand({rows, Expr(positions), Expr(rest)});
+    Tensor fill = spread.scalar(reduction == "max" ? -INFINITY : INFINITY);
+    Tensor masked = ops::where(match.unsqueeze(2), spread, fill);
+    picked = reduction == "max" ? ops::maximum(ops::amax(masked, {0}), flat) : ops::minimum(ops::amin(masked, {0}), flat);
+  } else {
+    Tensor f = is_float(upd.dtype()) ? upd : upd.cast(DType::F32);
+    picked = ops::matmul(match.cast(f.dtype()).transpose(0, 1), f);  // [P, R]
+    if (reduction == "add") picked = ops::add(picked, flat.cast(picked.dtype()));
+  }
+  Tensor out = ops::where(hit, picked.cast(data.dtype()), flat);
+  return {with_type(n, out.reshape(data.shape()))};
 }
 
 std::vector<Value> depth_to_space(NodeContext& n) {
@@ -354,6 +481,9 @@ void add_movement_ops(OpTable& t) {
   t["Pad"] = pad;
   t["Gather"] = gather;
   t["GatherElements"] = gather_elements;
+  t["ScatterElements"] = scatter_elements;
+  t["CenterCropPad"] = center_crop_pad;
+  t["ScatterND"] = scatter_nd;
   t["DepthToSpace"] = depth_to_space;
   t["SpaceToDepth"] = space_to_depth;
 }

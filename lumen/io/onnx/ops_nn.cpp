@@ -38,9 +38,11 @@ struct Windows {
   std::vector<int64_t> kernel, strides, dilations, begin, end;
 };
 
-Windows windows(NodeContext& n, const Tensor& x, std::vector<int64_t> kernel) {
+Windows windows(NodeContext& n, const Tensor& x, std::vector<int64_t> kernel, size_t max_spatial = 2) {
   size_t spatial = x.rank() - 2;
-  if (spatial < 1 || spatial > 2) n.unsupported(std::to_string(spatial) + "-D spatial input (lumen has 1-D and 2-D)");
+  if (spatial < 1 || spatial > max_spatial) {
+    n.unsupported(std::to_string(spatial) + "-D spatial input (lumen has 1-D and 2-D" + (max_spatial > 2 ? ", 3-D pools" : "") + ")");
+  }
   Windows w;
   w.kernel = n.attr_ints("kernel_shape", kernel);
   if (w.kernel.size() != spatial) fail("onnx: ", n.where(), ": kernel_shape has ", w.kernel.size(), " dims for ", spatial);
@@ -134,10 +136,60 @@ std::vector<Value> conv_transpose(NodeContext& n) {
   return {same_type(n, one_d ? y.squeeze(2) : y)};
 }
 
+// Pools over any number of spatial dims: pad, unfold each spatial dim into
+// [windows, kernel], reduce the kernel dims (used for 3-D inputs).
+template <bool Max>
+Tensor pool_nd(NodeContext& n, const Tensor& x, const Windows& w, bool ceil_mode, bool include_pad) {
+  size_t spatial = w.kernel.size();
+  std::vector<int64_t> pads(2 * x.rank(), 0);
+  int64_t volume = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    const Expr& in = x.shape()[2 + d];
+    if (!in.is_const()) n.unsupported("pooling over a dynamic dim");
+    int64_t span = w.dilations[d] * (w.kernel[d] - 1) + 1, padded = in.value() + w.begin[d] + w.end[d];
+    int64_t extra = 0;
+    if (ceil_mode) {
+      int64_t out = (padded - span + w.strides[d] - 1) / w.strides[d] + 1;
+      if ((out - 1) * w.strides[d] >= in.value() + w.begin[d]) --out;  // the last window starts inside
+      extra = std::max<int64_t>(0, (out - 1) * w.strides[d] + span - padded);
+    }
+    size_t from_end = x.rank() - 1 - (2 + d);
+    pads[2 * from_end] = w.begin[d];
+    pads[2 * from_end + 1] = w.end[d] + extra;
+    volume *= w.kernel[d];
+  }
+  auto windows_of = [&](Tensor t) {
+    for (size_t d = spatial; d-- > 0;) t = t.unfold(static_cast<int>(2 + d), w.kernel[d], w.strides[d], w.dilations[d]);
+    for (size_t d = spatial; d-- > 0;) t = Max ? t.max_reduce(static_cast<int>(3 + 2 * d)) : t.sum_reduce(static_cast<int>(3 + 2 * d));
+    return t;
+  };
+  if (Max) return windows_of(ops::pad(x, pads, "constant", -INFINITY));
+  Tensor sum = windows_of(ops::pad(x, pads, "constant", 0));
+  if (include_pad && !ceil_mode) return sum * (1.0 / static_cast<double>(volume));
+  std::vector<int64_t> count_pads = pads;
+  if (include_pad) {  // padding counts, the ceil_mode overhang does not
+    for (size_t d = 0; d < spatial; ++d) count_pads[2 * (x.rank() - 1 - (2 + d))] = 0, count_pads[2 * (x.rank() - 1 - (2 + d)) + 1] -= w.end[d];
+  }
+  Shape ones_shape = x.shape();
+  for (size_t d = 0; d < spatial; ++d) {
+    if (include_pad) ones_shape[2 + d] = Expr(x.shape()[2 + d].value() + w.begin[d] + w.end[d]);
+  }
+  Tensor ones = ops::ones(n.graph(), ones_shape, x.dtype());
+  Tensor count = windows_of(ops::pad(ones, count_pads, "constant", 0));
+  return ops::div(sum, count);
+}
+
 template <bool Max>
 std::vector<Value> pool(NodeContext& n) {
   Tensor x = n.in(0);
-  Windows w = windows(n, x, {});
+  Windows w = windows(n, x, {}, 3);
+  if (x.rank() == 5) {
+    bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+    bool include_pad = n.attr_int("count_include_pad", 0) != 0;
+    if (Max && n.attr_int("storage_order", 0) != 0) n.unsupported_attribute("storage_order", "must be 0");
+    if (Max && n.output_used(1)) n.unsupported("MaxPool's Indices output");
+    return {same_type(n, pool_nd<Max>(n, x, w, ceil_mode, include_pad))};
+  }
   bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
   bool include_pad = n.attr_int("count_include_pad", 0) != 0;
   if (Max && n.attr_int("storage_order", 0) != 0) n.unsupported_attribute("storage_order", "must be 0");
@@ -155,6 +207,23 @@ std::vector<Value> pool(NodeContext& n) {
     if (w.dilations[0] != 1 || w.dilations[1] != 1) n.unsupported_attribute("dilations", "AveragePool with dilation");
     y = ops::avg_pool2d(x, kernel, stride, padding, ceil_mode, include_pad);
   }
+  return {same_type(n, one_d ? y.squeeze(2) : y)};
+}
+
+// (sum over the window of |x|^p)^(1/p): an average pool counting the padding, times the window size.
+std::vector<Value> lp_pool(NodeContext& n) {
+  Tensor x = n.in(0);
+  Windows w = windows(n, x, {});
+  double p = static_cast<double>(n.attr_int("p", 2));
+  bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+  bool one_d = x.rank() == 3;
+  if (one_d) x = x.unsqueeze(2);
+  w = as_2d(w);
+  if (w.dilations[0] != 1 || w.dilations[1] != 1) n.unsupported_attribute("dilations", "LpPool with dilation");
+  Tensor powered = ops::pow(ops::abs(x), p);
+  ops::Pair padding = asymmetric_pad(powered, w, 0);
+  Tensor avg = ops::avg_pool2d(powered, {w.kernel[0], w.kernel[1]}, {w.strides[0], w.strides[1]}, padding, ceil_mode, true);
+  Tensor y = ops::pow(avg * static_cast<double>(w.kernel[0] * w.kernel[1]), 1.0 / p);
   return {same_type(n, one_d ? y.squeeze(2) : y)};
 }
 
@@ -276,6 +345,7 @@ void add_nn_ops(OpTable& t) {
   t["ConvTranspose"] = conv_transpose;
   t["MaxPool"] = pool<true>;
   t["AveragePool"] = pool<false>;
+  t["LpPool"] = lp_pool;
   t["GlobalAveragePool"] = global_average_pool;
   t["GlobalMaxPool"] = global_max_pool;
   t["BatchNormalization"] = batch_norm;

@@ -52,7 +52,9 @@ std::vector<Value> constant_of_shape(NodeContext& n) {
   int64_t count = 1;
   for (const Expr& d : dims) {
     concrete = concrete && d.is_const();
-    if (d.is_const()) count *= d.value();
+    if (d.is_const() && (d.value() < 0 || __builtin_mul_overflow(count, d.value(), &count))) {
+      fail("onnx: ", n.where(), ": invalid shape ", to_string(dims));
+    }
   }
   if (concrete && count <= 64) {  // small: known at import (often used as a shape itself)
     std::vector<int64_t> sizes;
@@ -102,6 +104,43 @@ std::vector<Value> trilu(NodeContext& n) {
   return {Value::of(upper ? ops::triu(x, k) : ops::tril(x, k), n.onnx_type(0))};
 }
 
+// indices (negative ones count from depth) -> values[1] at the index along `axis`, values[0] elsewhere.
+std::vector<Value> one_hot(NodeContext& n) {
+  Tensor indices = n.in(0);
+  std::vector<double> depth = n.reals(1);
+  if (depth.size() != 1 || depth[0] < 1) fail("onnx: ", n.where(), ": depth must be one positive value");
+  int64_t d = static_cast<int64_t>(depth[0]);
+  Tensor values = n.in(2);
+  Tensor idx = is_float(indices.dtype()) ? ops::trunc(indices).cast(DType::I32) : indices.cast(DType::I32);
+  idx = ops::where(ops::lt(idx, idx.scalar(0)), ops::add(idx, idx.scalar(static_cast<double>(d))), idx);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), indices.rank() + 1);
+  Shape s = idx.shape();
+  s.insert(s.begin() + axis, Expr(d));
+  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I32);
+  Tensor hot = ops::eq(position, idx.unsqueeze(axis));
+  Tensor on = values.slice(0, Expr(1), Expr(2)).reshape({}), off = values.slice(0, Expr(0), Expr(1)).reshape({});
+  return {Value::of(ops::where(hot, on.expand(s), off.expand(s)), n.onnx_type(2))};
+}
+
+// Hann / Hamming / Blackman windows: sum_k a_k cos(2 pi k n / N), N = size (periodic) or size - 1; known at import.
+template <int Kind>
+std::vector<Value> window(NodeContext& n) {
+  std::vector<int64_t> size = n.ints(0);
+  if (size.size() != 1 || size[0] < 0 || size[0] > kKnownLimit) fail("onnx: ", n.where(), ": size must be one value in [0, ", kKnownLimit, "]");
+  bool periodic = n.attr_int("periodic", 1) != 0;
+  int type = static_cast<int>(n.attr_int("output_datatype", kFloat));
+  data_dtype(type, n.where() + " output");
+  double denominator = static_cast<double>(periodic ? size[0] : size[0] - 1);
+  std::vector<double> values;
+  for (int64_t i = 0; i < size[0]; ++i) {
+    double t = denominator > 0 ? 2 * M_PI * static_cast<double>(i) / denominator : 0;
+    if (Kind == 0) values.push_back(0.5 - 0.5 * std::cos(t));
+    if (Kind == 1) values.push_back(25.0 / 46 - 21.0 / 46 * std::cos(t));
+    if (Kind == 2) values.push_back(0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2 * t));
+  }
+  return {Value::of_reals(values, {size[0]}, type)};
+}
+
 }  // namespace
 
 void add_shape_ops(OpTable& t) {
@@ -111,6 +150,10 @@ void add_shape_ops(OpTable& t) {
   t["Range"] = range;
   t["EyeLike"] = eye_like;
   t["Trilu"] = trilu;
+  t["OneHot"] = one_hot;
+  t["HannWindow"] = window<0>;
+  t["HammingWindow"] = window<1>;
+  t["BlackmanWindow"] = window<2>;
 }
 
 }  // namespace lumen::onnx

@@ -58,7 +58,7 @@ int64_t Value::numel() const {
   int64_t n = 1;
   for (const Expr& d : shape) {
     if (!d.is_const()) fail("onnx: a value's element count depends on a dynamic dim");
-    n *= d.value();
+    if (d.value() < 0 || __builtin_mul_overflow(n, d.value(), &n)) fail("onnx: a value's shape ", to_string(shape), " is invalid");
   }
   return n;
 }

@@ -233,5 +233,21 @@ TEST(OnnxImport, ConstantControlFlowIsUnrolledRunTimeConditionIsAnError) {
   EXPECT_EQ(p.get("y").to_floats(), (std::vector<float>{-1, 2}));
 }
 
+// Found by the fuzz target: a Loop body with fewer outputs than the loop carries.
+TEST(OnnxImport, LoopBodyWithTooFewOutputsIsAnError) {
+  ModelProto m = base_model();
+  add_io(m.mutable_graph()->add_input(), "x", TensorProto::FLOAT, {"2"});
+  add_io(m.mutable_graph()->add_output(), "y", TensorProto::FLOAT, {"2"});
+  TensorProto* trips = add_initializer(m, "m", TensorProto::INT64, {});
+  trips->add_int64_data(2);
+  auto* loop = add_node(m, "Loop", {"m", "", "x"}, {"y"}, "loop");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name("body");  // no inputs, no outputs
+  std::string msg = message_of([&] { load_bytes(m.SerializeAsString()); });
+  EXPECT_NE(msg.find("'loop' (Loop)"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace lumen::onnx
