@@ -160,7 +160,8 @@ nb::object array_to_dlpack(const Array& a) {
     case DType::Bool: dtype = nb::dtype<bool>(); break;
     case DType::I8: dtype = nb::dtype<int8_t>(); break;
     case DType::U8: dtype = nb::dtype<uint8_t>(); break;
-    default: fail("execute: output dtype ", dtype_name(a.dtype()), " has no DLPack form here yet");
+    case DType::I64: dtype = nb::dtype<int64_t>(); break;
+    case DType::F64: dtype = nb::dtype<double>(); break;
   }
   auto* keep = new Array(a);  // the capsule holds a reference: the program does not reuse this buffer while it lives
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Array*>(p); });
