@@ -2,7 +2,7 @@
 eagerly (torch), by torch.compile's default backend (torch_compile: inductor)
 and by torch.compile(backend="lumen") (lumen: with schedule search, budget
 LUMEN_BENCH_BUDGET per partition; lumen_nosearch: budget 0). Random weights,
-seeded; rows are named tc_<module>. Each workload builds a runner per
+seeded; rows are named dynamo_<module> (tc_ rows are tensor comprehensions). Each workload builds a runner per
 implementation: (call, get, info) like the kernel workloads in run.py."""
 from __future__ import annotations
 
@@ -108,10 +108,10 @@ class TorchModuleWorkload:
 
 
 def torch_module_workloads():
-    rows = [TorchModuleWorkload("tc_mlp_b64", _mlp),
-            TorchModuleWorkload("tc_resnet18_224", _torchvision("resnet18")),
-            TorchModuleWorkload("tc_mobilenet_v3_small_224", _torchvision("mobilenet_v3_small")),
-            TorchModuleWorkload("tc_gpt2_block_s256", _gpt2_block),
-            TorchModuleWorkload("tc_whisper_tiny_shape", _whisper_tiny),
-            TorchModuleWorkload("tc_unet_block_32", _unet_block)]
+    rows = [TorchModuleWorkload("dynamo_mlp_b64", _mlp),
+            TorchModuleWorkload("dynamo_resnet18_224", _torchvision("resnet18")),
+            TorchModuleWorkload("dynamo_mobilenet_v3_small_224", _torchvision("mobilenet_v3_small")),
+            TorchModuleWorkload("dynamo_gpt2_block_s256", _gpt2_block),
+            TorchModuleWorkload("dynamo_whisper_tiny_shape", _whisper_tiny),
+            TorchModuleWorkload("dynamo_unet_block_32", _unet_block)]
     return {w.name: w for w in rows}
