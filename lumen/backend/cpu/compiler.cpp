@@ -19,6 +19,7 @@
 
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/core/error.h"
+#include "lumen/core/file_bytes.h"
 
 namespace lumen::cpu {
 
@@ -74,12 +75,6 @@ int finish(pid_t pid, const std::string& what) {
 
 int run(const std::vector<std::string>& argv, const std::string& log) { return finish(start(argv, log), argv[0]); }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -96,19 +91,9 @@ std::string integrity_record(const std::string& key, const std::string& object_b
 
 bool object_is_intact(const std::string& object, const std::string& record, const std::string& key) {
   if (!exists(object) || !exists(record)) return false;
-  return read_file(record) == integrity_record(key, read_file(object));
+  return read_file_bytes(record) == integrity_record(key, read_file_bytes(object));
 }
 
-// Writes `text` to `path` through a temporary file renamed into place.
-bool write_atomically(const std::string& path, const std::string& text, const std::string& tag) {
-  std::string tmp = tag + ".sum.tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.good()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 // Work files of a compile are named <key>.<pid>-<n>.*; those of processes
 // that no longer run (a search killed mid-way) and are over ten minutes old
@@ -214,7 +199,7 @@ const std::string& compiler_version() {
   static const std::string version = [] {
     std::string log = "/tmp/lumen-cxx-version-" + std::to_string(getpid()) + ".txt";
     int status = run({compiler(), "--version"}, log);
-    std::string text = read_file(log);
+    std::string text = read_file_bytes(log);
     std::remove(log.c_str());
     if (status != 0) fail("cannot run the C++ compiler '", compiler(), "' (install g++ or set LUMEN_CXX)");
     return text.substr(0, text.find('\n'));
@@ -275,20 +260,20 @@ std::shared_ptr<Library> compile_and_load(const std::vector<std::string>& parts,
     }
     std::string errors;
     for (size_t i = 0; i < pids.size(); ++i) {
-      if (finish(pids[i], compiler()) != 0) errors += read_file(tag + "." + std::to_string(i) + ".log");
+      if (finish(pids[i], compiler()) != 0) errors += read_file_bytes(tag + "." + std::to_string(i) + ".log");
     }
     if (errors.empty() && !single) {
       std::vector<std::string> argv{compiler(), "-shared", "-o", tmp};
       argv.insert(argv.end(), objects.begin(), objects.end());
-      if (run(argv, log) != 0) errors = read_file(log);
+      if (run(argv, log) != 0) errors = read_file_bytes(log);
     }
     if (!errors.empty()) {
       cleanup(true);
       fail("compiling generated kernels failed; sources kept at ", tag, ".*.cpp:\n", errors.substr(0, 4000));
     }
-    std::string sum = integrity_record(key, read_file(tmp));
+    std::string sum = integrity_record(key, read_file_bytes(tmp));
     if (std::rename(tmp.c_str(), object.c_str()) != 0) fail("cannot move ", tmp, " to ", object);
-    if (!write_atomically(record, sum, tag)) fail("cannot write ", record);
+    if (!write_file_atomically(record, sum)) fail("cannot write ", record);
     cleanup(false);
     local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   }

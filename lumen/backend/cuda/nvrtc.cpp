@@ -13,6 +13,7 @@
 #include "lumen/backend/cpu/compiler.h"
 #include "lumen/backend/gpu/gpu_program.h"
 #include "lumen/core/error.h"
+#include "lumen/core/file_bytes.h"
 
 namespace lumen::cuda {
 
@@ -73,25 +74,6 @@ const Nvrtc& nvrtc() {
   return n;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_atomically(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-}
 
 std::string text_of(Program p, Status (*size)(Program, size_t*), Status (*get)(Program, char*)) {
   size_t n = 0;
@@ -149,10 +131,10 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& arch) {
   std::filesystem::create_directories(dir, ec);
   NvrtcResult r;
   r.path = dir + "/" + gpu::fnv_hex(arch + "\n" + nvrtc_version() + "\n" + source);
-  r.cubin = read_file(r.path + ".cubin");
+  r.cubin = read_file_bytes(r.path + ".cubin");
   if (!r.cubin.empty()) {
-    r.ptx = read_file(r.path + ".ptx");
-    r.log = read_file(r.path + ".log");
+    r.ptx = read_file_bytes(r.path + ".ptx");
+    r.log = read_file_bytes(r.path + ".log");
     r.resources = parse_ptxas_report(r.log);
     r.cache_hit = true;
     return r;
@@ -174,9 +156,9 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& arch) {
   n.destroy(&p);
   r.resources = parse_ptxas_report(r.log);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  write_atomically(r.path + ".ptx", r.ptx);
-  write_atomically(r.path + ".log", r.log);
-  write_atomically(r.path + ".cubin", r.cubin);  // last: its presence marks a complete entry
+  write_file_atomically(r.path + ".ptx", r.ptx);
+  write_file_atomically(r.path + ".log", r.log);
+  write_file_atomically(r.path + ".cubin", r.cubin);  // last: its presence marks a complete entry
   return r;
 }
 

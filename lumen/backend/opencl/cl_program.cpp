@@ -11,30 +11,12 @@
 #include "lumen/backend/cpu/compiler.h"
 #include "lumen/backend/gpu/gpu_program.h"
 #include "lumen/core/error.h"
+#include "lumen/core/file_bytes.h"
 
 namespace lumen::opencl {
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_atomically(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return;  // a cache that cannot be written is not fatal
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-}
 
 std::string build_log(cl_program program) {
   size_t n = 0;
@@ -77,7 +59,7 @@ BuiltProgram build_program(const std::string& source, const std::string& fingerp
   std::filesystem::create_directories(dir, ec);
   BuiltProgram built;
   built.path = dir + "/" + gpu::fnv_hex(fingerprint + "\n" + source) + ".bin";
-  std::string cached = read_file(built.path);
+  std::string cached = read_file_bytes(built.path);
   if (!cached.empty()) {
     built.program = from_binary(cached);
     if (built.program) {
@@ -101,7 +83,7 @@ BuiltProgram build_program(const std::string& source, const std::string& fingerp
   built.program = p;
   built.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string binary = binary_of(p);
-  if (!binary.empty()) write_atomically(built.path, binary);
+  if (!binary.empty()) write_file_atomically(built.path, binary);
   return built;
 }
 
