@@ -143,7 +143,11 @@ std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& output
                              const GraphSearchOptions& options) {
   backend::Capabilities caps = backend.capabilities();
   std::ostringstream key;
-  key << "graph-level " << hex(egraph::graph_hash(graph, outputs)) << " | " << backend.fingerprint() << " threads "
+  // A choice made under other rules or other acceptance tests is not reused:
+  // the version names the acceptance tests, the rule names the rewrites.
+  key << "graph-level v" << kGraphChoiceVersion << " rules";
+  for (const egraph::Rule& r : egraph::default_rules()) key << " " << r.name;
+  key << " | " << hex(egraph::graph_hash(graph, outputs)) << " | " << backend.fingerprint() << " threads "
       << caps.threads << " | limits " << options.limits.max_nodes << "/"
       << options.limits.max_iterations << " candidates " << options.candidates;
   return key.str();

@@ -60,7 +60,13 @@ struct GraphSearchReport {
 // graph's program is always checked first.
 using ProgramCheck = std::function<void(const backend::CompiledProgram& program)>;
 
-// The tuning-cache key of a graph-level choice.
+// Raised whenever the way a rewrite is accepted changes (the slicing test,
+// the noise margin, the check), so cached choices made under the old tests
+// are measured again. Version 2: rewrites that slice fewer groups are refused.
+inline constexpr int kGraphChoiceVersion = 2;
+
+// The tuning-cache key of a graph-level choice: the version, the rule names,
+// the graph, the backend's fingerprint, threads and the saturation limits.
 std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& outputs, const backend::Backend& backend,
                              const GraphSearchOptions& options);
 

@@ -10,7 +10,9 @@
 
 #include "lumen/backend/interp/point_evaluator.h"
 #include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
 #include "lumen/core/host_memory.h"
+#include "lumen/kernel/known_region.h"
 
 namespace lumen::search {
 
@@ -29,6 +31,44 @@ bool agree(const Scalar& got_value, const Scalar& want_value, double scale) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
   return std::fabs(got - want) <= 1e-3 * (std::fabs(want) + scale) + 1e-6;
+}
+
+// Where a materialised producer's value is known without running it (a
+// causal mask's -inf, padding's 0: kernel/known_region.h), the rig's random
+// buffer holds that value too, as the program's buffer does. Kernels that
+// read only the live region of their inputs are then checked on data that
+// satisfies what they assume, instead of disagreeing with a reference that
+// reads random values where the program never has any.
+void fill_known(const Graph& graph, NodeId n, const Bindings& dims, Array& a) {
+  const Node& node = graph.node(n);
+  if (node.op == Op::Input || a.numel() == 0) return;
+  std::vector<Expr> coords;
+  std::vector<std::string> slots;
+  for (size_t d = 0; d < node.shape.size(); ++d) {
+    slots.push_back("rig_c" + std::to_string(d));
+    coords.push_back(Expr::index(slots.back(), node.shape[d]));
+  }
+  kernel::KnownRegions regions(graph);
+  kernel::Known k = regions.at(n, coords);
+  if (!k.knows_something()) return;
+  bool exact = k.exact.defined();
+  ExprProgram program;
+  try {
+    program = ExprProgram(exact ? k.exact : kernel::as_predicate(k.live), slots, dims);
+  } catch (const Error&) {
+    return;  // knowledge over variables the rig does not bind: random data it is
+  }
+  const std::vector<int64_t>& shape = a.shape();
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    int64_t v = program.run(idx.data());
+    if (exact) a.set(i, static_cast<double>(v));
+    else if (v == 0) a.set(i, k.value);
+    for (size_t d = idx.size(); d-- > 0;) {  // next coordinates, row-major
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
 }
 
 }  // namespace
@@ -82,6 +122,7 @@ Array& KernelRig::buffer(NodeId n) {
   if (is_float(node.dtype)) {
     for (int64_t i = 0; i < a.numel(); ++i) a.set(i, normal(rng));
   }  // integer and bool inputs stay 0: always a valid index
+  fill_known(graph_, n, dims_, a);
   return inputs_.emplace(n, std::move(a)).first->second;
 }
 

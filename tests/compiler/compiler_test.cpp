@@ -12,6 +12,7 @@
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/compile.h"
+#include "lumen/compiler/graph_search.h"
 #include "lumen/compiler/graph_stages.h"
 #include "lumen/ops/reduce.h"
 #include "lumen/runtime/compiled_executor.h"
@@ -162,6 +163,27 @@ TEST(CpuBackend, RendersCompilesLoadsAndLaunchesAKernel) {
     EXPECT_FLOAT_EQ(out[static_cast<size_t>(i)], v * v + 2) << i;
   }
   EXPECT_THROW(be->load(*module, "no_such_kernel"), Error);
+}
+
+}  // namespace
+}  // namespace lumen
+
+namespace lumen {
+namespace {
+
+// A graph-level choice cached under older acceptance tests or another rule
+// set must not be reused: both are part of its key.
+TEST(GraphChoiceKey, NamesTheAcceptanceVersionTheRulesAndTheLimits) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(8), Expr(8)});
+  std::vector<Edge> outputs{(x * x + x).edge()};
+  compiler::GraphSearchOptions search;
+  std::string key = compiler::graph_choice_key(g, outputs, *cpu::CpuBackend::shared(), search);
+  EXPECT_NE(key.find("v" + std::to_string(compiler::kGraphChoiceVersion) + " "), std::string::npos) << key;
+  EXPECT_NE(key.find(" mul-distribute"), std::string::npos) << key;
+  compiler::GraphSearchOptions other = search;
+  other.limits.max_nodes += 1;
+  EXPECT_NE(key, compiler::graph_choice_key(g, outputs, *cpu::CpuBackend::shared(), other));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Tests for lumen/search/search.h: the search finds verified schedules,
 // rejects a wrong candidate, and a warm tuning cache means no timing at all.
 #include <gtest/gtest.h>
+#include <cmath>
 #include <unistd.h>
 
 #include "lumen/kernel/fusion.h"
@@ -101,6 +102,36 @@ TEST(Search, BudgetZeroUsesTheHeuristicWithoutTiming) {
   Program p = compile(g, {y}, options);
   EXPECT_EQ(p.stats()["search_timing_runs"], 0);
   EXPECT_NE(p.report().find("heuristic"), std::string::npos) << p.report();
+}
+
+}  // namespace
+}  // namespace lumen
+
+namespace lumen {
+namespace {
+
+// A softmax over causally masked scores reads only the unmasked part of its
+// materialised input (kernel/known_region.h); the rig's input holds -inf in
+// the masked part as the program's does, so the heuristic schedule agrees with
+// the reference and the kernel is searched instead of skipped.
+TEST(Search, KernelsReadingOnlyTheLiveRegionOfAMaskedInputAreSearched) {
+  Graph g;
+  const int64_t s = 256;
+  Tensor q = g.input("q", {4, s, 32}), k = g.input("k", {4, s, 32}), v = g.input("v", {4, s, 32});
+  // As users write it: where(col > row, -inf, scores) over arange.
+  Tensor scores = q.matmul(k.transpose(1, 2));
+  Tensor row = ops::arange(g, 0, s, 1, DType::I32).unsqueeze(1), col = ops::arange(g, 0, s, 1, DType::I32).unsqueeze(0);
+  Tensor masked = ops::where(ops::gt(col, row), ops::full(g, {1}, -INFINITY), scores);
+  Tensor y = ops::softmax(masked, -1).matmul(v);
+  auto p = kernel::partition(g, {y.edge()});
+  search::SearchOptions options;
+  options.use_cache = false;
+  search::ScheduleSearch search(g, p.materialized, options, {16, 2});
+  for (NodeId n : p.kernels) search.choose(n, 0.3);
+  std::string warnings;
+  for (const std::string& w : search.report().warnings) warnings += w + "\n";
+  EXPECT_EQ(warnings.find("disagrees with the reference"), std::string::npos) << warnings;
+  for (const search::KernelReport& r : search.report().kernels) EXPECT_GT(r.best_ms, 0) << "node " << r.node << " not timed";
 }
 
 }  // namespace
