@@ -14,6 +14,7 @@
 #include "lumen/models/llama.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/linalg.h"
+#include "lumen/ops/math.h"
 #include "lumen/ops/reduce.h"
 
 namespace lumen {
@@ -52,6 +53,15 @@ std::vector<Workload> workloads() {
     Tensor v = g.input("v", {Expr(1), Expr(8), Expr(1024), Expr(64)});
     g.mark_output(scaled_dot_product_attention(q, k, v, std::nullopt, causal));
     out.push_back({causal ? "attention_causal" : "attention", std::move(g)});
+  }
+  {  // 64-bit values: i64 indices past 2^31 and f64 math, reductions over rows (work-group trees) and points
+    Graph g;
+    Tensor x = g.input("x", {Expr(64), Expr(4096)});
+    Tensor wide = x.cast(DType::F64);
+    g.mark_output(sum(exp(wide * wide.scalar(0.5)), {1}), "f64_sum");
+    g.mark_output(amax(wide, {1}), "f64_max");
+    g.mark_output(argmax(x, 1) + x.scalar(3000000000.0).cast(DType::I64), "i64_index");
+    out.push_back({"dtype64", std::move(g)});
   }
   {
     models::LlamaConfig c;
@@ -101,6 +111,11 @@ TEST(CudaNvrtc, EveryWorkloadKernelCompilesForSm80AndSm90WithinLimits) {
       for (const kernel::Kernel& k : r.program.kernels) names.insert("lumen_" + k.name);
       for (const std::string& n : names) EXPECT_TRUE(built.resources.count(n)) << w.name << " " << arch << " " << n;
       check_limits(built, w.name + " " + arch, 128);
+      if (w.name == "dtype64") {  // printed in 64 bits, not narrowed
+        EXPECT_NE(r.program.source.find("const double"), std::string::npos) << r.program.source;
+        EXPECT_NE(r.program.source.find("lm_maxd("), std::string::npos) << r.program.source;
+        EXPECT_NE(r.program.source.find("const lm_i64 v"), std::string::npos) << r.program.source;
+      }
     }
   }
 }

@@ -19,6 +19,19 @@ using namespace lumen::kernel;
 
 namespace {
 
+// The work-group local array a combined accumulator of dtype `d` goes through, and its element type.
+std::string reduction_array(DType d) {
+  if (d == DType::F64) return "lm_red_d";
+  if (d == DType::I64) return "lm_red_l";
+  return is_float(d) ? "lm_red_f" : "lm_red_i";
+}
+
+std::string reduction_type(const std::string& array) {
+  if (array == "lm_red_d") return "double";
+  if (array == "lm_red_l") return "lm_i64";
+  return array == "lm_red_f" ? "float" : "int";
+}
+
 constexpr int64_t kMaxLaneCombos = 128;  // registers a thread's tile may take
 
 bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
@@ -99,13 +112,14 @@ void Writer::prologue() {
     walk(g_.kernel.body, [&](const Stmt& s) {
       if (s.kind == StmtKind::AccInit) dtypes[s.acc] = s.dtype;
     });
-    bool floats = false, ints = false;
+    std::set<std::string> arrays;  // one local array per type the combined accumulators hold
     for (const Stmt& s : g_.kernel.body) {
       if (s.kind != StmtKind::Loop) continue;
-      for (int a : updated_outside(s)) (is_float(dtypes[a]) ? floats : ints) = true;
+      for (int a : updated_outside(s)) arrays.insert(reduction_array(dtypes[a]));
     }
-    if (floats) out_ << "  " << d_.local_decl << " float lm_red_f[" << gs << "];\n";
-    if (ints) out_ << "  " << d_.local_decl << " int lm_red_i[" << gs << "];\n";
+    for (const std::string& name : arrays) {
+      out_ << "  " << d_.local_decl << " " << reduction_type(name) << " " << name << "[" << gs << "];\n";
+    }
     out_ << "  const " << d_.i64 << " lm_point = " << d_.group_id << ";\n";
     out_ << "  const " << d_.i64 << " lm_lid = " << d_.local_id << ";\n";
   } else {
@@ -217,16 +231,17 @@ void Writer::leaf(const Stmt& s, const std::string& pad) {
 void Writer::combine_across_group(int acc, const std::string& pad) {
   values_.set_combo(0);
   const AccInfo& info = values_.acc(acc);
-  bool f = is_float(info.dtype);
-  std::string red = f ? "lm_red_f" : "lm_red_i";
+  std::string red = reduction_array(info.dtype);
   std::string name = values_.acc_name(acc);
   std::string a = red + "[lm_lid]", b = red + "[lm_lid + lm_s]";
   std::string combined = info.combine == Combine::Sum ? (info.dtype == DType::Bool ? a + " | " + b : a + " + " + b)
-                         : f                          ? "lm_maxf(" + a + ", " + b + ")"
                          : info.dtype == DType::Bool  ? a + " | " + b
+                         : info.dtype == DType::F64   ? "lm_maxd(" + a + ", " + b + ")"
+                         : info.dtype == DType::I64   ? "lm_maxl(" + a + ", " + b + ")"
+                         : is_float(info.dtype)       ? "lm_maxf(" + a + ", " + b + ")"
                                                       : "lm_maxi(" + a + ", " + b + ")";
   out_ << pad << "// " << name << ": the work-group's partial results combined (a tree in local memory)\n";
-  out_ << pad << red << "[lm_lid] = " << (f ? "" : "(int)") << name << ";\n";
+  out_ << pad << red << "[lm_lid] = (" << reduction_type(red) << ")" << name << ";\n";
   out_ << pad << d_.barrier << "\n";
   out_ << pad << "for (int lm_s = " << g_.schedule.group_size / 2 << "; lm_s > 0; lm_s >>= 1) {\n";
   out_ << pad << "  if (lm_lid < lm_s) " << red << "[lm_lid] = " << combined << ";\n";

@@ -26,30 +26,38 @@ std::string storage_type(DType d, const Dialect& dialect) {
     case DType::Bool:
     case DType::U8: return dialect.u8;
     case DType::I8: return dialect.i8;
-    case DType::I64:
-    case DType::F64: break;  // not printed for GPUs yet
+    case DType::I64: return dialect.i64;
+    case DType::F64: return "double";  // OpenCL: needs cl_khr_fp64 (the prelude enables it where the device has it)
   }
-  fail("gpu printer: the GPU backends do not compute in ", dtype_name(d), " yet; cast to i32/f32 or use the cpu backend");
+  fail("gpu printer: no storage type for ", dtype_name(d), " (internal error)");
 }
 
 const char* value_type(DType d) {
+  if (d == DType::F64) return "double";
+  if (d == DType::I64) return "lm_i64";
   if (is_float(d)) return "float";
   return d == DType::Bool ? "bool" : "int";
 }
 
 namespace {
 
-std::string number_literal(double v, DType d) {
+std::string number_literal(double v, DType d, const Dialect& dialect) {
   if (d == DType::Bool) return v != 0 ? "true" : "false";
+  if (d == DType::I64) {
+    int64_t i = saturate_to_i64(v);
+    if (i == INT64_MIN) return "(-9223372036854775807" + dialect.i64_suffix + " - 1)";
+    return "((lm_i64)" + std::to_string(i) + dialect.i64_suffix + ")";
+  }
   if (!is_float(d)) return "(int)" + std::to_string(static_cast<int64_t>(saturate_to(d, v)));
+  bool wide = d == DType::F64;
   double r = round_to_dtype(v, d);
-  if (std::isnan(r)) return "LM_NAN";
-  if (std::isinf(r)) return r > 0 ? "LM_INF" : "(-LM_INF)";
+  if (std::isnan(r)) return wide ? "((double)LM_NAN)" : "LM_NAN";
+  if (std::isinf(r)) return std::string(r > 0 ? "(" : "(-") + (wide ? "(double)LM_INF)" : "LM_INF)");
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", r);
+  std::snprintf(buf, sizeof buf, wide ? "%.17g" : "%.9g", r);
   std::string s = buf;
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return "(" + s + "f)";
+  return "(" + s + (wide ? ")" : "f)");
 }
 
 std::string round_to(const std::string& e, DType d) {
@@ -58,20 +66,45 @@ std::string round_to(const std::string& e, DType d) {
   return e;
 }
 
+// Casts as the interpreter's convert_to (and the CPU backend's): floats to
+// integers truncate and saturate, integers narrow to i32 by wrapping, to 8
+// bits by saturating.
 std::string cast_expr(const std::string& a, DType from, DType to) {
-  bool ff = is_float(from), ft = is_float(to);
+  bool ff = is_float(from), ft = is_float(to), wide = from == DType::F64;
   if (to == DType::Bool) return ff ? "(" + a + " != 0.0f)" : "(" + a + " != 0)";
+  if (to == DType::F64) return from == DType::Bool ? "(" + a + " ? 1.0 : 0.0)" : "(double)(" + a + ")";
   if (ft) return round_to(from == DType::Bool ? "(" + a + " ? 1.0f : 0.0f)" : "(float)(" + a + ")", to);
-  if (to == DType::I8) return (ff ? "lm_sat_i8f(" : "lm_sat_i8((int)") + a + ")";
-  if (to == DType::U8) return (ff ? "lm_sat_u8f(" : "lm_sat_u8((int)") + a + ")";
-  if (ff) return "lm_f2i(" + a + ")";
+  if (to == DType::I8) return ff ? (wide ? "lm_sat_i8f((float)lm_clampd(" : "lm_sat_i8f((") + a + "))" : "lm_sat_i8((lm_i64)(" + a + "))";
+  if (to == DType::U8) return ff ? (wide ? "lm_sat_u8f((float)lm_clampd(" : "lm_sat_u8f((") + a + "))" : "lm_sat_u8((lm_i64)(" + a + "))";
+  if (to == DType::I64) return ff ? (wide ? "lm_d2l(" : "lm_f2l(") + a + ")" : "(lm_i64)(" + a + ")";
+  if (ff) return (wide ? "lm_d2i(" : "lm_f2i(") + a + ")";
   return "(int)(" + a + ")";
+}
+
+std::string max_call(DType d) {
+  switch (d) {
+    case DType::F64: return "lm_maxd";
+    case DType::I64: return "lm_maxl";
+    default: return is_float(d) ? "lm_maxf" : "lm_maxi";
+  }
 }
 
 std::string combine_expr(const std::string& acc, const std::string& v, DType d, Combine c) {
   if (d == DType::Bool) return acc + " | " + v;
   if (c == Combine::Sum) return acc + " + " + v;
-  return is_float(d) ? "lm_maxf(" + acc + ", " + v + ")" : "lm_maxi(" + acc + ", " + v + ")";
+  return max_call(d) + "(" + acc + ", " + v + ")";
+}
+
+// The unary primitives on float (f32 and the 16-bit types computed in f32) or on double.
+std::string unary_call(Op op, const std::string& a, bool wide) {
+  const char* d = wide ? "d" : "";
+  switch (op) {
+    case Op::Log2: return std::string("lm_log2") + d + "(" + a + ")";
+    case Op::Exp2: return std::string("lm_exp2") + d + "(" + a + ")";
+    case Op::Sin: return std::string("lm_sin") + d + "(" + a + ")";
+    case Op::Sqrt: return std::string("lm_sqrt") + d + "(" + a + ")";
+    default: return std::string(wide ? "(1.0 / " : "(1.0f / ") + a + ")";
+  }
 }
 
 }  // namespace
@@ -162,9 +195,11 @@ std::string ValueWriter::acc_name(int id) const {
 
 void ValueWriter::declare_acc(const Stmt& s, const std::string& pad) {
   accs_[s.acc] = AccInfo{s.dtype, s.combine, lane_vars_.size()};
-  std::string identity = s.combine == Combine::Sum ? number_literal(0, s.dtype)
+  std::string identity = s.combine == Combine::Sum ? number_literal(0, s.dtype, d_)
+                         : s.dtype == DType::F64  ? "(-(double)LM_INF)"
                          : is_float(s.dtype)      ? "(-LM_INF)"
                          : s.dtype == DType::Bool ? "false"
+                         : s.dtype == DType::I64  ? "(-9223372036854775807" + d_.i64_suffix + " - 1)"
                                                   : "(-2147483647 - 1)";
   out_ << pad << value_type(s.dtype) << " " << acc_name(s.acc) << " = " << identity << ";\n";
 }
@@ -221,29 +256,25 @@ std::string ValueWriter::load(const Value& v) {
                                                           : ref;
   Expr valid = substituted(v->valid);
   if (!valid.defined() || valid.is_const(1)) return loaded;
-  return "(" + expr(valid) + " ? " + loaded + " : " + number_literal(0, v->dtype) + ")";
+  return "(" + expr(valid) + " ? " + loaded + " : " + number_literal(0, v->dtype, d_) + ")";
 }
 
 std::string ValueWriter::compute(const Value& v, const std::string& pad) {
   auto arg = [&](size_t i) { return value(v->args[i], pad); };
   switch (v->kind) {
-    case ValueKind::Number: return number_literal(v->number, v->dtype);
+    case ValueKind::Number: return number_literal(v->number, v->dtype, d_);
     case ValueKind::Acc: return acc_name(v->acc);
     case ValueKind::Index: {
       std::string i = expr(substituted(v->index));
       if (v->dtype == DType::Bool) return "(" + i + " != 0)";
+      if (v->dtype == DType::F64) return "(double)" + i;
+      if (v->dtype == DType::I64) return "(lm_i64)" + i;
       return is_float(v->dtype) ? round_to("(float)" + i, v->dtype) : "(int)" + i;
     }
     case ValueKind::Load: return load(v);
     case ValueKind::Unary: {
       std::string a = arg(0);
-      switch (v->op) {
-        case Op::Log2: return round_to("lm_log2(" + a + ")", v->dtype);
-        case Op::Exp2: return round_to("lm_exp2(" + a + ")", v->dtype);
-        case Op::Sin: return round_to("lm_sin(" + a + ")", v->dtype);
-        case Op::Sqrt: return round_to("lm_sqrt(" + a + ")", v->dtype);
-        default: return round_to("(1.0f / " + a + ")", v->dtype);
-      }
+      return round_to(unary_call(v->op, a, v->dtype == DType::F64), v->dtype);
     }
     case ValueKind::Binary: {
       std::string a = arg(0), b = arg(1);
@@ -251,7 +282,10 @@ std::string ValueWriter::compute(const Value& v, const std::string& pad) {
       switch (v->op) {
         case Op::Add: return d == DType::Bool ? "(" + a + " | " + b + ")" : round_to("(" + a + " + " + b + ")", d);
         case Op::Mul: return d == DType::Bool ? "(" + a + " & " + b + ")" : round_to("(" + a + " * " + b + ")", d);
-        case Op::Mod: return is_float(d) ? round_to("lm_fmod(" + a + ", " + b + ")", d) : "lm_imod(" + a + ", " + b + ")";
+        case Op::Mod:
+          if (d == DType::F64) return "lm_fmodd(" + a + ", " + b + ")";
+          if (d == DType::I64) return "lm_lmod(" + a + ", " + b + ")";
+          return is_float(d) ? round_to("lm_fmod(" + a + ", " + b + ")", d) : "lm_imod(" + a + ", " + b + ")";
         default: return "(" + a + " < " + b + ")";
       }
     }
@@ -259,8 +293,8 @@ std::string ValueWriter::compute(const Value& v, const std::string& pad) {
     case ValueKind::Select: return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
     case ValueKind::Max: {
       std::string a = arg(0), b = arg(1);
-      if (is_float(v->dtype)) return "lm_maxf(" + a + ", " + b + ")";
-      return v->dtype == DType::Bool ? "(" + a + " | " + b + ")" : "lm_maxi(" + a + ", " + b + ")";
+      if (v->dtype == DType::Bool) return "(" + a + " | " + b + ")";
+      return max_call(v->dtype) + "(" + a + ", " + b + ")";
     }
   }
   return "?";
