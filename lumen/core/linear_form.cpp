@@ -119,6 +119,29 @@ void LinearForm::add_atom(const Expr& e, int64_t coefficient) {
         add(e.a(), coefficient);
         return;
       }
+      // (x / d) % c · d + x % d = x % (c·d): the digits of x in mixed radix, put back together.
+      const Expr& t = terms[i].first;
+      if (terms[i].second == want && t.kind() == ExprKind::Mod && t.b().is_const() && t.b().value() > 0 &&
+          t.a() == quotient) {
+        int64_t period = checked_mul(t.b().value(), e.b().value());
+        terms.erase(terms.begin() + static_cast<long>(i));
+        add_atom(make_mod(e.a(), Expr(period)), coefficient);
+        return;
+      }
+    }
+  }
+  // The same pair met the other way round: (x / d) % c · k·d, then x % d · k.
+  if (e.kind() == ExprKind::Mod && e.b().is_const() && e.b().value() > 0 && e.a().kind() == ExprKind::Div &&
+      e.a().b().is_const() && e.a().b().value() > 0 && coefficient % e.a().b().value() == 0) {
+    const Expr& x = e.a().a();
+    const int64_t d = e.a().b().value();
+    Expr remainder = make_mod(x, Expr(d));
+    for (size_t i = 0; i < terms.size(); ++i) {
+      if (terms[i].first == remainder && terms[i].second == coefficient / d) {
+        terms.erase(terms.begin() + static_cast<long>(i));
+        add_atom(make_mod(x, Expr(checked_mul(e.b().value(), d))), coefficient / d);
+        return;
+      }
     }
   }
   if (e.kind() == ExprKind::Div && e.b().is_const() && e.b().value() > 0 && coefficient % e.b().value() == 0) {

@@ -39,12 +39,11 @@ uint32_t read_u32_le(const unsigned char* p) {
          static_cast<uint32_t>(p[3]) << 24;
 }
 
-// The 32 four- or five-bit quants of a Q4 / Q5 block, minus the format's
-// bias, one byte each (Q4_0: i8 in -8..7, Q5_0: -16..15, two's complement).
-// Unpacked because a kernel reading two elements from one byte needs a select
-// between its nibbles that keeps the dot product from vectorizing (decode of
-// SmolLM2-135M Q4_1 ran ~30x slower with nibbles); memory doubles for 4-bit
-// weights until a graph rewrite can split the dot product by nibble instead.
+// The 32 five-bit quants of a Q5 block, minus the format's bias, one byte
+// each (Q5_0: i8 in -16..15, two's complement). The fifth bits come from a
+// 32-bit word, bit j for element j: a kernel could take them only by a shift
+// that differs per element, so Q5 is unpacked here. (4-bit types keep their
+// bytes: the low and high nibbles are two digits a kernel splits with & 15.)
 void expand_quants(const GgmlBlockFormat& f, const unsigned char* block, unsigned char* out) {
   uint32_t qh = f.value_bits == 5 ? read_u32_le(block + f.high_bits_offset) : 0;
   const unsigned char* q = block + f.values_offset;
@@ -80,9 +79,12 @@ StoredWeight unpack_k_quants(const GgmlBlockFormat& f, const unsigned char* src,
   w.format = weight_format(f.type);
   w.shape = shape;
   w.block = sub;
-  std::vector<int64_t> per_block(shape.begin(), shape.end() - 1);
+  const bool packed = f.type == GgmlType::Q4_K;  // its 128 bytes of nibbles are kept as they are
+  std::vector<int64_t> per_block(shape.begin(), shape.end() - 1), packed_shape = per_block;
   per_block.push_back(cols / sub);
-  w.data = Array(q6 ? DType::I8 : DType::U8, shape);
+  packed_shape.push_back(cols / 2);
+  w.data = Array(q6 ? DType::I8 : DType::U8, packed ? packed_shape : shape);
+  if (packed) w.packed_half = 32;
   w.scales = Array(DType::F32, per_block);
   if (!q6) w.mins = Array(DType::F32, per_block);
   auto* values = static_cast<unsigned char*>(w.data.data());
@@ -92,9 +94,12 @@ StoredWeight unpack_k_quants(const GgmlBlockFormat& f, const unsigned char* src,
     const int64_t to = row_to ? row_to(r) : r;
     for (int64_t b = 0; b < supers; ++b) {
       const unsigned char* block = src + static_cast<size_t>(r * supers + b) * f.block_bytes;
-      unsigned char* q = values + static_cast<size_t>(to * cols + b * kKQuantElements);
       const size_t at = static_cast<size_t>((to * supers + b) * per_super);
-      if (f.type == GgmlType::Q4_K) unpack_q4_k(block, q, scales + at, mins + at);
+      if (packed) {
+        split_q4_k(block, values + static_cast<size_t>((to * cols + b * kKQuantElements) / 2), scales + at, mins + at);
+        continue;
+      }
+      unsigned char* q = values + static_cast<size_t>(to * cols + b * kKQuantElements);
       if (f.type == GgmlType::Q5_K) unpack_q5_k(block, q, scales + at, mins + at);
       if (q6) unpack_q6_k(block, q, scales + at);
     }
@@ -144,11 +149,16 @@ StoredWeight unpack_ggml_blocks(uint32_t type, const unsigned char* src, const s
   std::vector<int64_t> per_block(shape.begin(), shape.end() - 1), values_shape = per_block;
   per_block.push_back(blocks);
   values_shape.push_back(cols);
-  const bool signed_values = f->value_bias > 0 || f->type == GgmlType::Q8_0;
+  const bool packed = f->value_bits == 4;  // two nibbles a byte, as the file has them
+  const bool signed_values = !packed && (f->value_bias > 0 || f->type == GgmlType::Q8_0);
+  if (packed) {
+    values_shape.back() = cols / 2;
+    w.packed_half = f->block_elements / 2;
+  }
   w.data = Array(signed_values ? DType::I8 : DType::U8, values_shape);
   w.scales = Array(DType::F16, per_block);
   if (f->min_offset >= 0) w.mins = Array(DType::F16, per_block);
-  const auto value_bytes = static_cast<size_t>(f->block_elements);
+  const auto value_bytes = static_cast<size_t>(packed ? f->block_elements / 2 : f->block_elements);
   auto* values = static_cast<unsigned char*>(w.data.data());
   auto* scales = static_cast<unsigned char*>(w.scales.data());
   auto* mins = f->min_offset >= 0 ? static_cast<unsigned char*>(w.mins.data()) : nullptr;
@@ -159,7 +169,7 @@ StoredWeight unpack_ggml_blocks(uint32_t type, const unsigned char* src, const s
       const size_t at = static_cast<size_t>(to * blocks + b);
       std::memcpy(scales + at * 2, block + f->scale_offset, 2);
       if (mins) std::memcpy(mins + at * 2, block + f->min_offset, 2);
-      if (f->value_bits < 8) {
+      if (f->value_bits == 5) {
         expand_quants(*f, block, values + at * value_bytes);
       } else {
         std::memcpy(values + at * value_bytes, block + f->values_offset, value_bytes);

@@ -27,9 +27,8 @@ void scale_and_min(const unsigned char* packed, int j, int& scale, int& min) {
   }
 }
 
-// The shared part of Q4_K and Q5_K; `high` is the fifth-bit array or null.
-void unpack_q45_k(const unsigned char* block, const unsigned char* high, const unsigned char* nibbles,
-                  unsigned char* quants, float* scales, float* mins) {
+// The 8 sub-block scales d*sc and mins -dmin*m of a Q4_K / Q5_K super-block.
+void scales_and_mins(const unsigned char* block, float* scales, float* mins) {
   const float d = read_f16(block), dmin = read_f16(block + 2);
   const unsigned char* packed = block + 4;
   for (int j = 0; j < 8; ++j) {
@@ -38,16 +37,20 @@ void unpack_q45_k(const unsigned char* block, const unsigned char* high, const u
     scales[j] = d * static_cast<float>(scale);
     mins[j] = -dmin * static_cast<float>(min);
   }
+}
+
+// Q5_K's quants: the nibbles with their fifth bits from `high`.
+void unpack_q5_k_quants(const unsigned char* block, const unsigned char* high, const unsigned char* nibbles,
+                        unsigned char* quants, float* scales, float* mins) {
+  scales_and_mins(block, scales, mins);
   // Each 64 elements: 32 bytes of nibbles, low nibbles first; fifth bits: bit
   // 2c of high[l] for element l of chunk c's first half, bit 2c + 1 for its second.
   for (int c = 0; c < 4; ++c) {
     const unsigned char* q = nibbles + 32 * c;
     for (int l = 0; l < 32; ++l) {
       int low = q[l] & 0x0f, top = q[l] >> 4;
-      if (high) {
-        low |= ((high[l] >> (2 * c)) & 1) << 4;
-        top |= ((high[l] >> (2 * c + 1)) & 1) << 4;
-      }
+      low |= ((high[l] >> (2 * c)) & 1) << 4;
+      top |= ((high[l] >> (2 * c + 1)) & 1) << 4;
       quants[64 * c + l] = static_cast<unsigned char>(low);
       quants[64 * c + 32 + l] = static_cast<unsigned char>(top);
     }
@@ -56,12 +59,13 @@ void unpack_q45_k(const unsigned char* block, const unsigned char* high, const u
 
 }  // namespace
 
-void unpack_q4_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins) {
-  unpack_q45_k(block, nullptr, block + 16, quants, scales, mins);
+void split_q4_k(const unsigned char* block, unsigned char* nibbles, float* scales, float* mins) {
+  scales_and_mins(block, scales, mins);
+  std::memcpy(nibbles, block + 16, kKQuantElements / 2);
 }
 
 void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins) {
-  unpack_q45_k(block, block + 16, block + 48, quants, scales, mins);
+  unpack_q5_k_quants(block, block + 16, block + 48, quants, scales, mins);
 }
 
 void unpack_q6_k(const unsigned char* block, unsigned char* quants, float* scales) {

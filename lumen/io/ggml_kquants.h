@@ -1,9 +1,10 @@
 // ggml's k-quants (Q4_K, Q5_K, Q6_K): 256-element super-blocks whose
 // sub-blocks carry their own scales, packed in 6 or 8 bits under one or two
 // f16 super-block factors. At load each super-block becomes the forms lumen
-// keeps (WeightFormat): one byte per quant and, per sub-block, an f32 scale
-// (and min) with the super-block factor already applied — so a kernel
-// dequantizes a k-quant exactly as it does Q4_1 or Q8_0.
+// keeps (WeightFormat): per sub-block, an f32 scale (and min) with the
+// super-block factor already applied, and the quants — Q4_K's nibbles as the
+// file has them, Q5_K's and Q6_K's a byte each — so a kernel dequantizes a
+// k-quant exactly as it does Q4_1 or Q8_0.
 //
 // Layouts (ggml's, little-endian):
 //   Q4_K (144 bytes): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins for 8
@@ -19,9 +20,11 @@ namespace lumen::io {
 
 inline constexpr int kKQuantElements = 256;
 
-// Q4_K / Q5_K super-block -> 256 u8 quants, 8 scales d*sc and 8 mins -dmin*m
-// (x = q * scale + min, Q4_1's form).
-void unpack_q4_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins);
+// Q4_K super-block -> its 128 bytes of nibbles as they are (each 64 elements: 32
+// bytes, element l in the low nibble of byte l, element 32 + l in its high one),
+// 8 scales d*sc and 8 mins -dmin*m (x = q * scale + min, Q4_1's form).
+void split_q4_k(const unsigned char* block, unsigned char* nibbles, float* scales, float* mins);
+// Q5_K super-block -> 256 u8 quants (the fifth bits joined), scales and mins as split_q4_k's.
 void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins);
 // Q6_K super-block -> 256 i8 quants q - 32 and 16 scales d*sc (x = q * scale, Q8_0's form on blocks of 16).
 void unpack_q6_k(const unsigned char* block, unsigned char* quants, float* scales);

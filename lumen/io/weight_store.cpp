@@ -135,6 +135,33 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
   return w.data.dtype() == dtype ? t : t.cast(dtype);
 }
 
+namespace {
+
+// The quants of a weight stored two a byte, as f32 [.., K / (2 * half), 2, half]:
+// byte j of each group of `half` bytes holds the group's element j (low nibble)
+// and element half + j (high nibble). Split with integer ops only (q % 16 and
+// q - q % 16), so each nibble is a digit a kernel's SIMD lanes take with one AND
+// or subtraction when its reduction lanes span the group (schedule_space's
+// lane period).
+Tensor nibble_values(Graph& g, const std::string& name, const StoredWeight& w, const Shape& lead) {
+  const int64_t half = w.packed_half, groups = w.shape.back() / (2 * half);
+  if (w.shape.back() % (2 * half) != 0) {
+    fail("weights: packed '", name, "' has ", w.shape.back(), " columns, not whole groups of ", 2 * half);
+  }
+  Shape packed = lead, grouped = lead;
+  packed.push_back(Expr(w.shape.back() / 2));
+  grouped.push_back(Expr(groups));
+  grouped.push_back(Expr(1));
+  grouped.push_back(Expr(half));
+  Tensor bytes = g.parameter(name + ".q", packed, DType::U8).reshape(grouped).cast(DType::I32);
+  Tensor low = bytes.mod(bytes.scalar(16));
+  Tensor high = bytes.add(low.mul(low.scalar(-1))).cast(DType::F32);
+  Tensor low_f = low.cast(DType::F32);
+  return ops::concat({low_f, high.mul(high.scalar(1.0 / 16))}, static_cast<int>(grouped.size()) - 2);
+}
+
+}  // namespace
+
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype) {
   const int64_t block = w.block;
   if (w.shape.empty() || block <= 0 || w.shape.back() % block != 0) {
@@ -162,20 +189,23 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
   };
   Tensor scales = per_block_input(".scales", w.scales);
   Tensor values;  // [.., blocks, block] f32, the quants with their bias removed
-  switch (w.format) {
-    case WeightFormat::Q8_0:
-    case WeightFormat::Q4_0:  // unpacked to i8 q - 8 at load
-    case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
-    case WeightFormat::Q6_K:  // unpacked to i8 q - 32 at load
-      values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
-      break;
-    case WeightFormat::Q4_1:  // unpacked to u8 at load
-    case WeightFormat::Q5_1:
-    case WeightFormat::Q4_K:
-    case WeightFormat::Q5_K:
-      values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
-      break;
-    case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
+  if (w.packed_half > 0) {
+    values = nibble_values(g, name, w, lead).reshape(block_shape);
+    if (w.format == WeightFormat::Q4_0) values = values + values.scalar(-8);
+  } else {
+    switch (w.format) {
+      case WeightFormat::Q8_0:
+      case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
+      case WeightFormat::Q6_K:  // unpacked to i8 q - 32 at load
+        values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
+        break;
+      case WeightFormat::Q5_1:  // unpacked to u8 at load
+      case WeightFormat::Q5_K:
+        values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
+        break;
+      case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
+      default: fail("weights: quantized '", name, "' (4-bit) is not packed two a byte (internal error)");
+    }
   }
   Tensor out = values * scales;
   if (with_min) out = out + per_block_input(".mins", w.mins);

@@ -26,12 +26,12 @@ enum class WeightFormat {
   Plain,  // an array of the tensor's shape (f32, f16, bf16, ...)
   // Blocks of 32 along the last dim, each with an f16 scale d ([.., K/32]):
   Q8_0,  // i8 values [.., K]: x = q * d
-  Q4_0,  // the nibbles unpacked at load to i8 q - 8 [.., K]: x = q * d (Q8_0's form)
-  Q4_1,  // the nibbles unpacked at load to u8 q [.., K], f16 mins m [.., K/32]: x = q * d + m
+  Q4_0,  // the file's nibbles, two a byte (see `packed_half`) [.., K/2]: x = (q - 8) * d
+  Q4_1,  // the file's nibbles [.., K/2], f16 mins m [.., K/32]: x = q * d + m
   Q5_0,  // the five-bit quants unpacked at load to i8 q - 16 [.., K]: x = q * d (Q8_0's form)
   Q5_1,  // the five-bit quants unpacked at load to u8 q [.., K], f16 mins: x = q * d + m
   // k-quants (ggml_kquants.h), sub-block scales decoded at load to f32:
-  Q4_K,  // u8 q [.., K], f32 scales and mins [.., K/32]: x = q * d + m (Q4_1's form)
+  Q4_K,  // the file's nibbles [.., K/2], f32 scales and mins [.., K/32]: x = q * d + m (Q4_1's form)
   Q5_K,  // as Q4_K with five-bit quants
   Q6_K,  // i8 q - 32 [.., K], f32 scales [.., K/16]: x = q * d (Q8_0's form on blocks of 16)
 };
@@ -44,6 +44,11 @@ struct StoredWeight {
   Array mins;                  // Q4_1, Q5_1, Q4_K, Q5_K: [.., K/block], the scales' dtype; else undefined
   std::string source;          // the name in the file, for messages
   int64_t block = 32;          // elements per scale (Q6_K: 16)
+  // 4-bit quants kept two a byte as ggml stores them: in each group of
+  // 2 * packed_half elements along the last dim, byte j holds element j in its
+  // low nibble and element packed_half + j in its high one (Q4_0, Q4_1: 16;
+  // Q4_K: 32). 0: a byte a quant. Kernels read a byte for two weights.
+  int64_t packed_half = 0;
 };
 
 class WeightStore : public nn::ParameterSource {
@@ -72,7 +77,8 @@ class WeightStore : public nn::ParameterSource {
 };
 
 // The dequantized weight, as a graph expression over its packed inputs
-// `name`.q (i8 or u8), `name`.scales and, for the formats with mins, `name`.mins:
+// `name`.q (i8 or u8; two nibbles a byte where packed_half > 0), `name`.scales
+// and, for the formats with mins, `name`.mins:
 // element [.., k] is as WeightFormat states, with d = scale[.., k / block].
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype);
 

@@ -55,6 +55,14 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
         // r / (k·lanes): constant across each aligned vector of lanes (a
         // per-block scale of quantized weights), so it does not stop vectors.
         by_var[term.a().name()].push_back(0);
+      } else if (term.kind() == ExprKind::Mod && term.a().kind() == ExprKind::Var && term.b().is_const() &&
+                 term.b().value() % lanes == 0) {
+        // r % (k·lanes): each aligned vector of lanes walks c·r within one period (the
+        // elements of a quant block that one packed byte array holds).
+        by_var[term.a().name()].push_back(c);
+      } else if (term.kind() == ExprKind::Mod && term.a().kind() == ExprKind::Div && term.a().a().kind() == ExprKind::Var &&
+                 term.a().b().is_const() && term.a().b().value() % lanes == 0) {
+        by_var[term.a().a().name()].push_back(0);  // (r / (k·lanes)) % n: constant across the lanes too
       } else {
         for (const Expr& var : expr_vars(term)) by_var[var.name()].push_back(-1);  // non-linear
       }
@@ -90,6 +98,29 @@ std::vector<int64_t> reduce_divisors(const Kernel& k) {
       });
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The period of the digits (r / d) % m (d a multiple of `lanes`, d·m at most
+// kMaxLaneChunks vectors) that load indices and masks take of a reduction
+// variable r: lanes spanning it see each digit as a constant. 0: none.
+int64_t lane_period(const Kernel& k, int64_t lanes) {
+  int64_t period = 0;
+  std::function<void(const Expr&)> expr = [&](const Expr& e) {
+    if (!e.defined() || e.kind() == ExprKind::Var || e.kind() == ExprKind::Const) return;
+    if (e.kind() == ExprKind::Mod && e.b().is_const() && e.a().kind() == ExprKind::Div && e.a().a().kind() == ExprKind::Var &&
+        e.a().a().name()[0] == 'r' && e.a().b().is_const()) {
+      int64_t d = e.a().b().value(), m = e.b().value();
+      if (d % lanes == 0 && m > 1 && d * m <= kMaxLaneChunks * lanes) period = std::max(period, d * m);
+    }
+    expr(e.a());
+    expr(e.b());
+    expr(e.c());
+  };
+  walk_loads(k, [](const Stmt&) {}, [&](const ValueNode& load) {
+    expr(load.index);
+    expr(load.valid);
+  });
+  return period;
 }
 
 // How many loads a kernel makes: each load times the extents of its loops
@@ -234,6 +265,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     }
   }
   f.reduce_splits = reduce_divisors(plain.kernel);
+  f.lane_period = lane_period(plain.kernel, f.lanes);
   f.contraction = contraction_of(graph, node, materialized);
   if (f.contraction < 0 || rank < 2 || !last_ok) return f;
   // Which operand of the product to pack: one that varies along n and k but is
@@ -299,6 +331,10 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   } else {
     if (f.vector_last) k.vector = f.lanes;
     if (f.unit_reduce) k.reduce_lanes = f.lanes;
+    // A load index or mask with a period of 2-4 vectors along the reduction (the low and
+    // high nibbles of packed 4-bit weights: (r / 16) % 2 over lanes of 16): the lanes span
+    // the period, so each vector of them sees its digit as a constant.
+    if (k.reduce_lanes > 1 && f.lane_period > k.reduce_lanes) k.reduce_lanes = f.lane_period;
     // Matrix-vector products: four rows at a time share each load of the vector.
     int64_t last_factor = known_factor(f.shape.back());
     if (!f.vector_last && f.unit_reduce && f.contraction >= 0 && last_factor > 0 && last_factor % 4 == 0) k.rows = 4;
@@ -546,6 +582,11 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     Knobs lanes = k;
     lanes.reduce_lanes = k.reduce_lanes > 1 ? 1 : l;
     push(lanes);
+    if (f.lane_period > l) {  // lanes of one vector, or spanning the period of the digits
+      Knobs span = k;
+      span.reduce_lanes = k.reduce_lanes == f.lane_period ? l : f.lane_period;
+      push(span);
+    }
     for (int64_t d : {0, 1, 2, 4}) {
       Knobs n = k;
       n.prefetch = d;

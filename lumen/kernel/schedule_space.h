@@ -16,7 +16,10 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 17;
+constexpr int kScheduleSpaceVersion = 18;
+
+// Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
+constexpr int64_t kMaxLaneChunks = 4;
 
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
@@ -32,6 +35,8 @@ struct KernelFacts {
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
+  int64_t lane_period = 0;    // digits (r / d) % m of a reduction r repeat every lane_period (kMaxLaneChunks
+                              // vectors at most): reduce lanes that span it make them constants; 0: none
   int transposed_dim = -1;    // an output dim (not the last) that some load walks with unit stride while
                               // the last dim's loads stride: the kernel reads through a transpose
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none

@@ -1,6 +1,7 @@
 // Tests for lumen/backend/cpu/value_writer: the vector forms it picks for a
 // maximum — |x| for max(x, -x), one vmaxps for a max with a number — keep the
-// interpreter's answers (NaN, ±inf) on the SIMD path.
+// interpreter's answers (NaN, ±inf) on the SIMD path; a remainder by a power
+// of two is bitwise and exact.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,6 +81,34 @@ TEST(CpuValueWriter, MaxWithANumberIsOneVmaxAndKeepsNaN) {
       }
     }
   }
+}
+
+// Truncated remainder by a power of two in SIMD lanes: one AND for a byte read
+// unsigned (a packed quant), |a| & (2^k - 1) with a's sign put back otherwise;
+// both exact for every i32, INT32_MIN and INT32_MAX included (casts saturate).
+TEST(CpuValueWriter, ModuloByAPowerOfTwoIsBitwiseInLanesAndExact) {
+  std::string source;
+  std::vector<float> in = {0, 1, -1, 15, -15, 16, -16, 17, -17, 3e9f, -3e9f, 2147483520.0f, -2147483648.0f, 255, -256, 31};
+  while (in.size() < 64) in.push_back(std::round(std::sin(static_cast<float>(in.size())) * 1000));
+  auto f = [](const Tensor& x) {
+    Tensor i = x.cast(DType::I32);
+    return i.mod(i.scalar(16)).cast(DType::F32);
+  };
+  std::vector<float> out = run(f, in, &source);
+  EXPECT_NE(source.find("& 15"), std::string::npos) << source;
+  for (size_t i = 0; i < in.size(); ++i) {
+    double d = in[i];
+    int32_t a = d >= 2147483647.0 ? INT32_MAX : d <= -2147483648.0 ? INT32_MIN : static_cast<int32_t>(d);
+    EXPECT_EQ(out[i], static_cast<float>(a % 16)) << "element " << i << " = " << in[i];
+  }
+  auto bytes = [](const Tensor& x) {  // the value range of an unsigned byte: a single AND
+    Tensor b = x.cast(DType::U8).cast(DType::I32);
+    return b.mod(b.scalar(16)).cast(DType::F32);
+  };
+  std::vector<float> small(64);
+  for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<float>((i * 37) % 256);
+  out = run(bytes, small, &source);
+  for (size_t i = 0; i < small.size(); ++i) EXPECT_EQ(out[i], static_cast<float>(static_cast<int>(small[i]) % 16)) << i;
 }
 
 }  // namespace

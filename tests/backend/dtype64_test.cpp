@@ -1,6 +1,7 @@
-// I64 and F64 through every primitive on both backends: the interpreter
-// carries int64 exactly (never through double) and the CPU backend's
-// generated C agrees with it, including under the schedule search.
+// I64 and F64 through every primitive on the interpreter, the CPU backend and
+// OpenCL (PoCL here): the interpreter carries int64 exactly (never through
+// double) and the generated C and OpenCL C agree with it, the CPU backend's
+// also under the schedule search.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -133,7 +134,7 @@ TEST_P(Dtype64, IotaPatternsFillI64Exactly) {
   EXPECT_THROW(g.iota(Expr(INT64_MAX), {}, DType::I64), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Dtype64, ::testing::Values(Backend::Interp, Backend::Cpu),
+INSTANTIATE_TEST_SUITE_P(Backends, Dtype64, ::testing::Values(Backend::Interp, Backend::Cpu, Backend::OpenCl),
                          [](const auto& info) { return std::string(backend_name(info.param)); });
 
 TEST(Dtype64Search, SearchedScheduleOfAWideReductionAgreesWithTheInterpreter) {

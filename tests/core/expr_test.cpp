@@ -62,6 +62,19 @@ TEST(Simplify, CanonicalSums) {
   EXPECT_EQ(simplify((x / 4) * 4 + x % 4), x);
 }
 
+// A flat index split into mixed-radix digits and put back together (a reshape
+// [K] -> [K/32, 2, 16] -> [K]) is the flat index again, in either term order.
+TEST(Simplify, MixedRadixDigitsRecombine) {
+  Expr k = Expr::var("k", 0, 575), n = Expr::var("n", 0, 9);
+  EXPECT_EQ(simplify((k / 32) * 32 + ((k / 16) % 2) * 16 + k % 16), k);
+  EXPECT_EQ(simplify(k % 16 + ((k / 16) % 2) * 16 + (k / 32) * 32), k);
+  EXPECT_EQ(simplify(((k / 16) % 2) * 16 + k % 16), simplify(k % 32));
+  EXPECT_EQ(simplify((((k / 4) % 3) * 4 + k % 4) * 5 + n), simplify((k % 12) * 5 + n));
+  // Digits that do not line up stay as they are, and stay right.
+  Expr off = ((k / 16) % 2) * 8 + k % 16;
+  for (int64_t v = 0; v < 576; v += 7) EXPECT_EQ(evaluate(simplify(off), {{"k", v}}), (v / 16) % 2 * 8 + v % 16);
+}
+
 TEST(Simplify, DivModWithBounds) {
   Expr i = Expr::var("i", 0, 7), j = Expr::var("j", 0, 3);
   EXPECT_EQ(simplify((i * 4 + j) / 4), i);

@@ -1,6 +1,7 @@
 // ggml block formats: random blocks of every quantized type lumen reads,
 // unpacked as the GGUF loader does and dequantized by the graph expression
-// (alone and inside a matrix-vector product), on both backends, against a
+// (alone and inside a matrix-vector product; 4-bit quants two a byte), on the
+// interpreter, the CPU backend and OpenCL, against a
 // dequantization written here from ggml's block definitions.
 #include <gtest/gtest.h>
 
@@ -124,7 +125,7 @@ TEST_P(GgmlBlocksTest, DequantizedWeightAndMatvecMatchReference) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (Backend b : {Backend::Interp, Backend::Cpu}) {
+  for (Backend b : {Backend::Interp, Backend::Cpu, Backend::OpenCl}) {
     for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) out.push_back({b, t});
   }
   return out;

@@ -14,6 +14,7 @@
 #include "lumen/kernel/lower.h"
 #include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
+#include "lumen/io/weight_store.h"
 #include "lumen/ops/conv.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/reduce.h"
@@ -57,6 +58,28 @@ Case matvec(bool quantized) {
     c.inputs["w"] = filled(DType::F32, {n, k}, 1);
   }
   c.g.mark_output(x.matmul(w.transpose(0, 1)), "y");
+  c.inputs["x"] = filled(DType::F32, {1, k}, 1);
+  return c;
+}
+
+// y[n] = sum_k x[k] * w[n, k] with w's 4-bit quants two a byte (Q4_1 as the GGUF
+// reader keeps it): each byte holds element j and element 16 + j of its block.
+Case matvec_nibbles() {
+  Case c;
+  const int64_t n = 64, k = 256;
+  io::StoredWeight w;
+  w.format = io::WeightFormat::Q4_1;
+  w.shape = {n, k};
+  w.packed_half = 16;
+  w.data = Array(DType::U8, {n, k / 2});
+  for (int64_t i = 0; i < w.data.numel(); ++i) w.data.set(i, static_cast<double>((i * 37 + 11) % 256));
+  w.scales = filled(DType::F16, {n, k / 32}, 0.01);
+  w.mins = filled(DType::F16, {n, k / 32}, 0.1);
+  Tensor x = c.g.input("x", {Expr(1), Expr(k)});
+  c.g.mark_output(x.matmul(io::dequantize(c.g, "w", w, DType::F32).transpose(0, 1)), "y");
+  c.inputs["w.q"] = w.data;
+  c.inputs["w.scales"] = w.scales;
+  c.inputs["w.mins"] = w.mins;
   c.inputs["x"] = filled(DType::F32, {1, k}, 1);
   return c;
 }
@@ -482,6 +505,19 @@ TEST(ScheduleSpace, MatrixVectorProductsPrefetchWeightsOnly) {
   for (size_t i = 0; i < rows.g.size(); ++i) materialized[i] = rows.g.nodes()[i].op == Op::Input;
   materialized[static_cast<size_t>(out)] = true;
   EXPECT_EQ(kernel::heuristic_knobs(kernel::kernel_facts(rows.g, out, materialized, kernel::Target{16, 2})).prefetch, 2);
+}
+
+// The nibble a lane takes is a digit of its reduction index, (r / 16) % 2: reduce lanes
+// spanning the block (32) make it a constant in each vector of 16 (no select, no
+// per-lane fallback), and every neighbour still agrees with the interpreter.
+TEST(ScheduleSpace, PackedNibblesTakeReduceLanesSpanningTheirBlock) {
+  kernel::KernelFacts f = output_facts(matvec_nibbles(), 16);
+  EXPECT_EQ(f.lane_period, 32);
+  EXPECT_EQ(kernel::heuristic_knobs(f).reduce_lanes, 32) << kernel::heuristic_knobs(f).to_string();
+  kernel::KernelFacts plain = output_facts(matvec(true), 16);  // Q8_0: scales per 32, no digit
+  EXPECT_EQ(plain.lane_period, 0);
+  EXPECT_EQ(kernel::heuristic_knobs(plain).reduce_lanes, 16);
+  check_heuristic_and_neighbours(matvec_nibbles());
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }

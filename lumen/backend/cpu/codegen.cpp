@@ -10,6 +10,7 @@
 #include "lumen/backend/cpu/compiler.h"
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cpu/prelude.h"
+#include "lumen/kernel/schedule_space.h"
 #include "lumen/backend/cpu/writer.h"
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
@@ -254,6 +255,14 @@ std::vector<Combo> KernelWriter::combos(const LaneState& lanes) const {
   }
 }
 
+// A SIMD loop of one vector, or of a few (kMaxLaneChunks: reduce lanes spanning the period of
+// packed quants' digits), each chunk a vector of the same partial accumulator.
+bool KernelWriter::is_reduce_lanes_span(const Stmt& loop) const {
+  if (loop.loop != LoopKind::Vector || !loop.extent.is_const()) return false;
+  int64_t e = loop.extent.value();
+  return e % simd_ == 0 && e / simd_ >= 1 && e / simd_ <= kernel::kMaxLaneChunks;
+}
+
 // A lane region can be written in lock step if nested loops have uniform
 // extents, it binds no gather index, its combos stay few, and every
 // accumulator it updates is declared inside it (or, for a plain SIMD loop,
@@ -261,7 +270,7 @@ std::vector<Combo> KernelWriter::combos(const LaneState& lanes) const {
 bool KernelWriter::lane_region_supported(const Stmt& loop) const {
   int64_t combos = 1;
   std::vector<Expr> lane_vars;
-  bool ok = true, simple_simd = !wide_ && loop.loop == LoopKind::Vector && loop.extent.is_const(simd_);
+  bool ok = true, simple_simd = !wide_ && is_reduce_lanes_span(loop);
   std::vector<int> declared;
   std::function<void(const Stmt&)> visit = [&](const Stmt& s) {
     if (s.kind == StmtKind::Loop) {
@@ -296,7 +305,7 @@ void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt
   if (wide_) return;  // no SIMD lanes in a wide kernel
   for (size_t i = from; i < block.size(); ++i) {
     walk({block[i]}, [&](const Stmt& s) {
-      if (s.kind != StmtKind::Loop || s.loop != LoopKind::Vector || !s.extent.is_const(simd_)) return;
+      if (s.kind != StmtKind::Loop || !is_reduce_lanes_span(s)) return;
       if (!lane_region_supported(s)) return;
       walk(s.body, [&](const Stmt& u) {
         if (u.kind == StmtKind::AccUpdate && u.acc == init.acc) accs_[init.acc].partial = true;

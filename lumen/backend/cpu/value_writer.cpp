@@ -80,6 +80,32 @@ bool is_negation_of(const Value& v, const Value& x) {
 
 bool is_plain_number(const Value& v) { return v->kind == ValueKind::Number && !std::isnan(v->number); }
 
+// k when v is an integer Mod by the constant 2^k (k in 1..30).
+std::optional<int> power_of_two_divisor(const Value& v) {
+  const Value& b = v->args[1];
+  if (is_float(v->dtype) || v->dtype == DType::I64 || b->kind != ValueKind::Number || b->number < 2 || b->number > (1 << 30)) {
+    return std::nullopt;
+  }
+  auto c = static_cast<int64_t>(b->number);
+  if (static_cast<double>(c) != b->number || (c & (c - 1)) != 0) return std::nullopt;
+  int k = 0;
+  while ((int64_t{1} << k) < c) ++k;
+  return k;
+}
+
+// An integer value that is never negative: a byte read unsigned (a packed
+// quant), widened or reduced by a positive modulus.
+bool never_negative(const Value& v) {
+  switch (v->kind) {
+    case ValueKind::Number: return v->number >= 0;
+    case ValueKind::Load: return v->dtype == DType::U8 || v->dtype == DType::Bool;
+    case ValueKind::Cast: return !is_float(v->args[0]->dtype) && v->dtype != DType::I8 && never_negative(v->args[0]);
+    case ValueKind::Binary:
+      return v->op == Op::Mod && never_negative(v->args[0]) && v->args[1]->kind == ValueKind::Number && v->args[1]->number > 0;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 Expr KernelWriter::subst(const Expr& e, const Combo& combo) const {
@@ -149,6 +175,15 @@ Reg KernelWriter::value(const Value& v, const Combo& combo, const std::string& p
   auto key = std::make_pair(v.get(), combo.key);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
+  // Masks that the lanes' constants decide (the nibble a lane of packed quants takes): the
+  // select or the masked load is written as what it is in this combo.
+  if (v->kind == ValueKind::Select && v->args[0]->kind == ValueKind::Index) {
+    Expr c = subst(v->args[0]->index, combo);
+    if (c.is_const()) return cache_[key] = value(v->args[c.value() != 0 ? 1 : 2], combo, pad);
+  }
+  if (v->kind == ValueKind::Load && subst(v->valid, combo).is_const(0)) {
+    return cache_[key] = value(number(0, v->dtype), combo, pad);
+  }
   Reg r = varying(v, combo) ? vector_value(v, combo, pad) : scalar_value(v, combo, pad);
   cache_[key] = r;
   return r;
@@ -346,7 +381,19 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
     }
     case ValueKind::Binary: {
       DType d = v->args[0]->dtype;
-      if (v->op == Op::Mod) return lanewise(v, combo, pad);
+      if (v->op == Op::Mod) {
+        if (auto bits = power_of_two_divisor(v); bits && (d == DType::I32 || is_storage_only(d))) {
+          // Truncated remainder by 2^k in lanes: |a| & (2^k - 1) with a's sign put back (exact for
+          // every a, INT32_MIN included); the nibbles of packed 4-bit weights come out this way.
+          Reg a = splat(value(v->args[0], combo, pad), pad);
+          std::string mask = std::to_string((int64_t{1} << *bits) - 1);
+          if (never_negative(v->args[0])) return emit("lumen_i32v", "(" + a.name + " & " + mask + ")", true, d, pad);
+          Reg sign = emit("lumen_i32v", "(" + a.name + " >> 31)", true, d, pad);
+          Reg low = emit("lumen_i32v", "(((" + a.name + " ^ " + sign.name + ") - " + sign.name + ") & " + mask + ")", true, d, pad);
+          return emit("lumen_i32v", "((" + low.name + " ^ " + sign.name + ") - " + sign.name + ")", true, d, pad);
+        }
+        return lanewise(v, combo, pad);
+      }
       std::string a = vec(0), b = vec(1);
       if (v->op == Op::LessThan) {
         if (d == DType::Bool) return emit("lumen_i32v", "(~" + a + ") & " + b, true, DType::Bool, pad);

@@ -70,6 +70,7 @@ class KernelWriter {
   void write_loop(const kernel::Stmt& s, int depth, LaneState& lanes, bool top);
   void write_leaf(const kernel::Stmt& s, const std::string& pad, const Combo& combo);
   bool lane_region_supported(const kernel::Stmt& loop) const;
+  bool is_reduce_lanes_span(const kernel::Stmt& loop) const;
   std::vector<Combo> combos(const LaneState& lanes) const;
   void mark_partial_accs(const kernel::Block& block, size_t from, const kernel::Stmt& init);
   std::string acc_name(int acc, const Combo& combo) const;
