@@ -24,7 +24,9 @@ std::string next_name(const backend::CompiledProgram& prog) { return "k" + std::
 void lower_kernel(Pipeline& p, NodeId n, const std::vector<kernel::Action>& actions) {
   backend::CompiledProgram& prog = p.program;
   kernel::Schedule schedule = kernel::Schedule::from_actions(p.graph->node(n).shape, actions);
-  kernel::LoweredKernel lk = kernel::lower(*p.graph, n, p.materialized, schedule, next_name(prog));
+  kernel::LowerOptions options;
+  options.split_loops = true;
+  kernel::LoweredKernel lk = kernel::lower(*p.graph, n, p.materialized, schedule, next_name(prog), options);
   // Scratch buffers get program-wide numbers.
   auto global = [&](std::vector<NodeId> buffers) {
     for (NodeId& b : buffers) {
@@ -46,6 +48,7 @@ void lower_write(Pipeline& p, const StateWrite& w) {
   kernel::LowerOptions lo;
   lo.store_node = w.state;
   lo.store_view = w.view;
+  lo.split_loops = true;
   kernel::Schedule schedule =
       kernel::Schedule::from_actions(copy.shape, kernel::heuristic_actions(*p.graph, w.copy, p.materialized, p.target));
   kernel::LoweredKernel lk = kernel::lower(*p.graph, w.copy, p.materialized, schedule, next_name(p.program), lo);

@@ -31,6 +31,20 @@ std::optional<LinearForm> symbolic_max(const LinearForm& form) {
   try {
     for (const auto& [term, c] : form.terms) {
       std::vector<Expr> factors = product_factors(term);
+      // min(x, b) is at most b: a coordinate clamped to a dynamic row's last
+      // point, min(i * 16 + lane, past), is below past + 1.
+      if (c > 0 && factors.size() == 1 && term.kind() == ExprKind::Min) {
+        auto index_free = [&](const Expr& arm) {
+          auto vars = expr_vars(arm);
+          return std::none_of(vars.begin(), vars.end(), [&](const Expr& v) { return has_extent(v) || small(v); });
+        };
+        Expr bound = index_free(term.b()) ? term.b() : index_free(term.a()) ? term.a() : Expr();
+        auto bound_form = bound.defined() ? LinearForm::of(bound) : std::nullopt;
+        if (bound_form) {
+          out.add(*bound_form, c);
+          continue;
+        }
+      }
       bool non_negative = std::all_of(factors.begin(), factors.end(), [](const Expr& f) { return f.lo() >= 0; });
       bool bounded = std::any_of(factors.begin(), factors.end(), has_extent) ||
                      (factors.size() > 1 && std::any_of(factors.begin(), factors.end(), small));

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "lumen/core/error.h"
@@ -137,27 +138,44 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
 
 namespace {
 
-// The quants of a weight stored two a byte, as f32 [.., K / (2 * half), 2, half]:
-// byte j of each group of `half` bytes holds the group's element j (low nibble)
-// and element half + j (high nibble). Split with integer ops only (q % 16 and
-// q - q % 16), so each nibble is a digit a kernel's SIMD lanes take with one AND
-// or subtraction when its reduction lanes span the group (schedule_space's
-// lane period).
-Tensor nibble_values(Graph& g, const std::string& name, const StoredWeight& w, const Shape& lead) {
-  const int64_t half = w.packed_half, groups = w.shape.back() / (2 * half);
-  if (w.shape.back() % (2 * half) != 0) {
-    fail("weights: packed '", name, "' has ", w.shape.back(), " columns, not whole groups of ", 2 * half);
+// A weight stored two quants a byte, dequantized, as f32 [.., K]: byte j of each
+// group of `half` bytes holds the group's element j (low nibble) and element
+// half + j (high nibble). The byte is split with integer ops only — low =
+// q % 16, high·16 = q - low — and the high half is scaled by 1/16, a constant
+// once a kernel's reduction lanes span the group (schedule_space's lane period
+// makes the half a constant in each vector).
+Tensor packed_dequantize(Graph& g, const std::string& name, const StoredWeight& w, const Shape& lead,
+                         const std::function<Tensor(const std::string&, const Array&)>& per_block) {
+  const int64_t half = w.packed_half, cols = w.shape.back();
+  if (cols % (2 * half) != 0 || (half != w.block && 2 * half != w.block)) {
+    fail("weights: packed '", name, "' has ", cols, " columns in groups of ", 2 * half, " and scales per ", w.block,
+         " (internal error)");
   }
-  Shape packed = lead, grouped = lead;
-  packed.push_back(Expr(w.shape.back() / 2));
-  grouped.push_back(Expr(groups));
-  grouped.push_back(Expr(1));
-  grouped.push_back(Expr(half));
+  const int64_t groups = cols / (2 * half);
+  Shape packed = lead, grouped = lead, group_scales = lead, flat = lead;
+  packed.push_back(Expr(cols / 2));
+  flat.push_back(Expr(cols));
+  for (int64_t e : {groups, int64_t{1}, half}) grouped.push_back(Expr(e));
+  // One scale per group (Q4_0, Q4_1: broadcast over both halves) or per half (Q4_K).
+  for (int64_t e : {groups, half == w.block ? int64_t{2} : int64_t{1}, int64_t{1}}) group_scales.push_back(Expr(e));
+  const int h_axis = static_cast<int>(grouped.size()) - 2;
   Tensor bytes = g.parameter(name + ".q", packed, DType::U8).reshape(grouped).cast(DType::I32);
   Tensor low = bytes.mod(bytes.scalar(16));
-  Tensor high = bytes.add(low.mul(low.scalar(-1))).cast(DType::F32);
-  Tensor low_f = low.cast(DType::F32);
-  return ops::concat({low_f, high.mul(high.scalar(1.0 / 16))}, static_cast<int>(grouped.size()) - 2);
+  Tensor high = bytes.add(low.mul(low.scalar(-1)));  // 16 * the high nibble
+  if (w.format == WeightFormat::Q4_0) {  // quants are q - 8
+    low = low.add(low.scalar(-8));
+    high = high.add(high.scalar(-128));
+  }
+  Tensor values = ops::concat({low, high}, h_axis).cast(DType::F32);  // [.., groups, 2, half]
+  Shape two(grouped.size(), Expr(1));
+  two[static_cast<size_t>(h_axis)] = Expr(2);
+  Tensor h = g.iota(loop_index(two, static_cast<size_t>(h_axis)), two, DType::I32).cast(DType::F32);
+  Tensor factor = h.scalar(1).add(h.mul(h.scalar(1.0 / 16 - 1)));  // 1 for the low half, 1/16 for the high one
+  // The factor multiplies the values, not the scales: a product of parameters alone would be
+  // materialised by fusion (an f32 buffer per block, read again: more bytes than the f16 scales).
+  Tensor out = (values * factor) * per_block(".scales", w.scales).reshape(group_scales);
+  if (w.mins.defined()) out = out + per_block(".mins", w.mins).reshape(group_scales);
+  return out.reshape(flat);
 }
 
 }  // namespace
@@ -187,25 +205,27 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
     Tensor t = g.parameter(name + suffix, scale_shape, a.dtype());
     return (a.dtype() == DType::F32 ? t : t.cast(DType::F32)).reshape(per_block);
   };
+  if (w.packed_half > 0) {
+    Tensor out = packed_dequantize(g, name, w, lead, [&](const std::string& suffix, const Array& a) {
+      Tensor t = g.parameter(name + suffix, scale_shape, a.dtype());
+      return a.dtype() == DType::F32 ? t : t.cast(DType::F32);
+    });
+    return dtype == DType::F32 ? out : out.cast(dtype);
+  }
   Tensor scales = per_block_input(".scales", w.scales);
   Tensor values;  // [.., blocks, block] f32, the quants with their bias removed
-  if (w.packed_half > 0) {
-    values = nibble_values(g, name, w, lead).reshape(block_shape);
-    if (w.format == WeightFormat::Q4_0) values = values + values.scalar(-8);
-  } else {
-    switch (w.format) {
-      case WeightFormat::Q8_0:
-      case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
-      case WeightFormat::Q6_K:  // unpacked to i8 q - 32 at load
-        values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
-        break;
-      case WeightFormat::Q5_1:  // unpacked to u8 at load
-      case WeightFormat::Q5_K:
-        values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
-        break;
-      case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
-      default: fail("weights: quantized '", name, "' (4-bit) is not packed two a byte (internal error)");
-    }
+  switch (w.format) {
+    case WeightFormat::Q8_0:
+    case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
+    case WeightFormat::Q6_K:  // unpacked to i8 q - 32 at load
+      values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
+      break;
+    case WeightFormat::Q5_1:  // unpacked to u8 at load
+    case WeightFormat::Q5_K:
+      values = g.parameter(name + ".q", flat_shape, DType::U8).cast(DType::F32).reshape(block_shape);
+      break;
+    case WeightFormat::Plain: fail("weights: dequantize('", name, "') on a plain weight");
+    default: fail("weights: quantized '", name, "' (4-bit) is not packed two a byte (internal error)");
   }
   Tensor out = values * scales;
   if (with_min) out = out + per_block_input(".mins", w.mins);

@@ -11,7 +11,6 @@ namespace lumen::kernel {
 
 namespace {
 
-using VarMap = std::unordered_map<Expr, Expr, ExprHash>;
 
 // Counts saturate here: a dynamic extent is counted at its upper bound.
 constexpr int64_t kMany = int64_t{1} << 50;
@@ -52,28 +51,16 @@ bool block_reads_acc(const Block& block, int acc) {
   return false;
 }
 
-Value renamed(const Value& v, const VarMap& vars) {
-  ValueNode n = *v;
-  if (n.index.defined()) n.index = simplify(substitute(n.index, vars));
-  if (n.valid.defined()) n.valid = simplify(substitute(n.valid, vars));
-  for (Value& a : n.args) a = renamed(a, vars);
-  return std::make_shared<const ValueNode>(std::move(n));
-}
-
 // `block` with loop variables renamed through `vars` and updates of `from` sent to `to`.
 Block renamed(const Block& block, const VarMap& vars, int from, int to) {
-  Block out;
-  for (Stmt s : block) {
-    auto sub = [&](const Expr& e) { return e.defined() ? simplify(substitute(e, vars)) : e; };
-    s.extent = sub(s.extent);
-    s.index = sub(s.index);
-    s.bound = sub(s.bound);
-    s.guard = sub(s.guard);
-    if (s.value) s.value = renamed(s.value, vars);
-    if (s.kind == StmtKind::AccUpdate && s.acc == from) s.acc = to;
-    if (s.kind == StmtKind::Loop) s.body = renamed(s.body, vars, from, to);
-    out.push_back(std::move(s));
-  }
+  Block out = substituted(block, vars);
+  std::function<void(Block&)> redirect = [&](Block& b) {
+    for (Stmt& s : b) {
+      if (s.kind == StmtKind::AccUpdate && s.acc == from) s.acc = to;
+      if (s.kind == StmtKind::Loop) redirect(s.body);
+    }
+  };
+  redirect(out);
   return out;
 }
 

@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
 
 namespace lumen::kernel {
 
@@ -223,6 +225,29 @@ const char* loop_kind_name(LoopKind kind) {
     case LoopKind::Vector: return "vector";
   }
   return "?";
+}
+
+Value substituted(const Value& v, const VarMap& vars) {
+  ValueNode n = *v;
+  if (n.index.defined()) n.index = simplify(substitute(n.index, vars));
+  if (n.valid.defined()) n.valid = simplify(substitute(n.valid, vars));
+  for (Value& a : n.args) a = substituted(a, vars);
+  return std::make_shared<const ValueNode>(std::move(n));
+}
+
+Block substituted(const Block& block, const VarMap& vars) {
+  Block out;
+  for (Stmt s : block) {
+    auto sub = [&](const Expr& e) { return e.defined() ? simplify(substitute(e, vars)) : e; };
+    s.extent = sub(s.extent);
+    s.index = sub(s.index);
+    s.bound = sub(s.bound);
+    s.guard = sub(s.guard);
+    if (s.value) s.value = substituted(s.value, vars);
+    if (s.kind == StmtKind::Loop) s.body = substituted(s.body, vars);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace lumen::kernel

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lumen/core/dtype.h"
@@ -62,6 +63,11 @@ Value maximum(const Value& a, const Value& b);
 // Every variable the value depends on (through index Exprs), and whether it
 // reads an accumulator.
 std::vector<Expr> value_vars(const Value& v);
+
+// Loop variables replaced (a loop split or renamed): every index Expr of the
+// value, or of every statement of the block, with `vars` substituted and simplified.
+using VarMap = std::unordered_map<Expr, Expr, ExprHash>;
+Value substituted(const Value& v, const VarMap& vars);
 
 // ---- statements --------------------------------------------------------------
 
@@ -129,5 +135,7 @@ struct Kernel {
 };
 
 const char* loop_kind_name(LoopKind kind);
+
+Block substituted(const Block& block, const VarMap& vars);
 
 }  // namespace lumen::kernel

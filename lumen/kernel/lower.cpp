@@ -16,6 +16,7 @@
 #include "lumen/kernel/packing.h"
 #include "lumen/kernel/restricted_loops.h"
 #include "lumen/kernel/reuse.h"
+#include "lumen/kernel/split_loops.h"
 #include "lumen/kernel/two_place_gather.h"
 
 namespace lumen::kernel {
@@ -62,7 +63,10 @@ class Lowerer {
     if (region) target_live_ = as_predicate(region_of(known_.at(target, coords)).live);  // at the restricted coords
     std::vector<LoopVar> lanes;
     for (const Level* l : ctx) {
-      if (l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector) lanes.push_back({l->var, l->extent});
+      if (l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector) {
+        lanes.push_back({l->var, l->extent});
+        lanes.insert(lanes.end(), l->stand_ins.begin(), l->stand_ins.end());
+      }
     }
     Expr needed = cut || !target_live_.defined() ? Expr(1) : for_some(target_live_, lanes);
     size_t keep = ctx.size();
@@ -185,6 +189,7 @@ class Lowerer {
   // `serial`: a parallel loop runs serially (another loop is the parallel one).
   std::vector<Expr> open_output_loops(const Shape& shape, Context& ctx, bool serial) {
     std::vector<Expr> coords(shape.size(), Expr(0));
+    std::vector<Level*> innermost(shape.size(), nullptr);  // the last loop opened for each dim
     size_t counter = 0;
     bool inside_parallel = false;
     for (const LoopDef& l : schedule_.loops()) {
@@ -201,14 +206,16 @@ class Lowerer {
       Expr var = Expr::index(vname, l.extent);
       coords[static_cast<size_t>(l.dim)] = coords[static_cast<size_t>(l.dim)] + var * l.step;
       ctx.push_back(open(var, l.extent, serial && l.kind == LoopKind::Parallel ? LoopKind::Serial : l.kind));
+      innermost[static_cast<size_t>(l.dim)] = ctx.back();
     }
-    clamp_overhang(shape, coords);
+    clamp_overhang(shape, coords, innermost);
     return coords;
   }
 
   LoweredKernel finish(Context& ctx) {
     close(ctx, 1);
     kernel_.body = std::move(ctx[0]->block);
+    if (!clamped_.empty()) kernel_.body = substituted(kernel_.body, clamped_);  // placeholders -> clamped coordinates
     kernel_.accumulators = next_acc_;
     collect_dims();
     LoweredKernel out;
@@ -391,10 +398,29 @@ class Lowerer {
 
   // An uneven split's last tile overhangs its dim: those coordinates are
   // clamped to the last point, which is computed and stored again (same value).
-  void clamp_overhang(const Shape& shape, std::vector<Expr>& coords) const {
+  //
+  // A dynamic dim overhangs when its tiles do not divide its known factor.
+  // Its coordinate is then a placeholder index over the dim's extent while the
+  // kernel is built — so views' index math simplifies as it does for an exact
+  // loop (a reshape over past + seq rows) — and becomes the clamped coordinate
+  // once the kernel is done (finish). The placeholder belongs to the dim's
+  // innermost loop, where what depends on the coordinate is computed.
+  void clamp_overhang(const Shape& shape, std::vector<Expr>& coords, const std::vector<Level*>& innermost) {
     for (size_t d = 0; d < coords.size(); ++d) {
       coords[d] = simplify(coords[d]);
-      if (!shape[d].is_const()) continue;
+      if (!shape[d].is_const()) {
+        int64_t tile = 1;
+        for (const LoopDef& l : schedule_.loops()) {
+          if (static_cast<size_t>(l.dim) == d) tile = std::max(tile, l.step);
+        }
+        if (tile == 1 || known_factor(shape[d]) % tile == 0 || !innermost[d]) continue;
+        Expr placeholder = Expr::index("c" + std::to_string(d) + "_" + std::to_string(clamped_.size()), shape[d]);
+        clamped_[placeholder] = simplify(min(coords[d], shape[d] - 1));
+        innermost[d]->defines.push_back(placeholder);
+        innermost[d]->stand_ins.push_back({placeholder, shape[d]});
+        coords[d] = placeholder;
+        continue;
+      }
       int64_t last = 0;
       for (const LoopDef& l : schedule_.loops()) {
         if (static_cast<size_t>(l.dim) == d && l.extent.is_const()) last += (l.extent.value() - 1) * l.step;
@@ -632,12 +658,13 @@ class Lowerer {
     int64_t factor = known_factor(extent);  // a dynamic extent such as 16*blocks splits too
     bool simd = lanes > 1 && !inside_lanes && !nesting_.count(n);  // lanes go to innermost reductions only
     bool splits = factor > 0 && factor % lanes == 0 && (!extent.is_const() || extent.value() > lanes);
-    // A static extent that lanes do not divide runs ceil(extent / lanes) SIMD
-    // steps; the lanes past the end are masked and count as the identity.
-    bool tail = !splits && extent.is_const() && extent.value() > lanes;
+    // An extent that lanes do not divide (static, or dynamic: a decode step's
+    // attention over past + 1 positions) runs ceil(extent / lanes) SIMD steps;
+    // the lanes past the end are masked and count as the identity.
+    bool tail = !splits && (!extent.is_const() || extent.value() > lanes);
     Expr in_range = Expr(1);
     if (simd && (splits || tail)) {
-      Expr outer_extent = block_count(range, lanes, tail ? Expr((extent.value() + lanes - 1) / lanes) : simplify(extent / lanes));
+      Expr outer_extent = block_count(range, lanes, simplify(tail ? (extent + (lanes - 1)) / lanes : extent / lanes));
       Expr outer = Expr::index(base + "_o", outer_extent);
       Expr lane = Expr::index(base + "_v", Expr(lanes));
       inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
@@ -678,8 +705,14 @@ class Lowerer {
     std::vector<LoopVar> lanes, rest;
     for (size_t i = 1; i < ctx.size(); ++i) {
       bool lane = ctx[i]->kind == LoopKind::Unroll || ctx[i]->kind == LoopKind::Vector;
-      if (i <= at && lane) lanes.push_back({ctx[i]->var, ctx[i]->extent});
-      if (i > at || lane) rest.push_back({ctx[i]->var, ctx[i]->extent});
+      if (i <= at && lane) {
+        lanes.push_back({ctx[i]->var, ctx[i]->extent});
+        lanes.insert(lanes.end(), ctx[i]->stand_ins.begin(), ctx[i]->stand_ins.end());
+      }
+      if (i > at || lane) {
+        rest.push_back({ctx[i]->var, ctx[i]->extent});
+        rest.insert(rest.end(), ctx[i]->stand_ins.begin(), ctx[i]->stand_ins.end());
+      }
     }
     AxisRange range = reduction_range(known_, graph_, n, coords, lanes, rest, target_live_, cut);
     if (!range.needed.is_const(1)) skipped_ = true;
@@ -768,6 +801,7 @@ class Lowerer {
   const Schedule& schedule_;
   LowerOptions options_;
   Kernel kernel_;
+  VarMap clamped_;  // overhanging dynamic coordinates: placeholder -> min(coordinate, extent - 1)
   std::vector<NodeId> buffer_nodes_;
   std::vector<double> evaluations_;
   std::vector<std::unique_ptr<Level>> levels_;
@@ -796,6 +830,7 @@ LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& 
   }
   LoweredKernel lowered = Lowerer(graph, materialized, schedule, options).run(target, name);
   reuse_reduction_operands(lowered.kernel);
+  if (options.split_loops) split_loops_at_conditions(lowered.kernel);
   return lowered;
 }
 

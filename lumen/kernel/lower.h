@@ -46,6 +46,9 @@ struct LowerOptions {
   // into the target's own buffer: how state updates are written.
   NodeId store_node = -1;
   View store_view;
+  // Split loops where a condition on their variable changes (split_loops.h):
+  // for kernels that run; probes that read the plain loop nest leave it off.
+  bool split_loops = false;
 };
 
 LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& materialized,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lumen/core/graph.h"
+#include "lumen/kernel/affine_range.h"
 #include "lumen/kernel/ir.h"
 
 namespace lumen::kernel {
@@ -33,6 +34,10 @@ struct Level {
   int unroll_hint = 1;
   Block block;
   std::vector<Expr> defines;  // loop variable and data-dependent index variables bound here
+  // Coordinates that stand for this loop and the ones outside it along the same
+  // dim while the kernel is built (an overhanging dynamic dim's clamped
+  // coordinate, over the dim's extent): quantified wherever `var` is.
+  std::vector<LoopVar> stand_ins;
   std::vector<int> accs;      // accumulators initialised here
   std::map<Key, Value> reduce_memo;
   std::map<Key, Value> value_memo;  // any node at given coordinates: computed once, reused below

@@ -10,7 +10,6 @@ namespace lumen::kernel {
 
 namespace {
 
-using VarMap = std::unordered_map<Expr, Expr, ExprHash>;
 
 bool same_value(const Value& a, const Value& b) {
   if (a == b) return true;
@@ -40,15 +39,6 @@ Value replace(const Value& v, const Value& target, const Value& with, bool* foun
     a = r;
   }
   return changed ? std::make_shared<const ValueNode>(std::move(n)) : v;
-}
-
-// v with loop variables renamed through `vars`.
-Value rename(const Value& v, const VarMap& vars) {
-  ValueNode n = *v;
-  if (n.index.defined()) n.index = simplify(substitute(n.index, vars));
-  if (n.valid.defined()) n.valid = simplify(substitute(n.valid, vars));
-  for (Value& a : n.args) a = rename(a, vars);
-  return std::make_shared<const ValueNode>(std::move(n));
 }
 
 bool any_node(const Value& v, const std::function<bool(const ValueNode&)>& f) {
@@ -109,7 +99,7 @@ bool pair(const std::vector<Stmt*>& red, const std::vector<Stmt*>& out, const st
   if (any_node(e, [&](const ValueNode& n) { return n.kind == ValueKind::Load && n.buffer == store.buffer; })) return false;
   Value kept = load(store.buffer, stored, store.index, Expr(1));
   bool found = false;
-  Value rewritten = replace(store.value, rename(e, to_out), kept, &found);
+  Value rewritten = replace(store.value, substituted(e, to_out), kept, &found);
   if (!found) return false;
   Expr at = simplify(substitute(store.index, to_red));
   Value reread = load(store.buffer, stored, at, Expr(1));

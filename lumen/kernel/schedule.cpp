@@ -133,17 +133,19 @@ void Schedule::apply(const Action& a) {
       if (a.value < 2) fail("schedule: split factor must be >= 2, got ", a.value);
       int64_t factor = known_factor(l.extent);  // dynamic extents split when a multiple (e.g. 16*blocks)
       bool divides = factor != 0 && factor % a.value == 0;
-      // A static dim's only loop may split unevenly: the last tile overhangs and
-      // the lowering clamps its coordinates to the last point (computed twice,
-      // stored twice with the same value by the same iteration).
-      bool first_split = l.step == 1 && l.extent.is_const() && l.extent.value() > a.value &&
+      // A dim's only loop may split unevenly: the last tile overhangs and the
+      // lowering clamps its coordinates to the last point (computed twice,
+      // stored twice with the same value by the same iteration; SIMD lanes past
+      // the end are masked instead). A dynamic dim (a row of past + 1
+      // positions) splits so too, into ceil(extent / factor) tiles.
+      bool first_split = l.step == 1 && (!l.extent.is_const() || l.extent.value() > a.value) &&
                          std::count_if(loops_.begin(), loops_.end(), [&](const LoopDef& o) { return o.dim == l.dim; }) == 1;
       if (!divides && !first_split) {
         fail("schedule: split(", a.loop, ", ", a.value, ") does not divide the loop's extent ", l.extent,
-             " (only a static dim's first split may leave a remainder)");
+             " (only a dim's first split may leave a remainder)");
       }
       LoopDef inner{l.dim, Expr(a.value), l.step, LoopKind::Serial};
-      l.extent = divides ? simplify(l.extent / a.value) : Expr((l.extent.value() + a.value - 1) / a.value);
+      l.extent = divides ? simplify(l.extent / a.value) : simplify((l.extent + (a.value - 1)) / a.value);
       l.step *= a.value;
       loops_.insert(loops_.begin() + a.loop + 1, inner);
       break;

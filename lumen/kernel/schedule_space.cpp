@@ -1,10 +1,12 @@
 #include "lumen/kernel/schedule_space.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
 
+#include "lumen/core/debug_flags.h"
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
@@ -41,33 +43,42 @@ void walk_loads(const Kernel& k, const std::function<void(const Stmt&)>& on_loop
   block(k.body);
 }
 
-// For each loop variable, the coefficients it has in load indices.
+int64_t linear_coefficient(const Expr& index, const Expr& var);
+
+// How an index walks the lanes of `var` split into aligned vectors of
+// `lanes` (var = o·lanes + l): the coefficient of l, or -1 if l enters it
+// non-linearly. r / 32 is 0 over lanes of 16 (a per-block scale), r % 32 is 1
+// (the elements of a packed quant block), (h + d / 32) % 9 · 64 + d % 32 is 1
+// over lanes of 16 (a rotary embedding's other half).
+int64_t stride_in_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
+  Expr o = Expr::index(var.name() + "_vo", simplify((extent + (lanes - 1)) / lanes));
+  Expr l = Expr::index(var.name() + "_vl", Expr(lanes));
+  Expr split = simplify(substitute(index, VarMap{{var, o * lanes + l}}));
+  return linear_coefficient(split, l);
+}
+
+// For each loop variable, the coefficients it has in load indices (over aligned
+// vectors of `lanes`, where the index is not linear in it).
 std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
   std::map<std::string, std::vector<int64_t>> by_var;
-  walk_loads(k, [](const Stmt&) {}, [&](const ValueNode& load) {
-    auto form = LinearForm::of(load.index);
-    if (!form) return;
-    for (const auto& [term, c] : form->terms) {
-      if (term.kind() == ExprKind::Var) {
-        by_var[term.name()].push_back(c);
-      } else if (term.kind() == ExprKind::Div && term.a().kind() == ExprKind::Var && term.b().is_const() &&
-                 term.b().value() % lanes == 0) {
-        // r / (k·lanes): constant across each aligned vector of lanes (a
-        // per-block scale of quantized weights), so it does not stop vectors.
-        by_var[term.a().name()].push_back(0);
-      } else if (term.kind() == ExprKind::Mod && term.a().kind() == ExprKind::Var && term.b().is_const() &&
-                 term.b().value() % lanes == 0) {
-        // r % (k·lanes): each aligned vector of lanes walks c·r within one period (the
-        // elements of a quant block that one packed byte array holds).
-        by_var[term.a().name()].push_back(c);
-      } else if (term.kind() == ExprKind::Mod && term.a().kind() == ExprKind::Div && term.a().a().kind() == ExprKind::Var &&
-                 term.a().b().is_const() && term.a().b().value() % lanes == 0) {
-        by_var[term.a().a().name()].push_back(0);  // (r / (k·lanes)) % n: constant across the lanes too
-      } else {
-        for (const Expr& var : expr_vars(term)) by_var[var.name()].push_back(-1);  // non-linear
-      }
-    }
-  });
+  std::map<std::string, Expr> extents;  // loop variables' extents by name
+  walk_loads(
+      k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
+      [&](const ValueNode& load) {
+        auto form = LinearForm::of(load.index);
+        if (!form) return;
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() == ExprKind::Var) {
+            by_var[term.name()].push_back(c);
+            continue;
+          }
+          for (const Expr& var : expr_vars(term)) {
+            auto it = extents.find(var.name());
+            int64_t stride = it == extents.end() ? -1 : stride_in_lanes(load.index, var, it->second, lanes);
+            by_var[var.name()].push_back(stride);
+          }
+        }
+      });
   return by_var;
 }
 
@@ -195,6 +206,36 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
   return out;
 }
 
+// How many distinct elements an operand's index reads over the loops `probe`
+// of `shape`: the product of the extents its variables take, a variable seen
+// only as v / c counting extent / c (grouped-query heads: h / 3).
+double distinct_reads(const Expr& index, const std::vector<Expr>& probe, const Shape& shape) {
+  double n = 1;
+  for (size_t d = 0; d < probe.size(); ++d) {
+    const Expr& v = probe[d];
+    int64_t divisor = 0;  // 0: not seen; -1: seen bare
+    std::function<void(const Expr&)> visit = [&](const Expr& e) {
+      if (!e.defined()) return;
+      if (e.kind() == ExprKind::Div && e.a() == v && e.b().is_const() && e.b().value() > 0) {
+        divisor = divisor == 0 ? e.b().value() : divisor == e.b().value() ? divisor : -1;
+        return;
+      }
+      if (e == v) {
+        divisor = -1;
+        return;
+      }
+      visit(e.a());
+      visit(e.b());
+      visit(e.c());
+    };
+    visit(index);
+    if (divisor == 0) continue;
+    double extent = assumed(shape[d]);
+    n *= divisor > 0 ? std::max(1.0, extent / static_cast<double>(divisor)) : extent;
+  }
+  return std::max(n, 1.0);
+}
+
 }  // namespace
 
 bool Knobs::operator==(const Knobs& o) const {
@@ -253,7 +294,10 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   const Expr& last = n.shape.back();
   int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
   bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
-  f.vector_last = last_ok && (unit_stride(strides, last_var) || !strides.count(last_var));
+  // A dynamic last dim the lanes may not divide (a row of past + 1 scores) is SIMD too: its last
+  // vector overhangs the row's end, masked.
+  bool overhangs = f.f32 && !last.is_const() && !last_ok;
+  f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var));
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);
     return it != strides.end() && std::any_of(it->second.begin(), it->second.end(), [](int64_t c) { return c < 0 || c > 1; });
@@ -276,7 +320,6 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   std::vector<Expr> probe = loop_indices(product.shape);
   auto k_dim = static_cast<size_t>(r.axis);
   size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
-  double reuse = f.numel / assumed(last);  // how often an operand panel is read
   bool all_friendly = true;
   for (int j = 0; j < 2; ++j) {
     Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
@@ -285,6 +328,12 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     int64_t coef_n = linear_coefficient(index, probe[n_dim]), coef_k = linear_coefficient(index, probe[k_dim]);
     bool friendly = coef_n == 1 && coef_k >= 0 && coef_k < 64;
     if (!friendly) all_friendly = false;
+    // How often each element of the operand is read: a panel packed once is
+    // worth it when read many times (B of a matmul: M times), not for a decode
+    // step's values, read by the few query heads that share a key/value head.
+    double points = 1;
+    for (const Expr& d : product.shape) points *= assumed(d);
+    double reuse = points / distinct_reads(index, probe, product.shape);
     if (!friendly && mentions(used, probe[k_dim]) && reuse >= 8 && f.pack_operand < 0) f.pack_operand = j;
   }
   f.tileable = f.pack_operand >= 0 || (all_friendly && unit_stride(strides, last_var));
@@ -330,6 +379,12 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     if (!f.reduce_splits.empty()) k.reduce_split = f.reduce_splits.back();
   } else {
     if (f.vector_last) k.vector = f.lanes;
+    // A contraction without a tile (a decode step's probabilities times values): up to four
+    // vectors of outputs share each broadcast load of the other operand, one reduction loop.
+    if (f.vector_last && f.contraction >= 0) {
+      auto widths = divisors_in(known_factor(f.shape.back()), {4 * f.lanes, 2 * f.lanes, f.lanes});
+      if (!widths.empty()) k.vector = widths.front();
+    }
     if (f.unit_reduce) k.reduce_lanes = f.lanes;
     // A load index or mask with a period of 2-4 vectors along the reduction (the low and
     // high nibbles of packed 4-bit weights: (r / 16) % 2 over lanes of 16): the lanes span
@@ -360,7 +415,8 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     auto parts = rfactor_parts(f, 1);
     auto rows = [&](int64_t p) { return std::abs(static_cast<double>(f.rfactor_extent) / static_cast<double>(p) - 128); };
     if (!parts.empty()) k.rfactor = *std::min_element(parts.begin(), parts.end(), [&](int64_t a, int64_t b) { return rows(a) < rows(b); });
-    k.vector = divisors_in(known_factor(f.shape.back()), {4 * f.lanes, 2 * f.lanes, f.lanes}).front();
+    auto widths = divisors_in(known_factor(f.shape.back()), {4 * f.lanes, 2 * f.lanes, f.lanes});
+    if (!widths.empty()) k.vector = widths.front();  // a dynamic row keeps one masked vector
   }
   // Reads through a transpose: the output in squares of one vector by one
   // vector, so the input lines a square reads are reused from L1 (2048^2
@@ -379,6 +435,17 @@ Knobs heuristic_knobs(const KernelFacts& f) {
                             k.rfactor == 1;
   if (rows_of_reductions && f.work >= (1 << 20)) k.prefetch = 2;
   return k;
+}
+
+Knobs traced_heuristic_knobs(const Graph& graph, const KernelFacts& facts) {
+  Knobs knobs = heuristic_knobs(facts);
+  if (debug_enabled("schedules")) {  // LUMEN_DEBUG=schedules: the heuristic's point for every kernel
+    std::fprintf(stderr, "schedule: node %lld (%s) %s: %s (vector_last %d unit_reduce %d contraction %lld tileable %d)\n",
+                 static_cast<long long>(facts.node), op_name(graph.node(facts.node).op), to_string(facts.shape).c_str(),
+                 knobs.to_string().c_str(), facts.vector_last, facts.unit_reduce, static_cast<long long>(facts.contraction),
+                 facts.tileable);
+  }
+  return knobs;
 }
 
 std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
@@ -458,7 +525,8 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     }
     if (k.vector > 0) {
       int64_t factor = known_factor(last);
-      if (factor == 0 || factor % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide ", last);
+      bool overhang = !last.is_const() && k.block == 0;  // the last vector of a dynamic row is masked
+      if (!overhang && (factor == 0 || factor % k.vector != 0)) fail("schedule space: vector ", k.vector, " does not divide ", last);
       if (k.block > 0 && k.block % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide block ", k.block);
       const Expr& inner = s.loops()[static_cast<size_t>(loop_of(rank - 1, true))].extent;
       if (!inner.is_const() || inner.value() > k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
@@ -557,7 +625,9 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     push(rows);
   } else {
     const Expr& last = f.shape.back();
-    for (int64_t v : divisors_in(known_factor(last), {l, 2 * l, 4 * l})) {
+    std::vector<int64_t> widths = divisors_in(known_factor(last), {l, 2 * l, 4 * l});
+    if (widths.empty() && f.vector_last) widths = {l};  // a dynamic row, its last vector masked
+    for (int64_t v : widths) {
       Knobs n = k;
       n.vector = v;
       n.rows = 1;

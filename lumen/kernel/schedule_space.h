@@ -73,6 +73,8 @@ struct Knobs {
 };
 
 Knobs heuristic_knobs(const KernelFacts& facts);
+// heuristic_knobs, printed to stderr under LUMEN_DEBUG=schedules.
+Knobs traced_heuristic_knobs(const Graph& graph, const KernelFacts& facts);
 // The actions for a point; throws Error where the point is illegal.
 std::vector<Action> knob_actions(const KernelFacts& facts, const Knobs& knobs);
 // Points that differ from `k` in one knob.

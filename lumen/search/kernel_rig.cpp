@@ -132,7 +132,9 @@ Candidate KernelRig::make(const std::vector<kernel::Action>& actions, const std:
   c.name = name;
   try {
     kernel::Schedule s = kernel::Schedule::from_actions(graph_.node(node_).shape, actions);
-    c.lowered = kernel::lower(graph_, node_, materialized_, s, name);
+    kernel::LowerOptions options;
+    options.split_loops = true;  // as the program will run it
+    c.lowered = kernel::lower(graph_, node_, materialized_, s, name, options);
   } catch (const Error& e) {
     c.error = e.what();
   }

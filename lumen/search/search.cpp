@@ -102,7 +102,7 @@ std::vector<kernel::Action> ScheduleSearch::choose(NodeId node, double budget_s)
   KernelReport rep;
   rep.node = node;
   kernel::KernelFacts facts = kernel::kernel_facts(graph_, node, materialized_, target_);
-  kernel::Knobs seed = kernel::heuristic_knobs(facts);
+  kernel::Knobs seed = kernel::traced_heuristic_knobs(graph_, facts);
   std::vector<kernel::Action> seed_actions = kernel::knob_actions(facts, seed);
   const Node& n = graph_.node(node);
   Bindings dims = tuning_dims();

@@ -501,6 +501,19 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
   }
   auto stride = lane_stride(index, combo.vl);
   bool unit_stride = stride && *stride == 1 && (storage == DType::F32 || storage == DType::I32);
+  if (!unit_stride && (storage == DType::F32 || storage == DType::I32)) {
+    auto u = unclamp(index, combo.vl);
+    auto mask = u && lane_stride(u->index, combo.vl) == std::optional<int64_t>(1) ? index_vector(u->in_bounds, combo)
+                                                                                    : std::nullopt;
+    if (mask) {  // a vector overhanging its row's end: the lanes in bounds are stored
+      Reg v = splat(r, pad);
+      std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+      std::string base = printer_.print(simplify(substitute(u->index, zero)));
+      out_ << pad << (storage == DType::F32 ? "lumen_maskstore_f32(" : "lumen_maskstore_i32(") << buffer << " + " << base
+           << ", " << *mask << ", " << v.name << ");\n";
+      return;
+    }
+  }
   if (unit_stride) {
     Reg v = splat(r, pad);
     // Row kernels that prefetch their reads also start the stores' line
@@ -514,11 +527,15 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
          << v.name << ");\n";
     return;
   }
+  // Lane by lane. Lanes past a clamped row end hold values computed from masked
+  // (zero) reads: only the lanes in bounds store.
+  auto u = unclamp(index, combo.vl);
   for (int l = 0; l < simd_; ++l) {
     std::unordered_map<Expr, Expr, ExprHash> at{{combo.vl, Expr(l)}};
     std::string element = r.vector ? r.name + "[" + std::to_string(l) + "]" : r.name;
     if (r.vector && r.dtype == DType::Bool) element = "(" + element + " != 0)";
-    out_ << pad << buffer << "[" << printer_.print(simplify(substitute(index, at))) << "] = "
+    std::string guard = u ? "if (" + printer_.print(simplify(substitute(u->in_bounds, at))) + ") " : "";
+    out_ << pad << guard << buffer << "[" << printer_.print(simplify(substitute(u ? u->index : index, at))) << "] = "
          << store_expr(element, storage) << ";\n";
   }
 }

@@ -23,6 +23,15 @@ std::string store_expr(const std::string& v, DType d);  // value -> storage conv
 bool mentions(const Expr& e, const Expr& var);          // var occurs in e
 // The coefficient of `var` if e = c·var + (terms without var); nothing otherwise.
 std::optional<int64_t> lane_stride(const Expr& e, const Expr& var);
+// An index whose lanes are clamped to a last point, min(X, C) with X walking
+// `var` (the lanes of a vector overhanging a row's end): the index with X in
+// place of the clamp, and where the lanes are in bounds (X <= C). Lanes out of
+// bounds are then masked off: they only recompute the clamped last point.
+struct Unclamped {
+  Expr index;
+  Expr in_bounds;
+};
+std::optional<Unclamped> unclamp(const Expr& index, const Expr& var);
 
 // Index Exprs as C int64 expressions; dynamic dims read from `d_<name>`.
 class ExprPrinter {

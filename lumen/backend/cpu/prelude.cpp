@@ -144,6 +144,8 @@ typedef int32_t lumen_i32v __attribute__((vector_size(BYTES)));  // also bool ma
 inline lumen_f32v lumen_splat_f32(float x) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 inline lumen_i32v lumen_splat_i32(int32_t x) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 inline lumen_i32v lumen_iota_i32() { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = i; return r; }
+// A 64-bit distance to a row's end, clamped to where lanes of stride s can tell it apart (i32).
+inline int32_t lumen_clamp_lanes(int64_t gap, int64_t s) { return (int32_t)(gap < -1 ? -1 : gap > s * LANES ? s * LANES : gap); }
 inline lumen_i32v lumen_splat_mask(bool b) { return lumen_i32v{} + (b ? -1 : 0); }
 inline lumen_f32v lumen_load_f32(const float* p) { lumen_f32v v; memcpy(&v, p, sizeof v); return v; }
 inline lumen_i32v lumen_load_i32(const int32_t* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
@@ -198,6 +200,23 @@ inline lumen_f32v lumen_load_bf16(const uint16_t* p) { lumen_f32v r; for (int i 
 #endif
 inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
 inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
+
+// Masked stores: only lanes whose mask is set are written (a vector of a
+// dynamic row's last points, the rest of the vector past the row's end).
+#if LANES == 16 && defined(__AVX512F__)
+inline void lumen_maskstore_f32(float* p, lumen_i32v m, lumen_f32v v) {
+  _mm512_mask_storeu_ps(p, _mm512_test_epi32_mask((__m512i)m, (__m512i)m), (__m512)v);
+}
+inline void lumen_maskstore_i32(int32_t* p, lumen_i32v m, lumen_i32v v) {
+  _mm512_mask_storeu_epi32(p, _mm512_test_epi32_mask((__m512i)m, (__m512i)m), (__m512i)v);
+}
+#elif LANES == 8 && defined(__AVX2__)
+inline void lumen_maskstore_f32(float* p, lumen_i32v m, lumen_f32v v) { _mm256_maskstore_ps(p, (__m256i)m, (__m256)v); }
+inline void lumen_maskstore_i32(int32_t* p, lumen_i32v m, lumen_i32v v) { _mm256_maskstore_epi32((int*)p, (__m256i)m, (__m256i)v); }
+#else
+inline void lumen_maskstore_f32(float* p, lumen_i32v m, lumen_f32v v) { for (int i = 0; i < LANES; ++i) if (m[i]) p[i] = v[i]; }
+inline void lumen_maskstore_i32(int32_t* p, lumen_i32v m, lumen_i32v v) { for (int i = 0; i < LANES; ++i) if (m[i]) p[i] = v[i]; }
+#endif
 
 #if LANES == 16 && defined(__AVX512F__)
 // NaN-propagating; reductions pass the accumulator as `a`: the chain through

@@ -2,6 +2,7 @@
 // a value varies across the SIMD lane, and a per-lane fallback for anything
 // without a vector form.
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <optional>
 
@@ -171,6 +172,27 @@ std::optional<int64_t> lane_stride(const Expr& e, const Expr& var) {
   return coefficient;
 }
 
+std::optional<Unclamped> unclamp(const Expr& index, const Expr& var) {
+  Expr in_bounds = Expr(1);
+  std::function<Expr(const Expr&)> walk = [&](const Expr& e) -> Expr {
+    if (!e.defined() || !mentions(e, var)) return e;
+    if (e.kind() == ExprKind::Min && mentions(e.a(), var) != mentions(e.b(), var)) {
+      const Expr& x = mentions(e.a(), var) ? e.a() : e.b();
+      const Expr& bound = mentions(e.a(), var) ? e.b() : e.a();
+      in_bounds = logical_and(in_bounds, lt(x, bound + 1));
+      return walk(x);
+    }
+    switch (e.kind()) {
+      case ExprKind::Add:
+      case ExprKind::Mul: return make_binary(e.kind(), walk(e.a()), walk(e.b()));
+      default: return e;
+    }
+  };
+  Expr unclamped = simplify(walk(index));
+  if (in_bounds.is_const(1) || unclamped == index) return std::nullopt;
+  return Unclamped{unclamped, simplify(in_bounds)};
+}
+
 Reg KernelWriter::value(const Value& v, const Combo& combo, const std::string& pad) {
   auto key = std::make_pair(v.get(), combo.key);
   auto it = cache_.find(key);
@@ -284,6 +306,22 @@ Reg KernelWriter::lanewise(const Value& v, const Combo& combo, const std::string
 // (booleans are -1/0 masks). Nothing for other forms or values beyond int32.
 std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo& combo) const {
   const Expr& vl = combo.vl;
+  // base + s·lane < b (or b < base + s·lane), b free of the lane: compared as s·lane against
+  // b - base, worked out in 64 bits and clamped into i32 (a dynamic row's end past 2^31 is fine).
+  if (e.kind() == ExprKind::Lt && mentions(e.a(), vl) != mentions(e.b(), vl)) {
+    bool left = mentions(e.a(), vl);
+    const Expr& walking = left ? e.a() : e.b();
+    auto stride = lane_stride(walking, vl);
+    if (stride && *stride > 0) {
+      std::unordered_map<Expr, Expr, ExprHash> zero{{vl, Expr(0)}};
+      Expr base = simplify(substitute(walking, zero));
+      std::string gap = "lumen_clamp_lanes((int64_t)(" + printer_.print(left ? e.b() : e.a()) + ") - (int64_t)(" +
+                        printer_.print(base) + "), " + std::to_string(*stride) + ")";
+      std::string lanes = "(" + std::to_string(*stride) + " * lumen_iota_i32())";
+      return left ? "((lumen_i32v)(" + lanes + " < lumen_splat_i32(" + gap + ")))"
+                  : "((lumen_i32v)(lumen_splat_i32(" + gap + ") < " + lanes + "))";
+    }
+  }
   if (e.lo() < INT32_MIN || e.hi() > INT32_MAX) return std::nullopt;
   if (!mentions(e, vl)) return "lumen_splat_i32((int32_t)(" + printer_.print(e) + "))";
   auto both = [&](const char* op) -> std::optional<std::string> {
@@ -349,6 +387,13 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
     case ValueKind::Load: {
       Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
       auto stride = lane_stride(index, combo.vl);
+      if (!(stride && *stride == 1) && (v->dtype == DType::F32 || v->dtype == DType::I32)) {
+        if (auto u = unclamp(index, combo.vl); u && lane_stride(u->index, combo.vl) == std::optional<int64_t>(1)) {
+          index = u->index;  // lanes past the clamp read nothing (masked) and are never stored
+          valid = simplify(logical_and(valid, u->in_bounds));
+          stride = 1;
+        }
+      }
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
       if (!vector_load || !stride || *stride != 1) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
