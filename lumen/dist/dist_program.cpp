@@ -290,6 +290,11 @@ std::string DistProgram::report() const {
       << " s, sent " << stats_.bytes_sent << " bytes";
   }
   s << "\n";
+  for (const LocalComm& c : local_.comms) {
+    s << "  " << comm_kind_name(c.point.kind) << " of " << c.name;
+    if (c.point.kind == CommKind::Transfer) s << " (stage " << c.point.from_stage << " -> " << c.point.to_stage << ")";
+    s << "\n";
+  }
   return s.str();
 }
 

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "lumen/core/error.h"
+#include "lumen/dist/placement.h"
 #include "lumen/dist/view_split.h"
 
 namespace lumen::dist {
@@ -62,6 +63,7 @@ class Propagator {
 
   ShardedGraph run() {
     check_spec();
+    stages_ = place_stages(g_, out_.spec, out_.output_edges);
     for (NodeId id = 0; id < static_cast<NodeId>(g_.size()); ++id) visit(id);
     for (const NamedOutput& o : out_.output_edges) {
       int stage = out_.nodes[static_cast<size_t>(o.edge.node)].stage;
@@ -188,8 +190,7 @@ class Propagator {
     if (n.op == Op::Input) {
       auto s = out_.spec.shardings.find(n.name);
       if (s != out_.spec.shardings.end() && shards() > 1) p.sharding = s->second;
-      auto st = out_.spec.stage_of.find(n.name);
-      if (st != out_.spec.stage_of.end()) p.stage = st->second;
+      p.stage = stages_[static_cast<size_t>(id)];
       return;
     }
     if (n.op == Op::Constant) return;
@@ -202,8 +203,7 @@ class Propagator {
     } else {
       plan_elementwise(n, ops, p);
     }
-    int stage = -1;
-    for (const Edge& e : n.inputs) stage = std::max(stage, plan(e.node).stage);
+    int stage = stages_[static_cast<size_t>(id)];
     p.stage = stage;
     p.level = 0;
     for (EdgePlan& e : p.inputs) {
@@ -330,6 +330,7 @@ class Propagator {
   const Graph& g_;
   ShardedGraph out_;
   std::map<std::tuple<int, NodeId, int>, int> comm_ids_;
+  std::vector<int> stages_;
 };
 
 }  // namespace

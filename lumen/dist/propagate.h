@@ -15,10 +15,8 @@
 // Outputs and replicated states must be replicated; a split state is written
 // through its update view's split.
 //
-// Pipeline stages: a parameter or state annotated with a stage pins its
-// consumers to at least that stage; a node runs on the latest stage of its
-// operands; inputs and nodes built from them alone run wherever used. A value
-// crossing stages is a transfer (send/recv).
+// Pipeline stages come from placement.h; a value crossing stages is a
+// transfer (send/recv).
 //
 // Levels order the work: a node's level is the most communication points on
 // any path from the sources. Nodes of one level run between two rounds of

@@ -38,6 +38,16 @@ void expect_matches_single_rank(const models::LlamaConfig& c, LlamaParallel plan
   d.prefill_chunk = chunk;
   DistLlamaRunner dist(c, weights, d);
   ASSERT_EQ(dist.spec().ranks(), 2);
+  // The communication a plan should need, and no more (no weight or cache gathered).
+  int count[3] = {0, 0, 0};
+  for (const CommPoint& cp : dist.decode_program().sharded().comms) ++count[static_cast<int>(cp.kind)];
+  if (plan == LlamaParallel::Tensor) {
+    EXPECT_EQ(count[0], 2 * c.layers) << "one all-reduce per block half: " << dist.decode_program().sharded().summary();
+    EXPECT_EQ(count[1], c.tie_embeddings ? 0 : 1) << "only the vocabulary-split logits are gathered";
+  } else {
+    EXPECT_EQ(count[0] + count[1], 0);
+    EXPECT_EQ(count[2], 1) << "one activation crosses the stage boundary: " << dist.decode_program().report();
+  }
 
   std::vector<int32_t> p = prompt(prompt_tokens, static_cast<int>(c.vocab));
   Array all_single = single.forward_all(p), all_dist = dist.forward_all(p);
