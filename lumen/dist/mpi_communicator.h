@@ -19,4 +19,9 @@ namespace lumen::dist {
 // The world communicator (every rank mpirun started; one rank without mpirun).
 Communicator& mpi_world();
 
+// The reference a benchmark compares lumen's all-reduce with: `repeats`
+// blocking MPI_Allreduce calls on the world in a plain loop (run on MPI's
+// thread), in seconds per call. Collective.
+double plain_mpi_allreduce_seconds(float* data, int64_t count, int repeats);
+
 }  // namespace lumen::dist
