@@ -12,6 +12,14 @@ namespace lumen::dist {
 
 namespace {
 
+// Every rank takes rank 0's value.
+void agree(Communicator& comm, double& v, const char* what) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits = comm.all_gather_u64(bits, what)[0];
+  std::memcpy(&v, &bits, sizeof bits);
+}
+
 template <typename F>
 double median_seconds(int repeats, F run) {
   std::vector<double> t;
@@ -97,15 +105,24 @@ void measure_communication(MachineModel& m, Communicator& comm) {
   m.p2p_latency = tiny;
   // Every rank takes rank 0's figures, so every rank ranks the plans alike.
   for (double* v : {&m.allreduce_busbw, &m.allreduce_latency, &m.p2p_bandwidth, &m.p2p_latency}) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, v, sizeof bits);
-    bits = comm.all_gather_u64(bits, "sharing the communication timings")[0];
-    std::memcpy(v, &bits, sizeof bits);
+    agree(comm, *v, "sharing the communication timings");
   }
   char what[200];
   std::snprintf(what, sizeof what, "measured over %d ranks (%s): all-reduce %.1f us + %.2f GB/s bus bandwidth, transfer %.1f us + %.2f GB/s",
                 n, comm.engine(), m.allreduce_latency * 1e6, m.allreduce_busbw / 1e9, m.p2p_latency * 1e6, m.p2p_bandwidth / 1e9);
   m.comm_source = what;
+}
+
+MachineModel calibrate(const CompileOptions& compile, Communicator* comm, bool measure_compute_side) {
+  MachineModel m;
+  if (measure_compute_side) {
+    measure_compute(m, compile);
+    if (comm) {
+      for (double* v : {&m.flops, &m.bytes, &m.segment_overhead}) agree(*comm, *v, "sharing the compute timings");
+    }
+  }
+  if (comm && comm->size() > 1) measure_communication(m, *comm);
+  return m;
 }
 
 }  // namespace lumen::dist

@@ -28,4 +28,10 @@ std::vector<CollectiveTiming> time_all_reduce(Communicator& comm, const std::vec
 // transfer between ranks 0 and 1. Collective; needs at least 2 ranks.
 void measure_communication(MachineModel& m, Communicator& comm);
 
+// Figures for the plan search: compute measured here (unless `measure_compute_side`
+// is false: defaults), communication measured over `comm` when it has more
+// than one rank (else defaults); every rank takes rank 0's figures, so every
+// rank picks the same plan. Collective over `comm` when given.
+MachineModel calibrate(const CompileOptions& compile, Communicator* comm, bool measure_compute_side);
+
 }  // namespace lumen::dist

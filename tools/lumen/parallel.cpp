@@ -1,7 +1,5 @@
 #include "tools/lumen/parallel.h"
 
-#include <cstring>
-
 #include "lumen/core/error.h"
 #include "lumen/dist/calibration.h"
 
@@ -10,21 +8,7 @@ namespace lumen::tools {
 bool is_rank0() { return !dist::launched_with_ranks() || dist::world().rank() == 0; }
 
 dist::MachineModel calibrated_machine(const CompileOptions& compile, bool calibrate) {
-  dist::MachineModel m;
-  dist::Communicator* comm = dist::launched_with_ranks() ? &dist::world() : nullptr;
-  if (calibrate) {
-    dist::measure_compute(m, compile);
-    if (comm) {  // every rank ranks plans on rank 0's figures
-      for (double* v : {&m.flops, &m.bytes, &m.segment_overhead}) {
-        uint64_t bits = 0;
-        std::memcpy(&bits, v, sizeof bits);
-        bits = comm->all_gather_u64(bits, "sharing the compute timings")[0];
-        std::memcpy(v, &bits, sizeof bits);
-      }
-    }
-  }
-  if (comm && comm->size() > 1) dist::measure_communication(m, *comm);
-  return m;
+  return dist::calibrate(compile, dist::launched_with_ranks() ? &dist::world() : nullptr, calibrate);
 }
 
 std::unique_ptr<dist::DistLlamaRunner> open_parallel_decoder(const CommonOptions& o, const DecoderFiles& files,
