@@ -332,14 +332,22 @@ Communicator& mpi_world() {
 
 Communicator& world() { return mpi_world(); }
 
-double plain_mpi_allreduce_seconds(float* data, int64_t count, int repeats) {
+double plain_mpi_allreduce_seconds(float* data, int64_t count, int repeats, bool nonblocking) {
   int n = checked_count(count, "all-reduce");
   auto seconds = std::make_shared<double>(0);
   MpiRequest r(Engine::get().submit(
       [=](MPI_Request*) {
         int rc = MPI_Barrier(MPI_COMM_WORLD);
         double start = MPI_Wtime();
-        for (int i = 0; i < repeats && rc == MPI_SUCCESS; ++i) rc = MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        for (int i = 0; i < repeats && rc == MPI_SUCCESS; ++i) {
+          if (nonblocking) {
+            MPI_Request q;
+            rc = MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &q);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&q, MPI_STATUS_IGNORE);
+          } else {
+            rc = MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+          }
+        }
         *seconds = (MPI_Wtime() - start) / repeats;
         return rc;
       },

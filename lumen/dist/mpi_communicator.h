@@ -19,9 +19,10 @@ namespace lumen::dist {
 // The world communicator (every rank mpirun started; one rank without mpirun).
 Communicator& mpi_world();
 
-// The reference a benchmark compares lumen's all-reduce with: `repeats`
-// blocking MPI_Allreduce calls on the world in a plain loop (run on MPI's
-// thread), in seconds per call. Collective.
-double plain_mpi_allreduce_seconds(float* data, int64_t count, int repeats);
+// The references a benchmark compares lumen's all-reduce with: `repeats`
+// MPI_Allreduce calls on the world in a plain loop (run on MPI's thread), in
+// seconds per call; `nonblocking`: MPI_Iallreduce + MPI_Wait each (the MPI
+// operation lumen's all-reduce starts). Collective.
+double plain_mpi_allreduce_seconds(float* data, int64_t count, int repeats, bool nonblocking = false);
 
 }  // namespace lumen::dist

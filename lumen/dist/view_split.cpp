@@ -71,6 +71,36 @@ bool mask_full(const ViewLayer& layer, size_t j) {
   return prove(le(layer.mask[j].first, Expr(0))) && prove(ge(layer.mask[j].second, layer.shape[j]));
 }
 
+// Everything below the split dim d — the offset's remainder and the other
+// low dims — must stay in [0, T_d) for every valid index. A constant offset c
+// is k whole blocks of Q plus a remainder; padding makes it negative, so the
+// remainder is tried in [0, Q) and in [-Q, 0). On success `offset` holds the
+// chosen split and the conditions needed are appended.
+bool fit_below(Offset& offset, const Expr& q, const std::vector<std::pair<Expr, Expr>>& below, const Expr& step_d,
+               std::vector<Expr>& conditions) {
+  std::vector<int64_t> blocks{0};
+  if (q.is_const() && q.value() > 0) {
+    int64_t k = offset.constant >= 0 ? offset.constant / q.value() : -((-offset.constant + q.value() - 1) / q.value());
+    blocks = {k, k + 1};
+  }
+  for (int64_t k : blocks) {
+    Expr rest = simplify(offset.rest + Expr(offset.constant - k * (q.is_const() ? q.value() : 0)));
+    Expr lo = rest, hi = rest;
+    for (const auto& [low, high] : below) {
+      lo = lo + low;
+      hi = hi + high;
+    }
+    std::vector<Expr> trial;
+    if (add_condition(ge(lo, Expr(0)), trial) && add_condition(le(hi, step_d - 1), trial)) {
+      conditions.insert(conditions.end(), trial.begin(), trial.end());
+      offset.outer = simplify(offset.outer + Expr(k));
+      offset.rest = rest;
+      return true;
+    }
+  }
+  return false;
+}
+
 struct LayerSplit {
   int axis = -1;
   ViewLayer local;
@@ -106,44 +136,20 @@ std::optional<LayerSplit> split_layer(const Shape& in, int a, int64_t parts, con
   const Expr& size_d = layer.shape[static_cast<size_t>(d)];
   if (size_d.is_const() ? size_d.value() % parts != 0 : known_factor(size_d) % parts != 0) return std::nullopt;
   Offset offset = split_offset(layer.offset, q);
-  // A constant offset c is k whole blocks of Q plus a remainder; padding makes
-  // it negative, so try the remainder in [0, Q) and in [-Q, 0).
-  std::vector<int64_t> blocks{0};
-  if (q.is_const() && q.value() > 0) {
-    int64_t k = offset.constant >= 0 ? offset.constant / q.value() : -((-offset.constant + q.value() - 1) / q.value());
-    blocks = {k, k + 1};
-  }
-  const Expr& step_d = layer.strides[static_cast<size_t>(d)];
-  std::optional<int64_t> chosen;
-  for (int64_t k : blocks) {
-    Expr rest = simplify(offset.rest + Expr(offset.constant - k * (q.is_const() ? q.value() : 0)));
-    Expr lo = rest, hi = rest;  // everything below d: the offset's remainder and the other low dims stay in [0, T_d)
-    bool signed_ok = true;
-    for (size_t j = 0; j < rank && signed_ok; ++j) {
-      if (kind[j] != Kind::Low || static_cast<int>(j) == d) continue;
-      const Expr& t = layer.strides[j];
-      auto [first, last] = index_range(layer, j);
-      if (prove(ge(t, Expr(0)))) {
-        lo = lo + t * first;
-        hi = hi + t * last;
-      } else if (prove(le(t, Expr(0)))) {
-        lo = lo + t * last;
-        hi = hi + t * first;
-      } else {
-        signed_ok = false;
-      }
-    }
-    if (!signed_ok) return std::nullopt;
-    std::vector<Expr> trial;
-    if (add_condition(ge(lo, Expr(0)), trial) && add_condition(le(hi, step_d - 1), trial)) {
-      conditions.insert(conditions.end(), trial.begin(), trial.end());
-      chosen = k;
-      offset.outer = simplify(offset.outer + Expr(k));
-      offset.rest = rest;
-      break;
+  std::vector<std::pair<Expr, Expr>> below;  // the lowest and highest offsets of the low dims other than d
+  for (size_t j = 0; j < rank; ++j) {
+    if (kind[j] != Kind::Low || static_cast<int>(j) == d) continue;
+    const Expr& t = layer.strides[j];
+    auto [first, last] = index_range(layer, j);
+    if (prove(ge(t, Expr(0)))) {
+      below.emplace_back(t * first, t * last);
+    } else if (prove(le(t, Expr(0)))) {
+      below.emplace_back(t * last, t * first);  // a reversed dim reaches its low end at the last index
+    } else {
+      return std::nullopt;
     }
   }
-  if (!chosen) return std::nullopt;
+  if (!fit_below(offset, q, below, layer.strides[static_cast<size_t>(d)], conditions)) return std::nullopt;
   LayerSplit out;
   out.axis = d;
   out.local = layer;

@@ -45,6 +45,11 @@ def barrier() -> None:
     _require().barrier()
 
 
+def broadcast(text: str, root: int = 0) -> str:
+    """Every rank gets rank `root`'s text (collective)."""
+    return _require().broadcast(text, root)
+
+
 def abort(code: int = 1) -> None:
     """End every rank of the job (after an error on this one)."""
     _require().abort(code)

@@ -130,6 +130,19 @@ void bind_dist(nb::module_& m) {
     nb::gil_scoped_release release;
     dist::world().barrier("a barrier");
   });
+  d.def(
+      "broadcast",
+      [](const std::string& text, int root) {
+        nb::gil_scoped_release release;
+        dist::Communicator& w = dist::world();
+        int64_t size = static_cast<int64_t>(text.size());
+        w.wait(*w.broadcast(&size, sizeof size, root), "a broadcast's size");
+        std::string out = text;
+        out.resize(static_cast<size_t>(size));
+        w.wait(*w.broadcast(out.data(), size, root), "a broadcast");
+        return out;
+      },
+      nb::arg("text"), nb::arg("root") = 0, "Every rank gets rank `root`'s text (collective).");
   d.def("abort", &dist::abort_job, nb::arg("code") = 1, "Ends every rank of the job (after a fatal error).");
   d.def(
       "plan",
