@@ -67,14 +67,15 @@ StageTime stage_time(const LlamaWorkload& w, int tp, int64_t layers, bool last, 
   bool kv_split = c.kv_heads % tp == 0;
   Layer l = layer_cost(w, seq, past);
   StageTime t;
-  double per_layer = roofline(l.flops / tp, l.weight_bytes / tp + l.kv_bytes / (kv_split ? tp : 1), m);
+  double scale = seq > 1 ? m.prefill_compute_scale : m.decode_compute_scale;
+  double per_layer = scale * roofline(l.flops / tp, l.weight_bytes / tp + l.kv_bytes / (kv_split ? tp : 1), m);
   t.compute = per_layer * static_cast<double>(layers);
   t.comm = 2.0 * static_cast<double>(layers) * allreduce(seq * static_cast<double>(c.dim) * kActivationBytes, tp, m);
   t.overhead = (tp > 1 ? 2.0 * static_cast<double>(layers) + 1 : 1) * m.segment_overhead;
   if (last) {  // the LM head over the last position
     double head = static_cast<double>(c.vocab * c.dim);
     bool split = !c.tie_embeddings && c.vocab % tp == 0;
-    t.compute += roofline(2.0 * head / (split ? tp : 1), head * w.weight_bytes_per_element / (split ? tp : 1), m);
+    t.compute += scale * roofline(2.0 * head / (split ? tp : 1), head * w.weight_bytes_per_element / (split ? tp : 1), m);
     if (split && tp > 1) t.comm += m.allreduce_latency + static_cast<double>(c.vocab) * kActivationBytes / m.allreduce_busbw;
   }
   return t;

@@ -22,6 +22,10 @@ struct MachineModel {
   double p2p_bandwidth = 4e9;          // bytes per second
   double segment_overhead = 2e-5;      // seconds per segment program run
   double memory_bytes = 0;             // per rank; 0: not checked
+  // The model's own single-rank run against the roofline (measured time /
+  // predicted compute): kernels reach a fraction of the matmul's rate, and
+  // attention, norms and launches add to it. 1 until measured.
+  double decode_compute_scale = 1, prefill_compute_scale = 1;
   std::string compute_source = "modeled", comm_source = "modeled";  // or "measured: ..."
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "lumen/core/error.h"
 #include "lumen/core/stopwatch.h"
@@ -28,6 +29,45 @@ std::vector<int32_t> tokens(int64_t n, int64_t vocab) {
   std::vector<int32_t> t;
   for (int64_t i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 7919 + 1) % vocab));
   return t;
+}
+
+// The model on one rank (every rank runs its own copy): measured prefill and
+// decode against the cost model's single-rank prediction scale its compute.
+void calibrate_with_model(dist::MachineModel& m, const dist::LlamaWorkload& w, const Args& a, const DecoderFiles& files) {
+  models::LlamaRunnerOptions o;
+  o.capacity = std::max(a.common.capacity, std::max(a.prompt, a.position + a.steps) + 1);
+  o.compile = a.common.compile();
+  o.refuse_unused_weights = files.refuse_unused_weights;
+  models::LlamaRunner r(files.config, files.weights, o);
+  std::vector<double> prefill;
+  for (int i = 0; i < 3; ++i) {
+    r.reset();
+    auto start = std::chrono::steady_clock::now();
+    r.forward(tokens(a.prompt, files.config.vocab));
+    prefill.push_back(seconds_since(start));
+  }
+  std::sort(prefill.begin(), prefill.end());
+  r.reset();
+  r.forward(tokens(a.position, files.config.vocab));
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < a.steps; ++i) r.forward({static_cast<int32_t>((i * 13 + 5) % files.config.vocab)});
+  double decode = seconds_since(start) / static_cast<double>(a.steps);
+  dist::PlanShape single;
+  double d = dist::estimate_decode(w, single, m).compute_seconds, p = dist::estimate_prefill(w, single, m).compute_seconds;
+  double scales[2] = {decode / d, prefill[1] / p};
+  if (dist::launched_with_ranks()) {  // rank 0's, so every rank ranks alike
+    for (double& v : scales) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &v, sizeof bits);
+      bits = dist::world().all_gather_u64(bits, "sharing the model's single-rank timing")[0];
+      std::memcpy(&v, &bits, sizeof bits);
+    }
+  }
+  m.decode_compute_scale = scales[0];
+  m.prefill_compute_scale = scales[1];
+  char note[160];
+  std::snprintf(note, sizeof note, "; scaled by the model's own single-rank run: decode x%.2f, prefill x%.2f", scales[0], scales[1]);
+  m.compute_source += note;
 }
 
 // Runs one plan: median prefill of the prompt, then decode steps from `position` (seconds per step).
@@ -79,6 +119,8 @@ void plan(Args& a) {
   if (a.run) {
     if (files.weights == nullptr) fail("plan: --run needs a model (-m), not a preset");
     if (ranks != world) fail("plan: --run needs as many ranks as planned: mpirun -np ", ranks, " (", world, " running)");
+    calibrate_with_model(m, w, a, files);
+    ranked = dist::search_llama_plans(w, ranks, m);
     for (dist::PlanCandidate& c : ranked) {
       if (c.shape.runnable() && ranks > 1) measure(c, a, files);
     }
