@@ -8,7 +8,8 @@
 //
 // Waits are bounded: a peer that died or hangs turns into a lumen::Error
 // after timeout_s (LUMEN_DIST_TIMEOUT, seconds; default 120) naming the
-// operation, instead of a process that waits forever.
+// operation, instead of a process that waits forever. (While ranks build and
+// compile a DistProgram the limit is LUMEN_DIST_STARTUP_TIMEOUT, default 1800.)
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -15,6 +16,16 @@ namespace lumen::dist {
 namespace {
 
 std::atomic<int> programs_made{0};
+
+// LUMEN_DIST_STARTUP_TIMEOUT, else 1800 s: how long ranks wait for each other while building.
+double startup_timeout_s() {
+  const char* env = std::getenv("LUMEN_DIST_STARTUP_TIMEOUT");
+  if (!env || !*env) return 1800.0;
+  char* end = nullptr;
+  double v = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !(v > 0)) fail("LUMEN_DIST_STARTUP_TIMEOUT='", env, "' must be a positive number of seconds");
+  return v;
+}
 
 std::vector<NamedOutput> named_outputs(const Graph& graph, const std::vector<Tensor>& outputs) {
   if (outputs.empty()) {
@@ -56,6 +67,15 @@ DistProgram::DistProgram(const Graph& graph, const std::vector<Tensor>& outputs,
   }
   rank_ = world_->rank();
   tag_base_ = (programs_made++ % 1000) * 100000;
+  // Ranks reach this point and finish compiling at different times (caches,
+  // load): the start-up exchanges wait longer than the run's communication.
+  struct Restore {  // the run's limit again, also when building fails
+    Communicator& comm;
+    double seconds;
+    ~Restore() { comm.timeout_s = seconds; }
+  } restore{*world_, world_->timeout_s};
+  double run_timeout = world_->timeout_s;
+  world_->timeout_s = std::max(run_timeout, startup_timeout_s());
   std::vector<NamedOutput> outs = named_outputs(graph_, outputs);
   sharded_ = propagate(graph_, spec_, outs);
   hash_ = plan_fingerprint(graph_, outs, spec_);
@@ -70,11 +90,8 @@ DistProgram::DistProgram(const Graph& graph, const std::vector<Tensor>& outputs,
   for (size_t g = 0; g < plan_.groups.size(); ++g) {
     for (int c : plan_.groups[g].comms) flights_[static_cast<size_t>(c)]->group = static_cast<int>(g);
   }
-  // Ranks compile at different speeds: wait for all before the first run's timed waits.
-  double t = world_->timeout_s;
-  world_->timeout_s = std::max(t, 1800.0);
   world_->barrier("the other ranks to finish compiling");
-  world_->timeout_s = t;
+  if (group_) group_->timeout_s = run_timeout;
 }
 
 DistProgram::~DistProgram() {
@@ -214,7 +231,7 @@ void DistProgram::feed(size_t segment, const Bindings& b) {
         settle(static_cast<int>(c));
         p.set(n.name, flights_[c]->result);
       }
-    } else if (n.name[0] == 'v' && values_.count(n.name)) {
+    } else if (n.name.rfind("dist.v", 0) == 0) {
       p.set(n.name, values_.at(n.name));
     } else {
       auto it = inputs_.find(n.name);

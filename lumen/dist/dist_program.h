@@ -117,7 +117,7 @@ class DistProgram {
   std::vector<std::map<std::string, uint64_t>> fed_version_;  // per segment
   std::map<std::string, int64_t> explicit_dims_;
   std::map<std::string, size_t> state_owner_;       // state name -> segment owning its buffer
-  std::map<std::string, Array> values_;             // "v<id>" of this run
+  std::map<std::string, Array> values_;             // "dist.v<id>" of this run
   std::map<std::string, Array> outputs_;            // this run's outputs held here
   std::map<std::string, Array> whole_outputs_;      // after a pipeline broadcast
   std::vector<std::unique_ptr<Flight>> flights_;    // per local comm

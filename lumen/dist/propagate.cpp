@@ -86,6 +86,11 @@ class Propagator {
       fail("dist: pipeline stages combined with sharding (", s.stages, " stages x ", s.shards,
            " shards) is not supported; use one or the other");
     }
+    for (NodeId id : g_.input_ids()) {
+      if (g_.node(id).name.rfind("dist.", 0) == 0) {
+        fail("dist: input '", g_.node(id).name, "': names starting with 'dist.' are reserved for communication");
+      }
+    }
     for (const auto& [name, sharding] : s.shardings) {
       NodeId id = g_.find_input(name);
       if (id < 0) fail("dist: the plan shards '", name, "', which is no input of the graph");

@@ -9,8 +9,8 @@
 
 namespace lumen::dist {
 
-std::string value_name(NodeId local) { return "v" + std::to_string(local); }
-std::string output_name(const std::string& name) { return "out:" + name; }
+std::string value_name(NodeId local) { return "dist.v" + std::to_string(local); }
+std::string output_name(const std::string& name) { return "dist.out:" + name; }
 
 namespace {
 

@@ -9,7 +9,7 @@
 // layers'. Gradient-sized all-reduces of one level are bucketed into groups
 // of about `bucket_bytes`.
 //
-// Values crossing segments are segment outputs named "v<local id>" and
+// Values crossing segments are segment outputs named "dist.v<local id>" and
 // inputs of the same name; inputs, states and constants are declared in every
 // segment that reads them (states share one buffer at run time).
 #pragma once
@@ -27,9 +27,9 @@ using SegmentKey = std::pair<int, int>;  // (level, part)
 struct Segment {
   SegmentKey key;
   Graph graph;                             // outputs marked, named as below
-  std::vector<std::string> values_out;     // "v<id>": read by later segments or communicated
+  std::vector<std::string> values_out;     // "dist.v<id>": read by later segments or communicated
   std::vector<std::string> outputs;        // program outputs computed here (global names)
-  std::vector<std::string> values_in;      // "v<id>" inputs set from earlier segments
+  std::vector<std::string> values_in;      // "dist.v<id>" inputs set from earlier segments
   std::vector<int> comms_in;               // positions in LocalGraph::comms whose results it reads
   std::vector<std::string> states;         // state inputs it declares
 };
@@ -47,7 +47,7 @@ struct SegmentPlan {
 
 SegmentPlan cut_segments(const LocalGraph& local, int64_t bucket_bytes);
 
-// "v<id>" / the name of program output `name` inside a segment.
+// "dist.v<id>" / the name of program output `name` inside a segment (names starting "dist." are reserved).
 std::string value_name(NodeId local);
 std::string output_name(const std::string& name);
 
