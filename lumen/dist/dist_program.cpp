@@ -199,7 +199,7 @@ void DistProgram::run() {
   size_t next_group = 0;
   for (size_t i = 0; i < segments_.size(); ++i) {
     const SegmentKey& key = plan_.segments[i].key;
-    while (next_group < plan_.groups.size() && plan_.groups[next_group].after < key) launch(next_group++, run_bindings_);
+    while (next_group < plan_.groups.size() && plan_.groups[next_group].after < key) launch(next_group++);
     feed(i, run_bindings_);
     auto start = std::chrono::steady_clock::now();
     segments_[i]->run();
@@ -207,9 +207,9 @@ void DistProgram::run() {
     Program& p = *segments_[i];
     for (const std::string& v : plan_.segments[i].values_out) values_[v] = p.get(v);
     for (const std::string& o : plan_.segments[i].outputs) outputs_[o] = p.get(output_name(o));
-    while (next_group < plan_.groups.size() && !(key < plan_.groups[next_group].after)) launch(next_group++, run_bindings_);
+    while (next_group < plan_.groups.size() && !(key < plan_.groups[next_group].after)) launch(next_group++);
   }
-  while (next_group < plan_.groups.size()) launch(next_group++, run_bindings_);
+  while (next_group < plan_.groups.size()) launch(next_group++);
   // Results nobody here reads (collectives other ranks need) still complete before the next run.
   for (size_t c = 0; c < flights_.size(); ++c) {
     if (local_.comms[c].result >= 0) settle(static_cast<int>(c));

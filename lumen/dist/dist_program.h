@@ -92,7 +92,7 @@ class DistProgram {
   void share_states_between_segments();
   Bindings bindings_for_run() const;
   void post_receives(const Bindings& b);
-  void launch(size_t group, const Bindings& b);
+  void launch(size_t group);
   void settle(int comm);  // waits for a comm's result and makes it readable
   void complete_group(size_t group);
   void feed(size_t segment, const Bindings& b);

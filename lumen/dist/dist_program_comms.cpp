@@ -44,14 +44,13 @@ void DistProgram::post_receives(const Bindings& b) {
   }
 }
 
-void DistProgram::launch(size_t group, const Bindings& b) {
+void DistProgram::launch(size_t group) {
   const CommGroup& g = plan_.groups[group];
   const LocalComm& head = local_.comms[static_cast<size_t>(g.comms[0])];
   Communicator& comm = group_ ? *group_ : *world_;
   auto piece = std::make_unique<Piece>();
   piece->what = comm_kind_name(head.point.kind) + std::string(" of ") + head.name +
                 (g.comms.size() > 1 ? " and " + std::to_string(g.comms.size() - 1) + " more" : "");
-  (void)b;
   switch (head.point.kind) {
     case CommKind::AllReduce: {
       int64_t total = 0;
