@@ -25,7 +25,9 @@ import traceback
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("LUMEN_BUILD", os.path.join(ROOT, "build"))
 IMPLS = ["lumen", "lumen_nosearch", "numpy", "torch", "torch_compile", "onnxruntime", "jax", "tinygrad", "onednn",
-         "openblas", "llamacpp"]
+         "openblas", "llamacpp", "lumen_tp2", "lumen_pp2"]
+DIST_IMPLS = ("lumen_tp2", "lumen_pp2")  # 2-rank rows (bench/dist_workloads.py): their own section
+ALLREDUCE = "allreduce"  # the all-reduce bus bandwidth section (bench/dist_workloads.py)
 
 
 # ---------------------------------------------------------------- worker side
@@ -390,7 +392,7 @@ def render(data):
                   f"Limits measured in this run: FMA peak {lim['fma_gflops']:.0f} GFLOP/s, STREAM triad "
                   f"{lim['stream_triad_gbs']:.1f} GB/s ({lim['stream_triad_nt_gbs']:.1f} with non-temporal stores), "
                   f"read {lim['read_gbs']:.1f} GB/s.", ""]
-        impls = list(IMPLS)
+        impls = [i for i in IMPLS if i not in DIST_IMPLS]
         lines.append("| workload | lumen ms | % of limit | program kept | " + " | ".join(i for i in impls if i != "lumen") + " |")
         lines.append("|" + " --- |" * (len(impls) + 3))
         for w in data["workloads"]:
@@ -421,7 +423,7 @@ def render(data):
         lines.append("")
     from tc_workloads import render_tc_pairs
     lines += render_tc_pairs(data)
-    model_rows = [r for r in data["results"] if "tokens_per_s" in r]
+    model_rows = [r for r in data["results"] if "tokens_per_s" in r and not r["workload"].endswith("_2ranks")]
     if model_rows:
         lines += ["## Models: tokens per second", "",
                   f"Prefill: {__import__('models').PROMPT} prompt tokens (1024 in the rows named prefill1024); decode: "
@@ -449,6 +451,8 @@ def render(data):
                   f"{r['max_abs_error_vs_torch']:.3g}" for r in wrong]
         lines.append("")
     lines += render_parity(data.get("parity"))
+    from dist_workloads import render_dist
+    lines += render_dist(data)
     missing = sorted({(r["impl"], r["missing"]) for r in data["results"] if "missing" in r and
                       not r["missing"].startswith("not expressed") and not r["missing"].startswith("not a BLAS")})
     if missing:
@@ -546,9 +550,10 @@ def main():
     import workloads
     known = workloads.all_workloads()
     want_parity = not only or PARITY in only
-    only = [n for n in only if n != PARITY]
-    if want_parity and not only and PARITY in args.only.split(","):
-        only = None  # only the parity check
+    want_allreduce = not only or ALLREDUCE in only
+    only = [n for n in only if n not in (PARITY, ALLREDUCE)]
+    if (want_parity or want_allreduce) and not only and set(args.only.split(",")) & {PARITY, ALLREDUCE}:
+        only = None  # only the parity check and/or the all-reduce table
     for name in only or []:
         if name not in known:
             sys.exit(f"bench: unknown workload {name!r}; known: {', '.join(known)}")
@@ -571,6 +576,8 @@ def main():
             sys.exit(f"bench: worker with {t} thread(s) failed")
         results += json.loads(out.stdout.strip().splitlines()[-1])
     parity = run_parity(max(threads)) if want_parity else None
+    from dist_workloads import run_allreduce
+    allreduce = run_allreduce() if want_allreduce else None
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import lumen
     info = lumen.cpu_info()
@@ -582,6 +589,7 @@ def main():
                       for n in (known if only == [] else only or [])],
         "results": results,
         "parity": parity,
+        "allreduce": allreduce,
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:

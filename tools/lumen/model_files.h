@@ -36,6 +36,16 @@ void add_sampling_options(CLI::App* cmd, models::SamplingOptions& sampling);
 
 ModelKind model_kind(const std::string& path);
 
+// A decoder's files, before compiling anything.
+struct DecoderFiles {
+  models::LlamaConfig config;
+  std::shared_ptr<io::WeightStore> weights;
+  std::unique_ptr<io::Tokenizer> tokenizer;  // may be null (a GGUF file without a vocabulary)
+  models::ChatFormat chat;
+  bool refuse_unused_weights = true;         // false when layers were cut on purpose
+};
+DecoderFiles load_decoder_files(const std::string& model, int64_t layers_override = 0);
+
 struct Decoder {
   std::unique_ptr<models::LlamaRunner> runner;
   std::unique_ptr<io::Tokenizer> tokenizer;  // may be null (a GGUF file without a vocabulary)
