@@ -70,6 +70,14 @@ std::string metrics_text(ServerContext& ctx) {
   metric("lumen_requests_running", "gauge", "Requests the engine is running.", static_cast<double>(m.running));
   metric("lumen_kv_positions_in_use", "gauge", "KV-cache positions holding a sequence.", static_cast<double>(m.kv_positions_in_use));
   metric("lumen_kv_positions_total", "gauge", "KV-cache positions.", static_cast<double>(m.kv_positions_total));
+  metric("lumen_kv_blocks_in_use", "gauge", "Paged KV-cache blocks held by sequences (0 without a paged cache).",
+         static_cast<double>(m.kv_blocks_in_use));
+  metric("lumen_kv_blocks_free", "gauge", "Paged KV-cache blocks free.", static_cast<double>(m.kv_blocks_total - m.kv_blocks_in_use));
+  metric("lumen_preemptions_total", "counter", "Sequences preempted for KV blocks (prefilled again later).",
+         static_cast<double>(m.preemptions));
+  metric("lumen_decode_steps_total", "counter", "Batched decode steps run.", static_cast<double>(m.decode_steps));
+  metric("lumen_decode_rows_total", "counter", "Sequences advanced by decode steps (rows / steps: the mean batch).",
+         static_cast<double>(m.decode_rows));
   return out.str();
 }
 

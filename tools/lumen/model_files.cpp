@@ -66,7 +66,7 @@ ModelKind model_kind(const std::string& path) {
   fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, bert)");
 }
 
-Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
+Decoder open_decoder(const CommonOptions& o, int64_t layers_override, bool compile_runner) {
   if (model_kind(o.model) != ModelKind::Decoder) fail("'", o.model, "' is an encoder, not a decoder (use `lumen embed`)");
   models::LlamaRunnerOptions ro;
   ro.capacity = o.capacity;
@@ -95,7 +95,10 @@ Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
     ro.refuse_unused_weights = false;  // the later layers' weights stay unread on purpose
     if (!config.window_layers.empty()) config.window_layers.resize(static_cast<size_t>(layers_override));
   }
-  d.runner = std::make_unique<models::LlamaRunner>(config, weights, ro);
+  d.config = config;
+  d.weights = weights;
+  d.refuse_unused_weights = ro.refuse_unused_weights;
+  if (compile_runner) d.runner = std::make_unique<models::LlamaRunner>(config, weights, ro);
   return d;
 }
 
