@@ -44,10 +44,16 @@ json model_json(const std::string& name) {
   return {{"id", name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "lumen"}};
 }
 
+// One Prometheus metric. (A plain function: GCC 12's IPA-SRA miscompiled the
+// capturing lambda this was, passing it a bad stream pointer at -O3.)
+void write_metric(std::ostream& out, const char* name, const char* type, const char* help, double value) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
+}
+
 std::string metrics_text(ServerContext& ctx) {
   std::ostringstream out;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
+  auto metric = [&out](const char* name, const char* type, const char* help, double value) {
+    write_metric(out, name, type, help, value);
   };
   out << "# HELP lumen_http_requests_total HTTP requests answered, by route and status.\n# TYPE lumen_http_requests_total counter\n";
   {
