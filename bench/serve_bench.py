@@ -74,6 +74,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def serving_gguf():
+    """The 110M Llama's weights as an f32 GGUF with a character vocabulary (the bench's own GGUF has placeholder
+    tokens, which no text encodes to): both servers tokenize the same text prompts to the same tokens."""
+    import models
+    files = models.llama_files()
+    out = os.path.join(models.MODELS, "llama110m_ctx2048_serve_f32.gguf")
+    if not os.path.exists(out):
+        from lumen.gguf_export import export_llama
+        chars = [chr(c) for c in range(33, 127)] + ["▁", "\n"]
+        vocab = ["<unk>", "<s>", "</s>"] + chars
+        vocab += [f"<t{i}>" for i in range(VOCAB - len(vocab))]
+        types = [2, 3, 3] + [1] * (len(vocab) - 3)
+        export_llama(files["dir"], out + ".tmp", "f32", vocab=vocab, token_types=types)
+        os.replace(out + ".tmp", out)
+    return out
+
+
 def measure(url, requests, max_tokens):
     single = serve_load.run_load(url, 1, requests, max_tokens)
     load = serve_load.run_load(url, 16, requests, max_tokens)
@@ -112,8 +129,7 @@ def main():
     ap.add_argument("--soak", type=int, default=0)
     ap.add_argument("--no-llamacpp", action="store_true")
     a = ap.parse_args()
-    import models
-    gguf = models.llama_files()["f32"]
+    gguf = serving_gguf()
     out = {"threads": a.threads, "max_tokens": a.max_tokens, "requests_per_client": a.requests}
     server = lumen_server(gguf, a.threads)
     url = f"http://127.0.0.1:{server.port}"

@@ -5,7 +5,9 @@ generated tokens/s, the single-stream rate (one client alone, measured first),
 and p50/p99 time to first token and inter-token latency.
 
 Tokens are counted from each stream's usage chunk (stream_options.include_usage),
-so a server that sends several tokens in one chunk is counted correctly;
+so a server that sends several tokens in one chunk is counted correctly (a
+server that sends no usage chunk, as llama-cpp-python's, is counted one token
+per content chunk);
 inter-token latency is the time between content chunks divided by the tokens
 they carried (a chunk's token count taken as 1 when the usage is not known per chunk).
 
@@ -43,7 +45,7 @@ def stream_completion(url, prompt, max_tokens, model=None):
     req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     start = time.perf_counter()
-    first, last, gaps, tokens, text = None, None, [], 0, []
+    first, last, gaps, tokens, chunks, text = None, None, [], None, 0, []
     with urllib.request.urlopen(req, timeout=600) as r:
         for raw in r:
             line = raw.decode().strip()
@@ -54,6 +56,7 @@ def stream_completion(url, prompt, max_tokens, model=None):
                 tokens = chunk["usage"]["completion_tokens"]
             for c in chunk.get("choices", []):
                 if c.get("text"):
+                    chunks += 1
                     now = time.perf_counter()
                     if first is None:
                         first = now - start
@@ -61,6 +64,8 @@ def stream_completion(url, prompt, max_tokens, model=None):
                         gaps.append(now - last)
                     last = now
                     text.append(c["text"])
+    if tokens is None:  # no usage chunk (llama-cpp-python's server sends none): one token per content chunk
+        tokens = chunks
     return first if first is not None else time.perf_counter() - start, gaps, tokens, "".join(text)
 
 

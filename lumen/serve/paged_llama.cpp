@@ -51,19 +51,31 @@ std::unique_ptr<Program> PagedLlama::build(bool decode, double budget_s) {
     Tensor table = g.input("block_table", {batch, g.dim("blocks")}, DType::I32);
     Shape step{batch, seq};
     Tensor positions = lengths.reshape({batch, Expr(1)}) + g.iota(loop_index(step, 1), step, DType::I32);
+    // Decode runs the model on one sequence of `batch` tokens ([1, batch]):
+    // every projection is then one matmul with batch rows, reading each weight
+    // once for all of them (as [batch, 1] it would be batch matmuls of one
+    // row). Attention takes the rows back apart: [1, heads, batch, head_dim]
+    // <-> [batch, heads, 1, head_dim].
+    auto rows = [&](const Tensor& t) { return decode ? t.permute({2, 1, 0, 3}) : t; };
     const PagedKvCache& c = *cache_;
     Shape pool{Expr(c.blocks_total()), Expr(c.block_size()), Expr(config_.kv_heads), Expr(config_.head_dim)};
     std::vector<Tensor> keys, values;
     models::Llama::Attend attend = [&](int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v) {
-      keys.push_back(k.permute({0, 2, 1, 3}));  // [batch, seq, kv_heads, head_dim]: one row per token, as the pool stores it
-      values.push_back(v.permute({0, 2, 1, 3}));
+      Tensor kr = rows(k), vr = rows(v);
+      keys.push_back(kr.permute({0, 2, 1, 3}));  // [batch, seq, kv_heads, head_dim]: one row per token, as the pool stores it
+      values.push_back(vr.permute({0, 2, 1, 3}));
       int64_t window = config_.windowed(layer) ? config_.sliding_window : 0;
-      return paged_attention(q, k, v, g.input(pool_name(layer, true), pool), g.input(pool_name(layer, false), pool), table,
-                             lengths, window);
+      return rows(paged_attention(rows(q), kr, vr, g.input(pool_name(layer, true), pool), g.input(pool_name(layer, false), pool),
+                                  table, lengths, window));
     };
+    if (decode) {
+      tokens = tokens.reshape({Expr(1), batch});
+      positions = positions.reshape({Expr(1), batch});
+    }
     std::optional<Expr> at;
     if (!decode) at = simplify(g.dim("real") - 1);
-    outputs.push_back(model.forward(tokens, model.rope(positions), attend, at));
+    Tensor logits = model.forward(tokens, model.rope(positions), attend, at);
+    outputs.push_back(decode ? logits.reshape({batch, Expr(1), Expr(config_.vocab)}) : logits);
     outputs.insert(outputs.end(), keys.begin(), keys.end());
     outputs.insert(outputs.end(), values.begin(), values.end());
   }

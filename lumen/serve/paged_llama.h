@@ -3,8 +3,9 @@
 //
 // Two programs, each compiled once with dynamic dims:
 //  - decode: one new token for each of `batch` sequences (batch a dynamic
-//    dim) at per-row positions; every weight matrix is read once per step
-//    for all rows, which is where batching pays on a CPU.
+//    dim) at per-row positions. The projections see the rows as one
+//    sequence of `batch` tokens, so every weight matrix is read once per
+//    step for all of them, which is where batching pays on a CPU.
 //  - prefill: a chunk of one sequence's prompt (a padded multiple of 16
 //    tokens, a dynamic count) after the rows it already caches.
 // Both read cached keys and values through block tables (`blocks`, a
