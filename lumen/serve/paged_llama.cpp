@@ -30,7 +30,7 @@ PagedLlama::PagedLlama(const models::LlamaConfig& config, std::shared_ptr<io::We
   int64_t block = options.block_size;
   if (block < 1 || block > 1024) fail("paged llama: the KV block size is ", block, "; it must be 1..1024");
   int64_t per_sequence = (context_ + block - 1) / block;
-  int64_t blocks = options.blocks > 0 ? options.blocks : std::max(per_sequence + 1, 16 * ((std::min<int64_t>(context_, 1024) + block - 1) / block));
+  int64_t blocks = options.blocks > 0 ? options.blocks : std::max(per_sequence + 1, (8192 + block - 1) / block);
   cache_ = std::make_unique<PagedKvCache>(config_.layers, config_.kv_heads, config_.head_dim, block, blocks);
   double budget = options.compile.search_budget_s;
   decode_ = build(true, budget * 0.6);  // decode runs once per generated token: most of the search time

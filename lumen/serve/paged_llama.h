@@ -25,7 +25,7 @@ namespace lumen::serve {
 
 struct PagedLlamaOptions {
   int64_t block_size = 16;      // positions per KV block
-  int64_t blocks = 0;           // blocks in the pool; 0: enough for 16 sequences of min(context, 1024) positions
+  int64_t blocks = 0;           // blocks in the pool; 0: 8192 positions (16 sequences of 512), at least one whole context
   int64_t context = 0;          // positions one sequence may use; 0: min(max_position_embeddings, 2048)
   CompileOptions compile;       // backend, search budget (shared by the two programs), tuning cache
   bool refuse_unused_weights = true;  // as LlamaRunnerOptions

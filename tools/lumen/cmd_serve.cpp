@@ -108,7 +108,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--engine", a.engine.kind, "batched: continuous batching over a paged KV cache; sequential: one request at a time")
       ->check(CLI::IsMember({"batched", "sequential"}));
   cmd->add_option("--max-batch", a.engine.max_batch, "Batched engine: sequences decoded together at most")->check(CLI::Range(1, 4096));
-  cmd->add_option("--kv-blocks", a.engine.kv_blocks, "Batched engine: KV-cache blocks (0: room for 16 sequences of min(context, 1024))")
+  cmd->add_option("--kv-blocks", a.engine.kv_blocks, "Batched engine: KV-cache blocks (0: 8192 positions, at least one whole context)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kv-block-size", a.engine.block_size, "Batched engine: positions per KV-cache block")->check(CLI::Range(1, 1024));
   cmd->add_option("--prefill-chunk", a.engine.prefill_chunk, "Batched engine: prompt tokens prefilled per step at most")
