@@ -91,11 +91,17 @@ def serving_gguf():
     return out
 
 
-def measure(url, requests, max_tokens):
+def measure(url, requests, max_tokens, lumen=False):
     single = serve_load.run_load(url, 1, requests, max_tokens)
+    before = serve_load.metrics(url) if lumen else {}
     load = serve_load.run_load(url, 16, requests, max_tokens)
-    return {"single": single, "load": load,
-            "speedup_vs_single": load["tokens_per_second"] / single["tokens_per_second"] if single["tokens_per_second"] else 0.0}
+    out = {"single": single, "load": load,
+           "speedup_vs_single": load["tokens_per_second"] / single["tokens_per_second"] if single["tokens_per_second"] else 0.0}
+    if lumen:  # the mean number of sequences a decode step advanced under the 16 clients
+        after = serve_load.metrics(url)
+        steps = after["lumen_decode_steps_total"] - before["lumen_decode_steps_total"]
+        out["mean_batch"] = (after["lumen_decode_rows_total"] - before["lumen_decode_rows_total"]) / steps if steps else 0.0
+    return out
 
 
 def lumen_server(model, threads):
@@ -135,8 +141,7 @@ def main():
     url = f"http://127.0.0.1:{server.port}"
     try:
         serve_load.stream_completion(url, "warm up", 4)
-        out["lumen"] = measure(url, a.requests, a.max_tokens)
-        out["lumen"]["mean_batch"] = _mean_batch(url)
+        out["lumen"] = measure(url, a.requests, a.max_tokens, lumen=True)
         if a.soak:
             soak = serve_load.run_soak(url, a.soak, 16, VOCAB, CONTEXT)
             soak["failures"] = soak["failures"][:20]
@@ -158,12 +163,6 @@ def main():
             finally:
                 peer.stop()
     print(json.dumps(out))
-
-
-def _mean_batch(url):
-    m = serve_load.metrics(url)
-    steps = m.get("lumen_decode_steps_total", 0)
-    return m.get("lumen_decode_rows_total", 0) / steps if steps else 0.0
 
 
 if __name__ == "__main__":
