@@ -62,8 +62,8 @@ ModelKind model_kind(const std::string& path) {
   }
   std::string type = j.value("model_type", std::string());
   if (type == "bert") return ModelKind::Encoder;
-  if (type == "llama" || type == "mistral" || type == "qwen2") return ModelKind::Decoder;
-  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, bert)");
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") return ModelKind::Decoder;
+  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, gemma, bert)");
 }
 
 DecoderFiles load_decoder_files(const std::string& model, int64_t layers_override) {
@@ -93,7 +93,7 @@ DecoderFiles load_decoder_files(const std::string& model, int64_t layers_overrid
   return d;
 }
 
-Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
+Decoder open_decoder(const CommonOptions& o, int64_t layers_override, bool compile_runner) {
   DecoderFiles f = load_decoder_files(o.model, layers_override);
   models::LlamaRunnerOptions ro;
   ro.capacity = o.capacity;
@@ -102,7 +102,10 @@ Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
   Decoder d;
   d.tokenizer = std::move(f.tokenizer);
   d.chat = std::move(f.chat);
-  d.runner = std::make_unique<models::LlamaRunner>(f.config, f.weights, ro);
+  d.config = f.config;
+  d.weights = f.weights;
+  d.refuse_unused_weights = f.refuse_unused_weights;
+  if (compile_runner) d.runner = std::make_unique<models::LlamaRunner>(f.config, f.weights, ro);
   return d;
 }
 
