@@ -316,10 +316,11 @@ std::vector<Value> center_crop_pad(NodeContext& n) {
   return {with_type(n, x)};
 }
 
-// Negative indices count from the end of `dim`.
+// Negative indices count from the end of `dim`. int64 indices stay I64 (a
+// value past 2^31 must not wrap into range); 8-bit ones compute in i32.
 Tensor wrap_indices(const Tensor& idx, const Expr& dim) {
-  if (!dim.is_const()) return idx;
-  Tensor i = idx.dtype() == DType::I32 ? idx : idx.cast(DType::I32);
+  Tensor i = idx.dtype() == DType::I32 || idx.dtype() == DType::I64 ? idx : idx.cast(DType::I32);
+  if (!dim.is_const()) return i;
   return ops::where(ops::lt(i, i.scalar(0)), ops::add(i, i.scalar(static_cast<double>(dim.value()))), i);
 }
 
@@ -394,7 +395,7 @@ std::vector<Value> scatter_elements(NodeContext& n) {
 // components, R the rest); each update row lands where its linear index
 // matches (a match over [N, P]); none / add / max / min.
 std::vector<Value> scatter_nd(NodeContext& n) {
-  Tensor data = n.in(0), indices = n.in(1).cast(DType::I32), updates = n.in(2);
+  Tensor data = n.in(0), indices = n.in(1), updates = n.in(2);
   std::string reduction = n.attr_string("reduction", "none");
   if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
     n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");

@@ -46,7 +46,7 @@ std::vector<Value> reduce(NodeContext& n) {
   std::optional<std::vector<int>> axes = reduce_axes(n, x);
   if (!axes) return {Value::of(x, n.onnx_type(0))};
   Tensor compute = x;
-  if (!is_float(x.dtype()) && x.dtype() != DType::I32) compute = x.cast(DType::I32);
+  if (is_storage_only(x.dtype()) || x.dtype() == DType::Bool) compute = x.cast(DType::I32);
   Tensor out = F(compute, *axes, keepdims);
   return {Value::of(out.dtype() == x.dtype() ? out : out.cast(x.dtype()), n.onnx_type(0))};
 }

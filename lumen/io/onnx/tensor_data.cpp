@@ -101,6 +101,10 @@ void from_fields(const ::onnx::TensorProto& t, HostTensor& out, int64_t n) {
       count(t.int64_data_size());
       out.int64s.assign(t.int64_data().begin(), t.int64_data().end());
       return;
+    case kDouble:
+      count(t.double_data_size());
+      for (int64_t k = 0; k < n; ++k) static_cast<double*>(out.array.data())[k] = t.double_data(static_cast<int>(k));
+      return;
     case kInt32: case kUint8: case kInt8: case kBool: case kFloat16: case kBfloat16:
       count(t.int32_data_size());
       for (int64_t k = 0; k < n; ++k) {
@@ -159,23 +163,14 @@ DType data_dtype(int onnx_type, const std::string& what) {
     case kFloat16: return DType::F16;
     case kBfloat16: return DType::BF16;
     case kInt32: return DType::I32;
-    case kInt64: return DType::I32;  // until lumen has I64: values range-checked by narrow_int64
+    case kInt64: return DType::I64;
+    case kDouble: return DType::F64;
     case kBool: return DType::Bool;
     case kInt8: return DType::I8;
     case kUint8: return DType::U8;
-    case kDouble:
-      fail("onnx: ", what, " is float64, which lumen does not support yet (export the model in float32)");
     default:
       fail("onnx: ", what, " has element type ", onnx_type_name(onnx_type), ", which lumen does not support");
   }
-}
-
-int32_t narrow_int64(int64_t value, const std::string& what) {
-  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
-    fail("onnx: ", what, ": int64 value ", value,
-         " does not fit in int32, which lumen uses for int64 data until it has a 64-bit integer dtype");
-  }
-  return static_cast<int32_t>(value);
 }
 
 int64_t HostTensor::numel() const { return onnx_type == kInt64 ? static_cast<int64_t>(int64s.size()) : array.numel(); }
@@ -190,10 +185,7 @@ int64_t HostTensor::integer(int64_t k) const {
 
 Array HostTensor::to_array() const {
   if (onnx_type != kInt64) return array;
-  Array out(DType::I32, dims);
-  auto* p = static_cast<int32_t*>(out.data());
-  for (size_t k = 0; k < int64s.size(); ++k) p[k] = narrow_int64(int64s[k], "tensor '" + escape_bytes(name) + "'");
-  return out;
+  return Array::from_int64s(int64s, dims);
 }
 
 HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder) {
@@ -205,8 +197,7 @@ HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder
   int64_t n = checked_numel(out.dims, t.name());
   if (t.has_segment()) fail("onnx: ", what, " is segmented, which lumen does not read");
   size_t element = onnx_type_size(out.onnx_type);
-  DType dtype = DType::I32;
-  if (out.onnx_type != kInt64) dtype = data_dtype(out.onnx_type, what);  // refuses types lumen cannot hold
+  DType dtype = data_dtype(out.onnx_type, what);  // refuses types lumen cannot hold
   bool external = t.data_location() == ::onnx::TensorProto::EXTERNAL;
   size_t want = static_cast<size_t>(n) * element;
   std::string external_bytes;
