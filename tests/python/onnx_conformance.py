@@ -88,7 +88,17 @@ def _as_array(x):
     if isinstance(x, (np.ndarray, np.generic)):
         x = np.asarray(x, order="C")
         # bfloat16 (ml_dtypes) goes in as float32: lumen rounds it to the input's bf16.
-        return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+        if x.dtype.name == "bfloat16":
+            return x.astype(np.float32)
+        # float8 / float4 are held by lumen as their bit codes (u8), 2- / 4-bit
+        # integers as their values (i8 / u8): see lumen/io/onnx/narrow_types.h.
+        if x.dtype.name.startswith(("float8", "float4")):
+            return x.view(np.uint8)
+        if x.dtype.name in ("int4", "int2"):
+            return x.astype(np.int8)
+        if x.dtype.name in ("uint4", "uint2"):
+            return x.astype(np.uint8)
+        return x
     return None
 
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "lumen/core/error.h"
+#include "lumen/io/onnx/narrow_types.h"
 #include "lumen/io/onnx/op_table.h"
 #include "onnx/onnx.pb.h"
 
@@ -136,6 +137,16 @@ void Importer::import_node(const ::onnx::NodeProto& node) {
   const OpTable& table = op_table();
   auto it = table.find(node.op_type());
   if (it == table.end()) n.unsupported("op type '" + escape_bytes(node.op_type()) + "' has no lumen mapping");
+  if (!narrow_type_op_allowed(node.op_type())) {
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      int type = lookup(node.input(i), n.where()).onnx_type;
+      if (is_narrow_type(type)) {
+        n.unsupported("input " + std::to_string(i) + " has element type " + onnx_type_name(type) +
+                      ", which lumen holds for storage only (casts and movement ops take it)");
+      }
+    }
+  }
   std::vector<Value> outputs;
   try {
     outputs = it->second(n);
