@@ -137,6 +137,7 @@ void Importer::import_node(const ::onnx::NodeProto& node) {
   const OpTable& table = op_table();
   auto it = table.find(node.op_type());
   if (it == table.end()) n.unsupported("op type '" + escape_bytes(node.op_type()) + "' has no lumen mapping");
+  check_opset_form(n);
   if (!narrow_type_op_allowed(node.op_type())) {
     for (int i = 0; i < node.input_size(); ++i) {
       if (node.input(i).empty()) continue;

@@ -12,7 +12,7 @@ namespace lumen::onnx {
 
 namespace {
 
-constexpr int kMinOpset = 13;
+constexpr int kMinOpset = 7;  // older forms of ops are refused per op (check_opset_form)
 constexpr int kMaxOpset = LUMEN_ONNX_MAX_OPSET;
 
 int default_opset(const ::onnx::ModelProto& m, const std::string& origin) {

@@ -99,21 +99,45 @@ std::vector<Value> cast_like(NodeContext& n) {
   return {cast_value(n, n.value(0), n.onnx_type(1))};
 }
 
-bool known_condition(NodeContext& n, Value& v, const char* what) {
-  if (!v.known || v.numel() != 1) {
-    n.unsupported(std::string(what) + " is computed at run time; lumen unrolls control flow only when it is known "
-                  "when the model is loaded");
-  }
+// A condition known at import: its value, or std::nullopt when it is not known.
+std::optional<bool> condition_value(NodeContext& n, Value& v, const char* what) {
+  if (!v.known) return std::nullopt;
+  if (v.numel() != 1) fail("onnx: ", n.where(), ": ", what, " must hold one element, has shape ", to_string(v.shape));
   const Expr& e = v.ints.empty() ? Expr(static_cast<int64_t>(!v.reals.empty() && v.reals[0] != 0)) : v.ints[0];
   if (!e.is_const()) n.unsupported(std::string(what) + " depends on a dynamic dim");
   return e.value() != 0;
 }
 
+// The condition of input `i`, which must be known (a graph input can be fixed at import).
+bool known_condition(NodeContext& n, size_t i, const char* what) {
+  std::optional<bool> c = condition_value(n, n.value(i), what);
+  if (!c) n.need_known(i, what);
+  return *c;
+}
+
+// If: a condition known at import takes its branch. A run-time condition
+// imports both branches and selects between their outputs elementwise
+// (branches have no side effects), when their shapes and types agree.
 std::vector<Value> if_op(NodeContext& n) {
-  bool taken = known_condition(n, n.value(0), "the If condition");
   const ::onnx::GraphProto& then_branch = n.attr_graph("then_branch");
   const ::onnx::GraphProto& else_branch = n.attr_graph("else_branch");
-  return n.importer().import_body(taken ? then_branch : else_branch, {}, n.where());
+  if (std::optional<bool> taken = condition_value(n, n.value(0), "the If condition")) {
+    return n.importer().import_body(*taken ? then_branch : else_branch, {}, n.where());
+  }
+  std::vector<Value> a = n.importer().import_body(then_branch, {}, n.where() + " then_branch");
+  std::vector<Value> b = n.importer().import_body(else_branch, {}, n.where() + " else_branch");
+  if (a.size() != b.size()) fail("onnx: ", n.where(), ": the branches have ", a.size(), " and ", b.size(), " outputs");
+  Tensor cond = n.in(0).reshape({});
+  std::vector<Value> out;
+  for (size_t k = 0; k < a.size(); ++k) {
+    Tensor x = n.importer().tensor(a[k], n.where() + " then output"), y = n.importer().tensor(b[k], n.where() + " else output");
+    if (a[k].onnx_type != b[k].onnx_type || !(x.shape() == y.shape())) {
+      n.unsupported("a run-time condition whose branches give different shapes or types (" + to_string(x.shape()) +
+                    " and " + to_string(y.shape()) + "); fix the condition at import (LoadOptions::fixed_inputs)");
+    }
+    out.push_back(Value::of(ops::where(cond.expand(x.shape()), x, y), a[k].onnx_type));
+  }
+  return out;
 }
 
 // Loop with a trip count and condition known at import: the body is imported
@@ -127,7 +151,7 @@ std::vector<Value> loop(NodeContext& n) {
     trips = m[0];
   }
   bool cond = true;
-  if (n.has(1)) cond = known_condition(n, n.value(1), "the Loop condition");
+  if (n.has(1)) cond = known_condition(n, 1, "the Loop condition");
   std::vector<Value> carried;
   for (size_t k = 2; k < n.num_inputs(); ++k) carried.push_back(n.value(k));
   if (static_cast<size_t>(body.output_size()) < 1 + carried.size()) {
@@ -145,7 +169,9 @@ std::vector<Value> loop(NodeContext& n) {
     std::vector<Value> inputs{Value::of_ints({Expr(it)}, {}), Value::of_ints({Expr(int64_t{1})}, {}, kBool)};
     inputs.insert(inputs.end(), carried.begin(), carried.end());
     std::vector<Value> out = n.importer().import_body(body, inputs, n.where());
-    cond = known_condition(n, out[0], "the Loop body's condition output");
+    std::optional<bool> next = condition_value(n, out[0], "the Loop body's condition output");
+    if (!next) n.unsupported("a Loop whose body computes its condition at run time (lumen unrolls loops at import)");
+    cond = *next;
     for (size_t k = 0; k < carried.size(); ++k) carried[k] = out[1 + k];
     for (size_t k = 0; k < num_scan; ++k) {
       scans[k].push_back(n.importer().tensor(out[1 + carried.size() + k], n.where() + " scan output"));
@@ -161,6 +187,7 @@ std::vector<Value> loop(NodeContext& n) {
 
 std::vector<Value> dropout(NodeContext& n) {
   n.attr_int("seed", 0);
+  n.attr_float("ratio", 0.5);  // before opset 12 an attribute; inference ignores it
   if (n.has(2) && (!n.known(2) || n.ints(2).at(0) != 0)) n.unsupported("Dropout in training mode");
   Value x = n.value(0);
   std::vector<Value> out{x};

@@ -174,6 +174,8 @@ std::vector<Value> split(NodeContext& n) {
   std::vector<int64_t> sizes;
   if (n.has(1)) {
     sizes = n.ints(1);
+  } else if (n.has_attr("split")) {  // before opset 13
+    sizes = n.attr_ints("split");
   } else {
     int64_t count = n.attr_int("num_outputs", outputs);
     const Expr& dim = x.shape()[static_cast<size_t>(axis)];

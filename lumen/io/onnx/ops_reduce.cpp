@@ -1,5 +1,6 @@
 // Reductions, arg-reductions, scans and the softmax family.
 #include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
 #include "lumen/io/onnx/op_table.h"
 #include "lumen/ops/ops.h"
 
@@ -67,20 +68,39 @@ std::vector<Value> arg_reduce(NodeContext& n) {
   return {Value::of(idx, kInt64)};
 }
 
+// Before opset 13 the softmax family coerces its input to 2-D at `axis`
+// (default 1) and normalises over the whole second part; x viewed so, with
+// the axis to normalise over. `restore` is the input's shape.
+std::pair<Tensor, int> softmax_view(NodeContext& n, const Tensor& x, Shape& restore) {
+  restore = x.shape();
+  if (n.opset() >= 13) return {x, onnx_axis(n, n.attr_int("axis", -1), x.rank())};
+  int axis = onnx_axis(n, n.attr_int("axis", 1), x.rank());
+  Expr rows(1), cols(1);
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (static_cast<int>(d) < axis) {
+      rows = rows * x.shape()[d];
+    } else {
+      cols = cols * x.shape()[d];
+    }
+  }
+  return {x.reshape({simplify(rows), simplify(cols)}), 1};
+}
+
 template <bool Log>
 std::vector<Value> softmax(NodeContext& n) {
-  Tensor x = n.in(0);
-  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
-  return {Value::of(Log ? ops::log_softmax(x, axis) : ops::softmax(x, axis), n.onnx_type(0))};
+  Shape restore;
+  auto [x, axis] = softmax_view(n, n.in(0), restore);
+  Tensor y = Log ? ops::log_softmax(x, axis) : ops::softmax(x, axis);
+  return {Value::of(y.reshape(restore), n.onnx_type(0))};
 }
 
 std::vector<Value> hardmax(NodeContext& n) {
-  Tensor x = n.in(0);
-  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  Shape restore;
+  auto [x, axis] = softmax_view(n, n.in(0), restore);
   Tensor idx = ops::argmax(x, axis, true);
   Shape s = x.shape();
-  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I32);
-  return {Value::of(ops::eq(position, idx).cast(x.dtype()), n.onnx_type(0))};
+  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I64);
+  return {Value::of(ops::eq(position, idx).cast(x.dtype()).reshape(restore), n.onnx_type(0))};
 }
 
 template <bool Product>
