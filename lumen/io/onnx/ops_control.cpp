@@ -1,4 +1,6 @@
 // Constants, identity, casts and control flow (If, Loop unrolled at import).
+#include <algorithm>
+
 #include "lumen/core/error.h"
 #include "lumen/io/onnx/narrow_types.h"
 #include "lumen/io/onnx/op_table.h"
@@ -185,6 +187,58 @@ std::vector<Value> loop(NodeContext& n) {
   return results;
 }
 
+// Scan (opset 9 on), unrolled at import over the scan inputs' (concrete)
+// length: each step imports the body with the carried state and one slice of
+// every scan input; scan outputs are stacked along their output axes.
+std::vector<Value> scan(NodeContext& n) {
+  const ::onnx::GraphProto& body = n.attr_graph("body");
+  size_t m = static_cast<size_t>(n.attr_int("num_scan_inputs"));
+  if (m == 0 || m > n.num_inputs()) fail("onnx: ", n.where(), ": num_scan_inputs ", m, " does not fit ", n.num_inputs(), " inputs");
+  size_t states = n.num_inputs() - m;
+  if (static_cast<size_t>(body.output_size()) < states) fail("onnx: ", n.where(), ": the body has fewer outputs than states");
+  size_t k_out = static_cast<size_t>(body.output_size()) - states;
+  std::vector<int64_t> in_axes = n.attr_ints("scan_input_axes", std::vector<int64_t>(m, 0));
+  std::vector<int64_t> in_dirs = n.attr_ints("scan_input_directions", std::vector<int64_t>(m, 0));
+  std::vector<int64_t> out_axes = n.attr_ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
+  std::vector<int64_t> out_dirs = n.attr_ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
+  if (in_axes.size() != m || in_dirs.size() != m || out_axes.size() != k_out || out_dirs.size() != k_out) {
+    fail("onnx: ", n.where(), ": scan axes / directions do not match ", m, " scan inputs and ", k_out, " scan outputs");
+  }
+  std::vector<Tensor> xs;
+  std::vector<int> axes;
+  int64_t length = -1;
+  for (size_t j = 0; j < m; ++j) {
+    xs.push_back(n.in(states + j));
+    axes.push_back(onnx_axis(n, in_axes[j], xs[j].rank(), "scan_input_axes"));
+    const Expr& d = xs[j].shape()[static_cast<size_t>(axes[j])];
+    if (!d.is_const()) n.unsupported("a Scan over a dynamic length (lumen unrolls it at import)");
+    if (length >= 0 && d.value() != length) fail("onnx: ", n.where(), ": scan inputs differ in length");
+    length = d.value();
+  }
+  if (length > kMaxUnroll || length * body.node_size() > kMaxUnrolledNodes) n.unsupported("a Scan too long to unroll");
+  std::vector<Value> carried;
+  for (size_t k = 0; k < states; ++k) carried.push_back(n.value(k));
+  std::vector<std::vector<Tensor>> scans(k_out);
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<Value> inputs = carried;
+    for (size_t j = 0; j < m; ++j) {
+      int64_t i = in_dirs[j] != 0 ? length - 1 - t : t;
+      inputs.push_back(Value::of(xs[j].slice(axes[j], Expr(i), Expr(i + 1)).squeeze(axes[j]), n.onnx_type(states + j)));
+    }
+    std::vector<Value> out = n.importer().import_body(body, inputs, n.where());
+    for (size_t k = 0; k < states; ++k) carried[k] = out[k];
+    for (size_t k = 0; k < k_out; ++k) scans[k].push_back(n.importer().tensor(out[states + k], n.where() + " scan output"));
+  }
+  std::vector<Value> results = carried;
+  for (size_t k = 0; k < k_out; ++k) {
+    if (scans[k].empty()) n.unsupported("a Scan of length 0 with scan outputs");
+    if (out_dirs[k] != 0) std::reverse(scans[k].begin(), scans[k].end());
+    int axis = onnx_axis(n, out_axes[k], scans[k][0].rank() + 1, "scan_output_axes");
+    results.push_back(single(ops::stack(scans[k], axis))[0]);
+  }
+  return results;
+}
+
 std::vector<Value> dropout(NodeContext& n) {
   n.attr_int("seed", 0);
   n.attr_float("ratio", 0.5);  // before opset 12 an attribute; inference ignores it
@@ -205,6 +259,7 @@ void add_control_ops(OpTable& t) {
   t["CastLike"] = cast_like;
   t["If"] = if_op;
   t["Loop"] = loop;
+  t["Scan"] = scan;
   t["Dropout"] = dropout;
 }
 
