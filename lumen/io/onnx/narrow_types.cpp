@@ -5,6 +5,7 @@
 #include <set>
 
 #include "lumen/core/error.h"
+#include "lumen/io/onnx/node_context.h"
 
 namespace lumen::onnx {
 
@@ -73,13 +74,19 @@ std::vector<double> code_table(int t) {
 bool narrow_type_op_allowed(const std::string& op) {
   static const std::set<std::string> allowed{"Cast", "CastLike", "Identity", "Reshape", "Transpose", "Squeeze",
                                              "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
-                                             "Expand", "Tile", "Shape", "Size", "If", "Loop"};
+                                             "Expand", "Tile", "Shape", "Size", "If", "Loop", "DequantizeLinear",
+                                             "QuantizeLinear"};
   return allowed.count(op) > 0;
 }
 
-Tensor decode_codes(const Tensor& codes, const Tensor& table, DType dtype) {
-  Tensor values = table.gather(codes.cast(DType::I32), 0);
-  return values.dtype() == dtype ? values : values.cast(dtype);
+Tensor values_f32(NodeContext& n, size_t i) {
+  int type = n.onnx_type(i);
+  Tensor x = n.in(i);
+  if (!is_code_type(type)) return x.dtype() == DType::F32 ? x : x.cast(DType::F32);
+  std::vector<double> table = code_table(type);
+  Value t = Value::of_reals(table, {static_cast<int64_t>(table.size())}, kFloat);
+  t.name = std::string("onnx_") + onnx_type_name(type) + "_table";
+  return n.importer().tensor(t, n.where() + " decoding table").gather(x.cast(DType::I32), 0);
 }
 
 }  // namespace lumen::onnx

@@ -33,10 +33,12 @@ int32_t unpack_narrow(int onnx_type, uint32_t code);
 double decode_code(int onnx_type, uint32_t code);
 // Whether an op may take narrow-typed inputs: casts and pure movement.
 bool narrow_type_op_allowed(const std::string& op_type);
-// Codes (a u8 tensor) of `onnx_type` decoded to floats of `dtype`, through a
-// table of every code's value; `table` is that table as a graph tensor.
-Tensor decode_codes(const Tensor& codes, const Tensor& table, DType dtype);
 // The decoding table of a code type: 2^bits values, in code order.
 std::vector<double> code_table(int onnx_type);
+
+class NodeContext;
+// Input `i` of a node as f32 values: float8 / float4 codes decoded through
+// their table (a Gather), anything else cast.
+Tensor values_f32(NodeContext& n, size_t i);
 
 }  // namespace lumen::onnx

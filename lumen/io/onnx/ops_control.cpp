@@ -44,12 +44,7 @@ Value cast_value(NodeContext& n, Value v, int to) {
     n.unsupported(std::string("Cast to ") + onnx_type_name(to) + " (lumen reads this element type but does not encode it)");
   }
   if (is_code_type(v.onnx_type)) {  // float8 / float4 codes: their values through the format's table, then as a float
-    std::vector<double> table = code_table(v.onnx_type);
-    Value t = Value::of_reals(table, {static_cast<int64_t>(table.size())}, kFloat);
-    t.name = std::string("onnx_") + onnx_type_name(v.onnx_type) + "_table";
-    Tensor codes = n.importer().tensor(v, n.where() + " input");
-    Tensor decoded = decode_codes(codes, n.importer().tensor(t, n.where() + " decoding table"), DType::F32);
-    return cast_value(n, Value::of(decoded, kFloat), to);
+    return cast_value(n, Value::of(values_f32(n, 0), kFloat), to);
   }
   if (v.known && !v.host) {
     bool to_int = onnx_type_is_integer(to);
