@@ -18,6 +18,7 @@ const OpTable& op_table() {
     add_rotary_ops(t);
     add_state_space_ops(t);
     add_quantize_ops(t);
+    add_grid_ops(t);
     add_legacy_ops(t);
     return t;
   }();

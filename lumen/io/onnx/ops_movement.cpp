@@ -168,8 +168,8 @@ std::vector<Value> concat(NodeContext& n) {
 }
 
 std::vector<Value> split(NodeContext& n) {
-  Tensor x = n.in(0);
-  int axis = onnx_axis(n, n.attr_int("axis", 0), x.rank());
+  Shape in = shape_of(n, 0);
+  int axis = onnx_axis(n, n.attr_int("axis", 0), in.size());
   int64_t outputs = static_cast<int64_t>(n.num_outputs());
   std::vector<int64_t> sizes;
   if (n.has(1)) {
@@ -178,13 +178,23 @@ std::vector<Value> split(NodeContext& n) {
     sizes = n.attr_ints("split");
   } else {
     int64_t count = n.attr_int("num_outputs", outputs);
-    const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+    const Expr& dim = in[static_cast<size_t>(axis)];
     if (!dim.is_const()) n.unsupported("Split of a dynamic dim");
     int64_t each = (dim.value() + count - 1) / count;
     for (int64_t k = 0; k < count; ++k) sizes.push_back(std::max<int64_t>(0, std::min(each, dim.value() - k * each)));
   }
   std::vector<Value> out;
   int64_t begin = 0;
+  if (foldable(n, 0) && in.size() == 1) {  // a known 1-D value (a shape): its pieces stay known
+    const std::vector<Expr>& data = n.value(0).ints;
+    for (int64_t s : sizes) {
+      if (begin + s > static_cast<int64_t>(data.size())) fail("onnx: ", n.where(), ": split sizes exceed ", data.size(), " elements");
+      out.push_back(Value::of_ints(std::vector<Expr>(data.begin() + begin, data.begin() + begin + s), {s}, n.onnx_type(0)));
+      begin += s;
+    }
+    return out;
+  }
+  Tensor x = n.in(0);
   for (int64_t s : sizes) {
     out.push_back(with_type(n, x.slice(axis, Expr(begin), Expr(begin + s))));
     begin += s;
