@@ -19,6 +19,7 @@ const OpTable& op_table() {
     add_state_space_ops(t);
     add_quantize_ops(t);
     add_grid_ops(t);
+    add_rnn_ops(t);
     add_legacy_ops(t);
     return t;
   }();

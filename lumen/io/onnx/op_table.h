@@ -27,6 +27,7 @@ void add_rotary_ops(OpTable& table);       // RotaryEmbedding
 void add_state_space_ops(OpTable& table);  // LinearAttention, CausalConvWithState
 void add_quantize_ops(OpTable& table);     // DequantizeLinear, QuantizeLinear, DynamicQuantizeLinear
 void add_grid_ops(OpTable& table);         // AffineGrid, GridSample
+void add_rnn_ops(OpTable& table);          // RNN, GRU, LSTM
 void add_legacy_ops(OpTable& table);       // Upsample, Scatter (opsets before 13); after the others
 
 // Refuses an op whose form at the model's opset (before 13) lumen does not read.
