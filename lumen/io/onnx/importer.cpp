@@ -131,11 +131,13 @@ void Importer::add_input(const ::onnx::ValueInfoProto& info) {
 
 void Importer::import_node(const ::onnx::NodeProto& node) {
   NodeContext n(*this, node);
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    fail("onnx: ", n.where(), ": op domain '", escape_bytes(node.domain()), "' is not supported (only the default ONNX domain)");
+  bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+  if (!default_domain && node.domain() != kTrainingDomain) {
+    fail("onnx: ", n.where(), ": op domain '", escape_bytes(node.domain()), "' is not supported (the default ONNX domain and ",
+         kTrainingDomain, " are)");
   }
   const OpTable& table = op_table();
-  auto it = table.find(node.op_type());
+  auto it = table.find(op_key(node.domain(), node.op_type()));
   if (it == table.end()) n.unsupported("op type '" + escape_bytes(node.op_type()) + "' has no lumen mapping");
   check_opset_form(n);
   if (!narrow_type_op_allowed(node.op_type())) {

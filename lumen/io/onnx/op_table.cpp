@@ -2,6 +2,10 @@
 
 namespace lumen::onnx {
 
+std::string op_key(const std::string& domain, const std::string& op_type) {
+  return domain.empty() || domain == "ai.onnx" ? op_type : domain + ":" + op_type;
+}
+
 const OpTable& op_table() {
   static const OpTable table = [] {
     OpTable t;
@@ -20,6 +24,7 @@ const OpTable& op_table() {
     add_quantize_ops(t);
     add_grid_ops(t);
     add_rnn_ops(t);
+    add_training_ops(t);
     add_legacy_ops(t);
     return t;
   }();
