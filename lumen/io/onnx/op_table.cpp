@@ -26,6 +26,7 @@ const OpTable& op_table() {
     add_rnn_ops(t);
     add_training_ops(t);
     add_sequence_axis_ops(t);
+    add_spectral_ops(t);
     add_legacy_ops(t);
     return t;
   }();

@@ -36,6 +36,7 @@ void add_grid_ops(OpTable& table);         // AffineGrid, GridSample
 void add_rnn_ops(OpTable& table);          // RNN, GRU, LSTM
 void add_training_ops(OpTable& table);     // Adagrad, Adam, Momentum (ai.onnx.preview.training)
 void add_sequence_axis_ops(OpTable& table);  // ReverseSequence, TensorScatter
+void add_spectral_ops(OpTable& table);     // DFT
 void add_legacy_ops(OpTable& table);       // Upsample, Scatter (opsets before 13); after the others
 
 // Refuses an op whose form at the model's opset (before 13) lumen does not read.
