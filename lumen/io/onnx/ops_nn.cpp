@@ -335,6 +335,56 @@ std::vector<Value> mean_variance_norm(NodeContext& n) {
   return {same_type(n, ops::div(centred, ops::sqrt(ops::mean(ops::mul(centred, centred), axes, true)) + 1e-9))};
 }
 
+// Local response normalization across channels: x / (bias + alpha / size *
+// sum of x^2 over the window of `size` channels around c)^beta.
+std::vector<Value> lrn(NodeContext& n) {
+  Tensor x = n.in(0);
+  int64_t size = n.attr_int("size");
+  double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
+  if (x.rank() < 3 || size < 1) fail("onnx: ", n.where(), ": input ", to_string(x.shape()), " must be [N, C, ...] and size positive");
+  const Expr& channels = x.shape()[1];
+  if (!channels.is_const()) n.unsupported("LRN over a dynamic channel count");
+  Tensor f = x.cast(DType::F32);
+  Tensor square = ops::mul(f, f);
+  std::vector<int64_t> pads(2 * x.rank(), 0);
+  size_t from_end = x.rank() - 2;  // the channel dim, counted from the last
+  pads[2 * from_end] = (size - 1) / 2;
+  pads[2 * from_end + 1] = size - 1 - (size - 1) / 2;
+  Tensor padded = ops::pad(square, pads, "constant", 0);
+  Tensor window = padded.slice(1, Expr(0), channels);
+  for (int64_t k = 1; k < size; ++k) window = ops::add(window, padded.slice(1, Expr(k), Expr(k + channels.value())));
+  Tensor scale = ops::pow(ops::add(window * (alpha / static_cast<double>(size)), window.scalar(bias)), beta);
+  return {same_type(n, ops::div(f, scale).cast(x.dtype()))};
+}
+
+// Determinant of [..., m, m] by cofactor expansion along the first row (m <= 4).
+Tensor determinant(const Tensor& a, int64_t m) {
+  int r = static_cast<int>(a.rank());
+  auto at = [&](int64_t i, int64_t j) {
+    return a.slice(r - 2, Expr(i), Expr(i + 1)).slice(r - 1, Expr(j), Expr(j + 1)).squeeze(r - 1).squeeze(r - 2);
+  };
+  if (m == 1) return at(0, 0);
+  std::optional<Tensor> sum;
+  for (int64_t j = 0; j < m; ++j) {
+    std::vector<Tensor> cols;  // the minor: rows 1.., every column but j
+    for (int64_t c = 0; c < m; ++c) {
+      if (c != j) cols.push_back(a.slice(r - 2, Expr(1), Expr(m)).slice(r - 1, Expr(c), Expr(c + 1)));
+    }
+    Tensor term = ops::mul(at(0, j), determinant(ops::concat(cols, r - 1), m - 1));
+    sum = !sum ? term : (j % 2 == 0 ? ops::add(*sum, term) : ops::sub(*sum, term));
+  }
+  return *sum;
+}
+
+std::vector<Value> det(NodeContext& n) {
+  Tensor x = n.in(0);
+  if (x.rank() < 2) fail("onnx: ", n.where(), ": input ", to_string(x.shape()), " must be [..., M, M]");
+  const Expr& m = x.shape().back();
+  if (!m.is_const() || !(x.shape()[x.rank() - 2] == m)) fail("onnx: ", n.where(), ": input ", to_string(x.shape()), " is not square");
+  if (m.value() < 1 || m.value() > 4) n.unsupported("Det of a " + std::to_string(m.value()) + "x" + std::to_string(m.value()) + " matrix (lumen expands cofactors up to 4x4)");
+  return {same_type(n, determinant(x, m.value()))};
+}
+
 }  // namespace
 
 void add_nn_ops(OpTable& t) {
@@ -355,6 +405,8 @@ void add_nn_ops(OpTable& t) {
   t["GroupNormalization"] = group_norm;
   t["LpNormalization"] = lp_norm;
   t["MeanVarianceNormalization"] = mean_variance_norm;
+  t["LRN"] = lrn;
+  t["Det"] = det;
 }
 
 }  // namespace lumen::onnx

@@ -122,6 +122,42 @@ std::vector<Value> scan(NodeContext& n) {
   return {Value::of(out.dtype() == x.dtype() ? out : out.cast(x.dtype()), n.onnx_type(0))};
 }
 
+// TopK by ranks: element i's rank is the number of elements before it in the
+// order (larger first, or smaller with largest=0; equal values keep index
+// order), from an [n, n] comparison; output r takes the element of rank r.
+// Quadratic in the axis length, so bounded.
+constexpr int64_t kMaxTopKLength = 4096;
+
+std::vector<Value> top_k(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  bool largest = n.attr_int("largest", 1) != 0;
+  n.attr_int("sorted", 1);  // the result is always sorted, which sorted=0 allows
+  std::vector<int64_t> k = n.ints(1);
+  const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+  if (k.size() != 1 || k[0] < 0) fail("onnx: ", n.where(), ": K must be one non-negative value");
+  if (!dim.is_const() || dim.value() > kMaxTopKLength) n.unsupported("TopK over a dynamic axis or one longer than 4096");
+  if (k[0] > dim.value()) fail("onnx: ", n.where(), ": K ", k[0], " exceeds the axis length ", dim.value());
+  int last = static_cast<int>(x.rank()) - 1;
+  Tensor v = x.transpose(axis, last);  // [..., n]
+  Tensor mine = v.unsqueeze(last + 1), other = v.unsqueeze(last);  // [..., n, 1] (i), [..., 1, n] (j)
+  Shape pair = mine.shape();
+  pair.back() = dim;
+  Tensor i = n.graph().iota(loop_index(pair, pair.size() - 2), pair, DType::I64);
+  Tensor j = n.graph().iota(loop_index(pair, pair.size() - 1), pair, DType::I64);
+  Tensor before = largest ? ops::gt(other, mine) : ops::lt(other, mine);
+  before = ops::logical_or(before, ops::logical_and(ops::eq(other, mine), ops::lt(j, i)));
+  Tensor rank = ops::sum(before.cast(DType::I64), {last + 1});  // [..., n]
+  Shape picks = mine.shape();
+  picks.back() = Expr(k[0]);
+  Tensor r = n.graph().iota(loop_index(picks, picks.size() - 1), picks, DType::I64);
+  Tensor match = ops::eq(rank.unsqueeze(last + 1), r);  // [..., n, k]
+  Tensor values = ops::sum(ops::where(match, mine.expand(picks), ops::zeros_like(mine).expand(picks)), {last});
+  Tensor position = n.graph().iota(loop_index(picks, picks.size() - 2), picks, DType::I64);
+  Tensor indices = ops::sum(ops::where(match, position, ops::zeros_like(position)), {last});
+  return {Value::of(values.cast(x.dtype()).transpose(axis, last), n.onnx_type(0)), Value::of(indices.transpose(axis, last), kInt64)};
+}
+
 }  // namespace
 
 void add_reduce_ops(OpTable& t) {
@@ -142,6 +178,7 @@ void add_reduce_ops(OpTable& t) {
   t["Hardmax"] = hardmax;
   t["CumSum"] = scan<false>;
   t["CumProd"] = scan<true>;
+  t["TopK"] = top_k;
 }
 
 }  // namespace lumen::onnx
