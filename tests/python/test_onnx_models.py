@@ -50,8 +50,6 @@ def test_torchvision_model(arch, tmp_path):
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
     model = getattr(torchvision.models, arch)(weights=None).eval()
-    if arch == "mobilenet_v3_small":  # its init leaves logits near 1e-9, too small to show an error
-        torch.nn.init.normal_(model.classifier[-1].weight, std=0.5)
     x = torch.randn(1, 3, 224, 224)
     path = tmp_path / f"{arch}.onnx"
     _export(model, (x,), path, input_names=["x"], output_names=["y"])
