@@ -236,6 +236,27 @@ def run_batch(batch, backend):
 
 BACKEND_NAMES = ("interp", "cpu")
 
+# Why the expected failures fail: case-name pattern -> cause, shown before the
+# measured difference. Each was checked against onnx's reference implementation.
+KNOWN_CAUSES = [
+    (r"^test_(attention|celu)_.*(bf16|bfloat16)",
+     "the reference computes in bfloat16 numpy arithmetic, rounding every step (its sums term by term); "
+     "lumen rounds once from f32: results 1 bf16 ulp apart"),
+    (r"^test_(attention|causal_conv_with_state)_.*fp16",
+     "the reference computes in float16 numpy arithmetic, rounding every step; lumen accumulates in f32: "
+     "results 1 fp16 ulp apart"),
+    (r"^test_dft_inverse",
+     "the reference's numpy FFT runs in float32; lumen's DFT is an f64 product, so outputs that are 0 up to "
+     "rounding differ by ~1e-6, over atol 1e-7"),
+]
+
+
+def _cause(name, message):
+    for pattern, cause in KNOWN_CAUSES:
+        if re.search(pattern, name):
+            return f"{cause} ({message})"
+    return message
+
 
 def render_report(results):
     """The markdown report for {backend: {case: (outcome, reason)}}."""
@@ -286,7 +307,8 @@ def render_report(results):
         outs = [results[b][n] for b in backends]
         if all(o[0] == "passed" for o in outs):
             continue
-        reason = next(o[1] for o in outs if o[0] != "passed").replace("|", "\\|")
+        first = next(o for o in outs if o[0] != "passed")
+        reason = (_cause(n, first[1]) if first[0] == "failed" else first[1]).replace("|", "\\|")
         lines.append(f"| {n} | " + " | ".join(o[0] for o in outs) + f" | {reason} |")
     return "\n".join(lines) + "\n"
 

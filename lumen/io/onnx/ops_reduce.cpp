@@ -46,6 +46,12 @@ std::vector<Value> reduce(NodeContext& n) {
   bool keepdims = n.attr_int("keepdims", 1) != 0;
   std::optional<std::vector<int>> axes = reduce_axes(n, x);
   if (!axes) return {Value::of(x, n.onnx_type(0))};
+  if constexpr (F == amax || F == amin) {  // bool max / min are any / all (false / true over an empty set)
+    if (x.dtype() == DType::Bool) {
+      Tensor out = F == amax ? ops::any(x, *axes, keepdims) : ops::all(x, *axes, keepdims);
+      return {Value::of(out, n.onnx_type(0))};
+    }
+  }
   Tensor compute = x;
   if (is_storage_only(x.dtype()) || x.dtype() == DType::Bool) compute = x.cast(DType::I32);
   Tensor out = F(compute, *axes, keepdims);
