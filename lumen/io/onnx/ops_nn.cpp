@@ -95,9 +95,14 @@ ops::Pair asymmetric_pad(Tensor& x, const Windows& w, double fill) {
   return sym;
 }
 
+// Half-precision operands of a conv in f32: the result is rounded once to the
+// node's type on the way out (as ONNX Runtime and the reference accumulate).
+Tensor widened(const Tensor& t) { return t.dtype() == DType::F16 || t.dtype() == DType::BF16 ? t.cast(DType::F32) : t; }
+
 std::vector<Value> conv(NodeContext& n) {
-  Tensor x = n.in(0), weight = n.in(1);
+  Tensor x = widened(n.in(0)), weight = widened(n.in(1));
   std::optional<Tensor> bias = n.optional(2);
+  if (bias) bias = widened(*bias);
   std::vector<int64_t> kernel;
   for (size_t d = 2; d < weight.rank(); ++d) {
     if (!weight.shape()[d].is_const()) n.unsupported("a dynamic kernel size");

@@ -100,7 +100,11 @@ std::vector<Value> causal_conv_with_state(NodeContext& n) {
   Tensor padded = k > 1 ? ops::concat({past, x}, 2) : x;
   const Expr& channels = s[1];
   if (!channels.is_const()) n.unsupported("a dynamic channel count");
-  Tensor y = ops::conv1d(padded, w.cast(x.dtype()), n.optional(2), 1, 0, 1, channels.value());
+  // In f32, rounded to the input's dtype once (as the reference: a half-precision
+  // conv rounding each product would differ).
+  std::optional<Tensor> bias = n.optional(2);
+  if (bias) bias = bias->cast(DType::F32);
+  Tensor y = ops::conv1d(padded.cast(DType::F32), w.cast(DType::F32), bias, 1, 0, 1, channels.value()).cast(x.dtype());
   if (activation != "none") {  // in f32 from the rounded conv output, as the reference
     Tensor f = y.cast(DType::F32);
     y = ops::mul(f, ops::sigmoid(f)).cast(x.dtype());
