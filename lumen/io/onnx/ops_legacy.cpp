@@ -23,6 +23,7 @@ const std::map<std::string, int>& first_read_opset() {
       {"Pad", 11},       // pads / value were attributes
       {"Clip", 11},      // min / max were attributes
       {"Resize", 11},    // opset 10's Resize has no roi and other coordinates
+      {"ConvTranspose", 11},  // auto_pad SAME_UPPER / SAME_LOWER were swapped before
       {"Mod", 10},
       {"Loop", 11},
       {"If", 11},

@@ -55,6 +55,12 @@ Windows windows(NodeContext& n, const Tensor& x, std::vector<int64_t> kernel, si
     fail("onnx: ", n.where(), ": pads / strides / dilations do not match ", spatial, " spatial dims");
   }
   for (size_t d = 0; d < spatial; ++d) {
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1 || pads[d] < 0 || pads[d + spatial] < 0) {
+      fail("onnx: ", n.where(), ": kernel_shape ", shape_string(w.kernel), ", strides ", shape_string(w.strides),
+           ", dilations ", shape_string(w.dilations), " must be positive and pads ", shape_string(pads), " non-negative");
+    }
+  }
+  for (size_t d = 0; d < spatial; ++d) {
     w.begin.push_back(pads[d]);
     w.end.push_back(pads[d + spatial]);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {

@@ -348,5 +348,23 @@ TEST(OnnxImport, LoopBodyWithTooFewOutputsIsAnError) {
   EXPECT_NE(msg.find("'loop' (Loop)"), std::string::npos) << msg;
 }
 
+// Found by the fuzz target: a pool with a zero stride (lumen's windows divide by it).
+TEST(OnnxImport, PoolWithAZeroStrideIsAnError) {
+  ModelProto m = base_model();
+  add_io(m.mutable_graph()->add_input(), "x", TensorProto::FLOAT, {"1", "1", "4", "4"});
+  add_io(m.mutable_graph()->add_output(), "y", TensorProto::FLOAT, {});
+  auto* pool = add_node(m, "MaxPool", {"x"}, {"y"}, "pool");
+  for (const char* name : {"kernel_shape", "strides"}) {
+    auto* a = pool->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    a->add_ints(2);
+    a->add_ints(std::string(name) == "strides" ? 0 : 2);
+  }
+  std::string msg = message_of([&] { load_bytes(m.SerializeAsString()); });
+  EXPECT_NE(msg.find("'pool' (MaxPool)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("strides [2, 0]"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace lumen::onnx
