@@ -294,6 +294,11 @@ def model_workloads():
             SmolLM2Workload("smollm2_q4_1_prefill1024", "prefill", 1024),
             SmolLM2Workload("smollm2_q4_1_decode", "decode"),
             MiniLMWorkload()]
+    try:  # 2 ranks x 1 thread against 1 rank x 2 threads (bench/dist_workloads.py)
+        from dist_workloads import dist_workloads
+        rows += dist_workloads()
+    except ImportError:
+        pass
     try:  # ONNX models through lumen.onnx, ONNX Runtime and PyTorch (bench/onnx_models.py)
         from onnx_models import onnx_workloads
         rows += onnx_workloads()

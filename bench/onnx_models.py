@@ -1,6 +1,6 @@
-"""ONNX model workloads for `make bench`: torchvision resnet18 and
-mobilenet_v3_small (224x224, batch 1) and a GPT-2 block (batch 1, 128
-tokens, width 768), random weights seeded, exported once with
+"""ONNX model workloads for `make bench`: torchvision resnet18,
+mobilenet_v3_small and vit_b_16 (224x224, batch 1) and a GPT-2 block
+(batch 1, 128 tokens, width 768), random weights seeded, exported once with
 torch.onnx.export into build/bench_models, then run through lumen's ONNX
 importer (lumen.onnx.load), ONNX Runtime and PyTorch eager."""
 from __future__ import annotations
@@ -19,6 +19,12 @@ def _gpt2_block():
     sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
     from test_onnx_models import GPT2Block
     return GPT2Block(dim=768, heads=12, context=1024)
+
+
+def _vit_b_16():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    from test_onnx_models import vision_transformer  # the model the tests check (classifier head drawn at random)
+    return vision_transformer("b_16")
 
 
 class OnnxModelWorkload:
@@ -91,5 +97,6 @@ def onnx_workloads():
     rows = [OnnxModelWorkload("onnx_resnet18", lambda: torchvision.models.resnet18(weights=None), (1, 3, 224, 224)),
             OnnxModelWorkload("onnx_mobilenet_v3_small", lambda: torchvision.models.mobilenet_v3_small(weights=None),
                               (1, 3, 224, 224)),
+            OnnxModelWorkload("onnx_vit_b_16", _vit_b_16, (1, 3, 224, 224)),
             OnnxModelWorkload("onnx_gpt2_block", _gpt2_block, (1, 128, 768))]
     return rows

@@ -8,6 +8,9 @@ measured in the same run. Writes bench/results/latest.json and
 docs/benchmarks.md and prints the table.
 
   bench/run.py [--only sgemm_1024,softmax_4096] [--threads 1,2] [--runs 10]
+
+`--only serve_110m` runs only the serving rows and the soak (bench/serve_bench.py);
+`--only smollm2_parity` only the agreement check with llama.cpp.
 """
 from __future__ import annotations
 
@@ -25,7 +28,9 @@ import traceback
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("LUMEN_BUILD", os.path.join(ROOT, "build"))
 IMPLS = ["lumen", "lumen_nosearch", "numpy", "torch", "torch_compile", "onnxruntime", "jax", "tinygrad", "onednn",
-         "openblas", "llamacpp"]
+         "openblas", "llamacpp", "lumen_tp2", "lumen_pp2"]
+DIST_IMPLS = ("lumen_tp2", "lumen_pp2")  # 2-rank rows (bench/dist_workloads.py): their own section
+ALLREDUCE = "allreduce"  # the all-reduce bus bandwidth section (bench/dist_workloads.py)
 
 
 # ---------------------------------------------------------------- worker side
@@ -390,7 +395,7 @@ def render(data):
                   f"Limits measured in this run: FMA peak {lim['fma_gflops']:.0f} GFLOP/s, STREAM triad "
                   f"{lim['stream_triad_gbs']:.1f} GB/s ({lim['stream_triad_nt_gbs']:.1f} with non-temporal stores), "
                   f"read {lim['read_gbs']:.1f} GB/s.", ""]
-        impls = list(IMPLS)
+        impls = [i for i in IMPLS if i not in DIST_IMPLS]
         lines.append("| workload | lumen ms | % of limit | program kept | " + " | ".join(i for i in impls if i != "lumen") + " |")
         lines.append("|" + " --- |" * (len(impls) + 3))
         for w in data["workloads"]:
@@ -421,7 +426,7 @@ def render(data):
         lines.append("")
     from tc_workloads import render_tc_pairs
     lines += render_tc_pairs(data)
-    model_rows = [r for r in data["results"] if "tokens_per_s" in r]
+    model_rows = [r for r in data["results"] if "tokens_per_s" in r and not r["workload"].endswith("_2ranks")]
     if model_rows:
         lines += ["## Models: tokens per second", "",
                   f"Prefill: {__import__('models').PROMPT} prompt tokens (1024 in the rows named prefill1024); decode: "
@@ -449,6 +454,9 @@ def render(data):
                   f"{r['max_abs_error_vs_torch']:.3g}" for r in wrong]
         lines.append("")
     lines += render_parity(data.get("parity"))
+    from dist_workloads import render_dist
+    lines += render_dist(data)
+    lines += render_serve(data.get("serve"))
     missing = sorted({(r["impl"], r["missing"]) for r in data["results"] if "missing" in r and
                       not r["missing"].startswith("not expressed") and not r["missing"].startswith("not a BLAS")})
     if missing:
@@ -527,6 +535,59 @@ def render_parity(parity):
     return lines
 
 
+SERVE = "serve_110m"
+
+
+def run_serve(threads):
+    """bench/serve_bench.py in its own process: lumen serve and llama.cpp's server under 16 concurrent clients on
+    the 110M Llama, then the soak (LUMEN_BENCH_SOAK requests, default 2000). Its JSON, or why it did not run."""
+    soak = os.environ.get("LUMEN_BENCH_SOAK", "2000")
+    print(f"bench: serving, 16 clients, {threads} thread(s); soak of {soak} requests", file=sys.stderr)
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_THREADS}
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "serve_bench.py"), str(threads), "--soak", soak],
+                         capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        return {"missing": (out.stderr.strip().splitlines() or ["failed"])[-1][:300]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def render_serve(serve):
+    if serve is None:
+        return []
+    lines = ["## Serving: 16 concurrent clients on the 110M Llama", ""]
+    if "missing" in serve:
+        return lines + [f"Not run: {serve['missing']}", ""]
+    lines += [f"bench/serve_bench.py, {serve['threads']} thread(s): each client sends {serve['requests_per_client']} "
+              f"streaming completions of up to {serve['max_tokens']} tokens (greedy), one after another; the single "
+              "stream is one client alone on the same server. Tokens/s: generated tokens (from the usage chunks) over "
+              "the wall time of the whole load. TTFT: time to first token; ITL: time between content chunks. "
+              "llama.cpp: llama-cpp-python's server, which runs one request at a time.", "",
+              "| server | single stream tok/s | 16 clients tok/s | × single | TTFT p50 / p99 ms | ITL p50 / p99 ms | errors |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name in ("lumen", "llamacpp"):
+        r = serve.get(name)
+        if r is None or "missing" in r:
+            lines.append(f"| {name} | — | — | — | — | — | {r['missing'] if r else 'not run'} |")
+            continue
+        s, l = r["single"], r["load"]
+        lines.append(f"| {name} | {s['tokens_per_second']:.1f} | {l['tokens_per_second']:.1f} | "
+                     f"{r['speedup_vs_single']:.2f} | {l['ttft_p50_ms']:.0f} / {l['ttft_p99_ms']:.0f} | "
+                     f"{l['itl_p50_ms']:.1f} / {l['itl_p99_ms']:.1f} | {len(s['errors']) + len(l['errors'])} |")
+    peer = serve.get("llamacpp", {})
+    if "load" in peer and peer["load"]["tokens_per_second"] > 0:
+        ratio = serve["lumen"]["load"]["tokens_per_second"] / peer["load"]["tokens_per_second"]
+        lines += ["", f"lumen / llama.cpp with 16 clients: {ratio:.2f}×; lumen's mean decode batch "
+                      f"{serve['lumen'].get('mean_batch', 0):.1f} sequences."]
+    soak = serve.get("soak")
+    if soak:
+        lines += ["", f"Soak: {soak['requests']} requests from {soak['clients']} clients in {soak['seconds']:.0f} s "
+                      f"({soak['well_formed']} well-formed, {soak['malformed']} malformed, {soak['cancelled']} abandoned "
+                      f"mid-stream): {soak['failed']} failed; afterwards {soak['running_after']:.0f} running, "
+                      f"{soak['kv_blocks_in_use_after']:.0f} KV blocks in use, {soak['kv_blocks_free_after']:.0f} free."]
+        lines += [f"- {f}" for f in soak["failures"][:5]]
+    return lines + [""]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=os.environ.get("ONLY", ""))
@@ -545,10 +606,13 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import workloads
     known = workloads.all_workloads()
+    asked = args.only.split(",")
     want_parity = not only or PARITY in only
-    only = [n for n in only if n != PARITY]
-    if want_parity and not only and PARITY in args.only.split(","):
-        only = None  # only the parity check
+    want_allreduce = not only or ALLREDUCE in only
+    want_serve = not only or SERVE in only
+    only = [n for n in only if n not in (PARITY, ALLREDUCE, SERVE)]
+    if not only and set(asked) & {PARITY, ALLREDUCE, SERVE}:
+        only = None  # only the special rows (parity, all-reduce, serving)
     for name in only or []:
         if name not in known:
             sys.exit(f"bench: unknown workload {name!r}; known: {', '.join(known)}")
@@ -571,6 +635,9 @@ def main():
             sys.exit(f"bench: worker with {t} thread(s) failed")
         results += json.loads(out.stdout.strip().splitlines()[-1])
     parity = run_parity(max(threads)) if want_parity else None
+    from dist_workloads import run_allreduce
+    allreduce = run_allreduce() if want_allreduce else None
+    serve = run_serve(max(threads)) if want_serve else None
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import lumen
     info = lumen.cpu_info()
@@ -582,6 +649,8 @@ def main():
                       for n in (known if only == [] else only or [])],
         "results": results,
         "parity": parity,
+        "allreduce": allreduce,
+        "serve": serve,
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
@@ -593,6 +662,10 @@ def main():
             f.write(text)
         os.replace(args.doc + ".tmp", args.doc)
     print(text)
+    soak = (serve or {}).get("soak")
+    if soak and (soak["failed"] or soak["kv_blocks_in_use_after"]):
+        sys.exit(f"bench: the serving soak had {soak['failed']} failed request(s) and ended with "
+                 f"{soak['kv_blocks_in_use_after']:.0f} KV block(s) in use")
     wrong = [r for r in wrong_rows(data) if r["impl"].startswith("lumen")]
     if wrong:
         sys.exit(f"bench: lumen gave wrong results on {len(wrong)} row(s): "

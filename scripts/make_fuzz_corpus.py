@@ -173,6 +173,43 @@ def onnx_seeds(out: Path) -> None:
     for name, graph in models.items():
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         (out / f"{name}.onnx").write_bytes(model.SerializeToString())
+    for name, graph in newer_onnx_graphs(rng).items():
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        (out / f"{name}.onnx").write_bytes(model.SerializeToString())
+
+
+def newer_onnx_graphs(rng) -> dict:
+    """Element types and ops the importer reads since int64 / float64: packed
+    int4 and float8 data, int64 past 2^31, doubles, a Scan body, an LSTM."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    codes = helper.make_tensor_value_info("codes", TensorProto.FLOAT8E4M3FN, [4])
+    q = helper.make_tensor("q", TensorProto.INT4, [5], [1, -2, 3, -8, 7])
+    big = helper.make_tensor("big", TensorProto.INT64, [2], [2**40, -(2**33)])
+    dbl = helper.make_tensor("dbl", TensorProto.DOUBLE, [2], [1.0 / 3, 1e-300])
+    nodes = [helper.make_node("Cast", ["codes"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("DequantizeLinear", ["q", "scale"], ["dq"], axis=0),
+             helper.make_node("Cast", ["big"], ["bf"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["dbl"], ["df"], to=TensorProto.FLOAT),
+             helper.make_node("Concat", ["f", "dq", "bf", "df"], ["y"], axis=0)]
+    scale = numpy_helper.from_array(np.array(0.5, np.float32), "scale")
+    graphs = {"narrow_types": helper.make_graph(nodes, "narrow", [codes], [out], [q, big, dbl, scale])}
+    step = helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])
+    body = helper.make_graph([helper.make_node("Add", ["acc", "s"], ["acc_out"]),
+                              helper.make_node("Identity", ["acc_out"], ["scan_out"])], "body",
+                             [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [2]), step],
+                             [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2]),
+                              helper.make_tensor_value_info("scan_out", TensorProto.FLOAT, [2])])
+    seq = helper.make_tensor_value_info("seq", TensorProto.FLOAT, [3, 2])
+    init = numpy_helper.from_array(np.zeros(2, np.float32), "init")
+    graphs["scan"] = helper.make_graph([helper.make_node("Scan", ["init", "seq"], ["last", "y"], num_scan_inputs=1, body=body)],
+                                       "scan", [seq], [out], [init])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1, 2])
+    w = numpy_helper.from_array(rng.standard_normal((1, 12, 2)).astype(np.float32), "w")
+    r = numpy_helper.from_array(rng.standard_normal((1, 12, 3)).astype(np.float32), "r")
+    graphs["lstm"] = helper.make_graph([helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=3)], "lstm", [x], [out], [w, r])
+    return graphs
 
 
 def main() -> None:

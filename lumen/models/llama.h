@@ -1,68 +1,50 @@
-// Llama-family decoders (Llama, Mistral, Qwen2 shapes): token embedding,
-// pre-norm blocks with RMSNorm, rotary embeddings, grouped-query attention
-// and a SwiGLU MLP, a final norm and the LM head. Parameter names are those
-// of Hugging Face `LlamaForCausalLM` ("model.layers.0.self_attn.q_proj.weight").
+// Llama-family decoders (Llama 2/3, Mistral, Qwen2, Gemma): token embedding
+// (Gemma: scaled by sqrt(dim)), pre-norm blocks with RMSNorm (Gemma: by
+// 1 + weight), rotary embeddings (with Llama 3 / linear frequency scaling),
+// grouped-query attention and a gated MLP (SwiGLU, Gemma's GeGLU), a final
+// norm and the LM head. Parameter names are those of Hugging Face
+// `LlamaForCausalLM` ("model.layers.0.self_attn.q_proj.weight").
 //
-// `step` records one forward pass over `seq` new tokens at positions
-// past .. past+seq-1. Keys and values live in persistent state (one cache
-// per layer, [batch, kv_heads, capacity, head_dim]): the step reads the first
-// `past` rows and appends its own. `past` and `seq` may be dynamic dims, so
-// one compiled program serves every position.
+// `forward` records one pass over new tokens and leaves attention over the
+// cache to a callback, so different caches share the model: `step` keeps
+// keys and values in persistent state (one contiguous cache per layer,
+// [batch, kv_heads, capacity, head_dim]) and reads the first `past` rows;
+// lumen/serve reads a paged cache through block tables.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "lumen/models/llama_config.h"
 #include "lumen/nn/layers.h"
+#include "lumen/nn/rotary.h"
 #include "lumen/nn/transformer.h"
 
 namespace lumen::models {
-
-struct LlamaConfig {
-  std::string model_type = "llama";
-  int64_t vocab = 0, dim = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, hidden = 0;
-  double norm_eps = 1e-6;
-  double rope_theta = 10000.0;
-  int64_t max_position = 2048;
-  bool tie_embeddings = false;
-  bool qkv_bias = false;  // Qwen2; Llama with attention_bias
-  bool out_bias = false;  // Llama with attention_bias (o_proj.bias)
-  bool mlp_bias = false;  // Llama with mlp_bias
-  // Sliding-window attention (Mistral sliding_window, Qwen2 use_sliding_window):
-  // in a windowed layer the query at position i sees keys j with
-  // i - sliding_window < j <= i. window_layers[l] says whether layer l is
-  // windowed (Qwen2: layers from max_window_layers on); empty: every layer.
-  int64_t sliding_window = 0;  // 0: full causal attention
-  std::vector<bool> window_layers;
-  int64_t bos_token = -1;
-  std::vector<int64_t> eos_tokens;  // generation stops at any of them
-  // Where the config came from and whether its keys are GGUF metadata keys (for messages).
-  std::string origin = "llama config";
-  bool gguf_keys = false;
-
-  // From a Hugging Face config.json (llama, mistral, qwen2). Unsupported
-  // features (rope scaling, other activations) are errors, not silent drift.
-  static LlamaConfig from_json(const std::string& text, const std::string& origin = "config.json");
-  static LlamaConfig from_file(const std::string& path);
-  // A model directory: config.json, and generation_config.json's eos_token_id when present.
-  static LlamaConfig from_directory(const std::string& dir);
-  // Throws lumen::Error naming the key, its value and what is allowed.
-  void validate() const;
-  bool windowed(int64_t layer) const;
-  bool is_eos(int64_t token) const;
-  int64_t parameter_count() const;
-  std::string summary() const;  // "llama: 2 layers, dim 64, 4 heads (2 kv), vocab 256"
-};
 
 class Llama : public nn::Module {
  public:
   Llama(Graph& g, const LlamaConfig& config);
 
-  // tokens [batch, seq] (i32). Returns logits [batch, seq, vocab], or
-  // [batch, 1, vocab] for position `logits_at` only (e.g. the last real
-  // token when the step is padded). Declares the cache states (capacity
-  // rows) and their updates.
+  // One layer's attention over the step's rotated queries q [batch, heads,
+  // seq, head_dim] and keys / values k, v [batch, kv_heads, seq, head_dim]
+  // together with whatever the caller caches; returns [batch, heads, seq, head_dim].
+  using Attend = std::function<Tensor(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v)>;
+  // tokens [batch, seq] (i32) with rotary tables from rope(). Returns logits
+  // [batch, seq, vocab], or [batch, 1, vocab] for position `logits_at` only.
+  Tensor forward(const Tensor& tokens, const nn::RotaryTables& rope, const Attend& attend,
+                 std::optional<Expr> logits_at = std::nullopt);
+
+  // Rotary tables for positions offset .. offset+seq-1, the same in every row: [seq, head_dim].
+  nn::RotaryTables rope(const Expr& seq, const Expr& offset) const;
+  // For positions given per row, [batch, seq] (i32): [batch, 1, seq, head_dim].
+  nn::RotaryTables rope(const Tensor& positions) const;
+
+  // tokens [batch, seq] at positions past .. past+seq-1 through the
+  // contiguous cache (declares the cache states of `capacity` rows and their
+  // updates). `past` and `seq` may be dynamic dims; the batch is static.
   Tensor step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at = std::nullopt);
 
   // The name of layer i's key or value cache state.
@@ -73,6 +55,12 @@ class Llama : public nn::Module {
   std::vector<nn::TransformerBlock> layers;
   nn::RMSNorm norm;
   std::optional<nn::Linear> lm_head;  // absent when tied to the embedding
+  std::optional<Tensor> rope_freqs;   // [head_dim / 2] divisors (config.rope_freq_factors)
+
+ private:
+  Tensor inverse_frequencies() const;  // [1, head_dim / 2]
+  Tensor rms(const nn::RMSNorm& n, const Tensor& x) const;
+  Tensor block(int64_t layer, const Tensor& x, const nn::RotaryTables& rope, const Attend& attend) const;
 };
 
 }  // namespace lumen::models

@@ -80,6 +80,15 @@ io::StoredWeight load_tensor(const io::GgufFile& f, const io::GgufTensor& t, boo
   return q;
 }
 
+// rope_freqs.weight holds llama.cpp's per-frequency rotary divisors (Llama 3
+// rope scaling); all ones is plain rotary.
+bool all_ones(const io::GgufFile& f, const std::string& name) {
+  for (float v : f.get(name).to_floats()) {
+    if (v != 1.0f) return false;
+  }
+  return true;
+}
+
 std::string arch_of(const io::GgufFile& f) {
   return f.has("general.architecture") ? f.at("general.architecture").as_string("general.architecture") : "";
 }
@@ -88,8 +97,8 @@ std::string arch_of(const io::GgufFile& f) {
 
 LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   std::string arch = arch_of(f);
-  if (arch != "llama" && arch != "mistral" && arch != "qwen2") {
-    fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch), "' is not a Llama-family decoder (llama, mistral, qwen2)");
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "gemma") {
+    fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch), "' is not a Llama-family decoder (llama, mistral, qwen2, gemma)");
   }
   auto integer = [&](const std::string& key) { return f.at(arch + "." + key).as_int(arch + "." + key); };
   auto number = [&](const std::string& key) { return f.at(arch + "." + key).as_double(arch + "." + key); };
@@ -108,7 +117,16 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   c.rope_theta = f.has(arch + ".rope.freq_base") ? number("rope.freq_base") : 10000.0;
   if (f.has(arch + ".rope.scaling.type")) {
     const std::string& t = f.at(arch + ".rope.scaling.type").as_string(arch + ".rope.scaling.type");
-    if (t != "none") fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported");
+    if (t == "linear") {  // llama.cpp: positions times 1 / factor, as Hugging Face's frequencies divided by it
+      c.rope_scaling.type = "linear";
+      c.rope_scaling.factor = number("rope.scaling.factor");
+    } else if (t != "none") {
+      fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported (none, linear; Llama 3's comes as rope_freqs)");
+    }
+  }
+  if (arch == "gemma") {  // llama.cpp's converter stores Gemma's norm weights as 1 + w: a plain RMSNorm here
+    c.activation = "gelu_tanh";
+    c.scale_embeddings = true;
   }
   if (f.has(arch + ".attention.sliding_window")) {
     fail("gguf '", f.path(), "': ", arch, ".attention.sliding_window is set; lumen reads sliding-window attention from "
@@ -125,6 +143,7 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
     return false;
   };
   c.tie_embeddings = !has_tensor("output.weight");
+  c.rope_freq_factors = has_tensor("rope_freqs.weight") && !all_ones(f, "rope_freqs.weight");
   c.qkv_bias = has_tensor("blk.0.attn_q.bias");
   c.out_bias = has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = has_tensor("blk.0.ffn_up.bias");
@@ -139,28 +158,17 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   return c;
 }
 
-namespace {
-
-// rope_freqs.weight holds llama.cpp's per-frequency rotary factors (Llama 3
-// rope scaling); all ones is plain rotary, which lumen computes.
-void check_rope_freqs(const io::GgufFile& f, const io::GgufTensor& t) {
-  for (float v : f.get(t.name).to_floats()) {
-    if (v != 1.0f) {
-      fail("gguf '", f.path(), "': ", t.name, " holds rotary frequency factors other than 1 (Llama 3 rope scaling); "
-           "lumen supports plain rotary embeddings only");
-    }
-  }
-}
-
-}  // namespace
-
 std::shared_ptr<io::WeightStore> llama_weights_from_gguf(const io::GgufFile& f, const LlamaConfig& c) {
   auto store = std::make_shared<io::WeightStore>();
   store->origin = f.path();
   bool interleaved = arch_of(f) == "llama" || arch_of(f) == "mistral";
   for (const io::GgufTensor& t : f.tensors()) {
     if (t.name == "rope_freqs.weight") {
-      check_rope_freqs(f, t);
+      if (t.shape != std::vector<int64_t>{c.head_dim / 2}) {
+        fail("gguf '", f.path(), "': rope_freqs.weight has shape ", shape_string(t.shape), "; rotary factors for head_dim ",
+             c.head_dim, " are [", c.head_dim / 2, "]");
+      }
+      if (c.rope_freq_factors) store->add(t.name, load_tensor(f, t, false, c.head_dim));
       continue;
     }
     std::string name = hf_name(t.name);

@@ -11,8 +11,6 @@
 
 namespace lumen::models {
 
-namespace {
-
 // tie_word_embeddings with an lm_head.weight in the file: transformers 4 used
 // the embedding, transformers 5 uses the stored head when it differs. Equal,
 // it is redundant; different, the checkpoint contradicts its config.
@@ -32,7 +30,16 @@ void check_tied_head(const LlamaConfig& c, const io::WeightStore& w) {
   }
 }
 
-}  // namespace
+std::vector<std::string> check_unused_llama_weights(const LlamaConfig& c, const io::WeightStore& w, bool refuse) {
+  std::vector<std::string> unused = models::unused_weights(w);
+  // Older Hugging Face checkpoints carry the rotary tables as buffers; with
+  // tied embeddings a stored lm_head equal to the embedding is redundant
+  // (check_tied_head refuses one that differs).
+  std::vector<std::string> known{".rotary_emb.inv_freq"};
+  if (c.tie_embeddings) known.push_back("lm_head.weight");
+  if (refuse) refuse_unused_weights(w, known, "llama");
+  return unused;
+}
 
 const char* stop_reason_name(StopReason r) {
   switch (r) {
@@ -72,13 +79,7 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
     logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at);
   }
   if (!decode_) {  // the first program declares every parameter: check the checkpoint before compiling
-    unused_weights_ = models::unused_weights(*weights_);
-    // Older Hugging Face checkpoints carry the rotary tables as buffers; with
-    // tied embeddings a stored lm_head equal to the embedding is redundant
-    // (check_tied_head refuses one that differs).
-    std::vector<std::string> known{".rotary_emb.inv_freq"};
-    if (config_.tie_embeddings) known.push_back("lm_head.weight");
-    if (options_.refuse_unused_weights) refuse_unused_weights(*weights_, known, "llama");
+    unused_weights_ = check_unused_llama_weights(config_, *weights_, options_.refuse_unused_weights);
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;

@@ -50,6 +50,13 @@ struct GenerationStats {
   }
 };
 
+// Refuses a tied-embedding checkpoint whose stored lm_head differs from the embedding.
+void check_tied_head(const LlamaConfig& config, const io::WeightStore& weights);
+// After a model graph declared every parameter: the checkpoint tensors it did
+// not read (known-unneeded ones included); with `refuse`, an error naming any
+// other unread one.
+std::vector<std::string> check_unused_llama_weights(const LlamaConfig& config, const io::WeightStore& weights, bool refuse);
+
 class LlamaRunner {
  public:
   LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightStore> weights, const LlamaRunnerOptions& options = {});

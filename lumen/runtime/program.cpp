@@ -47,6 +47,18 @@ void Program::share_state(const Program& other) {
   for (auto& [name, mine] : states_) mine = other.states_.at(name);
 }
 
+void Program::share_state(const Program& other, const std::string& name) {
+  auto held = lock();
+  auto mine = states_.find(name);
+  if (mine == states_.end()) fail("share_state: this program has no state named '", name, "'");
+  const Array& theirs = other.state(name);
+  if (theirs.dtype() != mine->second.dtype() || theirs.shape() != mine->second.shape()) {
+    fail("share_state: state '", name, "' is ", dtype_name(mine->second.dtype()), " ", shape_string(mine->second.shape()),
+         " here but ", dtype_name(theirs.dtype()), " ", shape_string(theirs.shape()), " in the other program");
+  }
+  mine->second = theirs;
+}
+
 std::vector<std::string> Program::state_names() const {
   auto held = lock();
   std::vector<std::string> names;

@@ -44,6 +44,8 @@ class Program {
   // names, shapes and dtypes), e.g. a prefill and a decode program sharing
   // one KV cache.
   void share_state(const Program& other);
+  // The same for one state only (programs holding different sets of states).
+  void share_state(const Program& other, const std::string& name);
 
   void run();
 

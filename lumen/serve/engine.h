@@ -2,9 +2,9 @@
 // tokenized prompt with its sampling parameters, receive text pieces through
 // a callback as tokens are generated, learn how it finished, cancel it.
 //
-// The interface says nothing about how many sequences run at once, so a
-// continuous-batching engine (many sequences per decode step, paged KV cache;
-// see README.md) can replace SequentialEngine without touching the server.
+// The interface says nothing about how many sequences run at once: the
+// server runs BatchedEngine (many sequences per decode step over a paged KV
+// cache) or SequentialEngine (one at a time) alike.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +46,15 @@ struct EngineMetrics {
   double busy_seconds = 0;  // time spent running requests (prefill and decode)
   int64_t queued = 0, running = 0;
   int64_t kv_positions_in_use = 0, kv_positions_total = 0;
+  int64_t kv_blocks_in_use = 0, kv_blocks_total = 0;  // a paged cache's blocks (0 and 0 without one)
+  int64_t decode_steps = 0, decode_rows = 0;          // decode program runs, and the sequences they advanced
+  int64_t preemptions = 0;                            // sequences whose blocks were taken (recomputed later)
 };
+
+// The checks every engine's submit() makes: a non-empty prompt shorter than
+// `context`, tokens in 0..vocab-1, max_tokens >= 1, temperature >= 0, top_p
+// in (0, 1], top_k >= 0. Throws lumen::Error saying which and why.
+void check_request(const std::vector<int32_t>& prompt, const RequestParams& params, int64_t context, int64_t vocab);
 
 class Engine {
  public:

@@ -44,10 +44,16 @@ json model_json(const std::string& name) {
   return {{"id", name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "lumen"}};
 }
 
+// One Prometheus metric. (A plain function: GCC 12's IPA-SRA miscompiled the
+// capturing lambda this was, passing it a bad stream pointer at -O3.)
+void write_metric(std::ostream& out, const char* name, const char* type, const char* help, double value) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
+}
+
 std::string metrics_text(ServerContext& ctx) {
   std::ostringstream out;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
+  auto metric = [&out](const char* name, const char* type, const char* help, double value) {
+    write_metric(out, name, type, help, value);
   };
   out << "# HELP lumen_http_requests_total HTTP requests answered, by route and status.\n# TYPE lumen_http_requests_total counter\n";
   {
@@ -70,6 +76,14 @@ std::string metrics_text(ServerContext& ctx) {
   metric("lumen_requests_running", "gauge", "Requests the engine is running.", static_cast<double>(m.running));
   metric("lumen_kv_positions_in_use", "gauge", "KV-cache positions holding a sequence.", static_cast<double>(m.kv_positions_in_use));
   metric("lumen_kv_positions_total", "gauge", "KV-cache positions.", static_cast<double>(m.kv_positions_total));
+  metric("lumen_kv_blocks_in_use", "gauge", "Paged KV-cache blocks held by sequences (0 without a paged cache).",
+         static_cast<double>(m.kv_blocks_in_use));
+  metric("lumen_kv_blocks_free", "gauge", "Paged KV-cache blocks free.", static_cast<double>(m.kv_blocks_total - m.kv_blocks_in_use));
+  metric("lumen_preemptions_total", "counter", "Sequences preempted for KV blocks (prefilled again later).",
+         static_cast<double>(m.preemptions));
+  metric("lumen_decode_steps_total", "counter", "Batched decode steps run.", static_cast<double>(m.decode_steps));
+  metric("lumen_decode_rows_total", "counter", "Sequences advanced by decode steps (rows / steps: the mean batch).",
+         static_cast<double>(m.decode_rows));
   return out.str();
 }
 

@@ -2,22 +2,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 
 #include "lumen/core/error.h"
 #include "lumen/serve/text_stream.h"
 
 namespace lumen::serve {
-
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Error: return "error";
-  }
-  return "unknown";
-}
 
 struct SequentialEngine::Request {
   RequestId id = 0;
@@ -40,19 +29,7 @@ int64_t SequentialEngine::context_length() const { return runner_.capacity(); }
 
 Engine::RequestId SequentialEngine::submit(std::vector<int32_t> prompt, const RequestParams& params, OnText on_text,
                                            OnDone on_done) {
-  if (prompt.empty()) fail("the prompt is empty (at least one token is needed)");
-  if (static_cast<int64_t>(prompt.size()) >= runner_.capacity()) {
-    fail("the prompt is ", prompt.size(), " tokens; the context holds ", runner_.capacity(),
-         " (prompt and generated tokens together); shorten the prompt");
-  }
-  for (int32_t t : prompt) {
-    if (t < 0 || t >= runner_.config().vocab) fail("prompt token ", t, " is outside the vocabulary (0..", runner_.config().vocab - 1, ")");
-  }
-  const models::SamplingOptions& s = params.sampling;
-  if (params.max_tokens < 1) fail("max_tokens is ", params.max_tokens, "; it must be at least 1");
-  if (!std::isfinite(s.temperature) || s.temperature < 0) fail("temperature is ", s.temperature, "; it must be >= 0");
-  if (!(s.top_p > 0 && s.top_p <= 1)) fail("top_p is ", s.top_p, "; it must be in (0, 1]");
-  if (s.top_k < 0) fail("top_k is ", s.top_k, "; it must be >= 0");
+  check_request(prompt, params, runner_.capacity(), runner_.config().vocab);
   auto r = std::make_shared<Request>();
   r->prompt = std::move(prompt);
   r->params = params;
@@ -145,6 +122,9 @@ void SequentialEngine::finished(const Outcome& o, double seconds) {
   metrics_.busy_seconds += seconds;
   metrics_.prompt_tokens += o.prompt_tokens;
   metrics_.generated_tokens += o.completion_tokens;
+  int64_t decoded = o.completion_tokens > 1 ? o.completion_tokens - 1 : 0;  // the first token comes from the prefill
+  metrics_.decode_steps += decoded;
+  metrics_.decode_rows += decoded;
   if (o.reason == FinishReason::Cancelled) ++metrics_.requests_cancelled;
   else if (o.reason == FinishReason::Error) ++metrics_.requests_failed;
   else ++metrics_.requests_finished;

@@ -1,5 +1,5 @@
-"""Export a Hugging Face Llama-family checkpoint (a directory with config.json
-and safetensors) as a GGUF file in llama.cpp's conventions, with the `gguf`
+"""Export a Hugging Face Llama-family checkpoint (Llama 2/3, Mistral, Qwen2,
+Gemma: a directory with config.json and safetensors) as a GGUF file in llama.cpp's conventions, with the `gguf`
 package: f32, f16, or Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights (one type for
 every matrix, or per tensor as llama.cpp mixes them: `tensor_types`). Used by the tests (the same weights
 in both formats) and by `make bench` (the same file for lumen and llama.cpp).
@@ -43,6 +43,26 @@ def interleave_heads(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def llama3_rope_factors(scaling: dict, theta: float, head_dim: int) -> np.ndarray:
+    """Llama 3.1's rope scaling as llama.cpp's convert_hf_to_gguf.py writes it: a divisor per frequency."""
+    import math
+    freqs = 1.0 / (theta ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim))
+    factor = scaling.get("factor", 8.0)
+    low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+    old = scaling.get("original_max_position_embeddings", 8192)
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", vocab: list[str] | None = None,
                  tensor_types: dict[str, str] | None = None, chat_template: str | None = None,
                  token_types: list[int] | None = None) -> Path:
@@ -59,13 +79,15 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
     model_dir, out = Path(model_dir), Path(out)
     config = json.loads((model_dir / "config.json").read_text())
     arch = config.get("model_type", "llama")
-    if arch not in ("llama", "mistral", "qwen2"):
+    if arch not in ("llama", "mistral", "qwen2", "gemma"):
         raise ValueError(f"model_type {arch!r} is not a Llama-family decoder")
     heads = config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
     head_dim = config.get("head_dim") or config["hidden_size"] // heads
     rope = config.get("rope_parameters") or {}
     theta = rope.get("rope_theta", config.get("rope_theta", 10000.0))
+    scaling = config.get("rope_scaling") or rope
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
 
     w = gguf.GGUFWriter(str(out), arch)
     w.add_name(model_dir.name)
@@ -79,6 +101,11 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
     w.add_value_length(head_dim)
     w.add_rope_dimension_count(head_dim)
     w.add_rope_freq_base(float(theta))
+    if rope_type == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(float(scaling["factor"]))
+    elif rope_type not in ("default", "llama3"):
+        raise ValueError(f"rope type {rope_type!r} has no GGUF form here (default, linear, llama3)")
     w.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-6)))
     w.add_vocab_size(config["vocab_size"])
     w.add_file_type(_FILE_TYPES[type])
@@ -99,11 +126,15 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
     tensors = {}
     for f in files:
         tensors.update(load_file(str(f)))
+    if rope_type == "llama3":  # llama.cpp's form: per-frequency divisors in a tensor
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(scaling, theta, head_dim))
     for name, value in tensors.items():
         g = gguf_name(name)
-        if g is None:
+        if g is None or (arch == "gemma" and g == "output.weight"):  # Gemma ties the head to the embedding
             continue
         value = value.astype(np.float32)
+        if arch == "gemma" and g.endswith("norm.weight"):
+            value = value + 1  # llama.cpp's converter stores Gemma's (1 + w) norm weights
         if arch in ("llama", "mistral"):
             if ".self_attn.q_proj." in name:
                 value = interleave_heads(value, heads)

@@ -20,7 +20,8 @@ onnx::LoadOptions load_options(nb::handle fixed_inputs, nb::handle graph = nb::n
     nb::object np = nb::module_::import_("numpy");
     nb::object arr = np.attr("asarray")(value);
     std::string kind = nb::cast<std::string>(arr.attr("dtype").attr("kind"));
-    DType want = kind == "f" ? DType::F32 : kind == "b" ? DType::Bool : DType::I32;
+    bool wide = nb::cast<int>(arr.attr("dtype").attr("itemsize")) == 8;  // int64 / float64 kept exact
+    DType want = kind == "f" ? (wide ? DType::F64 : DType::F32) : kind == "b" ? DType::Bool : (wide ? DType::I64 : DType::I32);
     std::string key = nb::cast<std::string>(name);
     o.fixed_inputs[key] = array_from_python(arr, want, "fixed_inputs['" + key + "']").clone();
   }

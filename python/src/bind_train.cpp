@@ -11,8 +11,6 @@
 
 namespace lumen::python {
 
-namespace {
-
 std::vector<Tensor> tensor_list(nb::handle items) {
   std::vector<Tensor> out;
   if (nb::isinstance<PyTensor>(items)) return {nb::cast<Tensor>(items)};
@@ -44,8 +42,6 @@ train::TrainerOptions trainer_options(const nb::dict& kw) {
   }
   return o;
 }
-
-}  // namespace
 
 void bind_train(nb::module_& m) {
   m.def(

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "lumen/lumen.h"
+#include "lumen/train/trainer.h"
 
 namespace lumen::python {
 
@@ -49,6 +50,11 @@ void bind_onnx(nb::module_& m);  // after bind_runtime
 void bind_chat(nb::module_& m);  // after bind_models and bind_io
 void bind_tc(nb::module_& m);
 void bind_train(nb::module_& m);
+void bind_dist(nb::module_& m);  // after bind_train; only with lumen/dist (LUMEN_HAVE_DIST)
+
+// Tensors from a Tensor or a sequence of them; trainer options from keywords (bind_train.cpp).
+std::vector<Tensor> tensor_list(nb::handle items);
+train::TrainerOptions trainer_options(const nb::dict& kw);
 
 }  // namespace lumen::python
 

@@ -57,6 +57,9 @@ NB_MODULE(_lumen, m) {
   lumen::python::bind_onnx(m);
   lumen::python::bind_chat(m);
   lumen::python::bind_train(m);
+#ifdef LUMEN_HAVE_DIST
+  lumen::python::bind_dist(m);
+#endif
   lumen::python::bind_tc(m);
   // Programs end up held by other extensions' caches (torch.compile's) that are torn down after this
   // module at interpreter exit; nanobind would report them as leaks.

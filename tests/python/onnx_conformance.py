@@ -88,7 +88,17 @@ def _as_array(x):
     if isinstance(x, (np.ndarray, np.generic)):
         x = np.asarray(x, order="C")
         # bfloat16 (ml_dtypes) goes in as float32: lumen rounds it to the input's bf16.
-        return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+        if x.dtype.name == "bfloat16":
+            return x.astype(np.float32)
+        # float8 / float4 are held by lumen as their bit codes (u8), 2- / 4-bit
+        # integers as their values (i8 / u8): see lumen/io/onnx/narrow_types.h.
+        if x.dtype.name.startswith(("float8", "float4")):
+            return x.view(np.uint8)
+        if x.dtype.name in ("int4", "int2"):
+            return x.astype(np.int8)
+        if x.dtype.name in ("uint4", "uint2"):
+            return x.astype(np.uint8)
+        return x
     return None
 
 
@@ -226,6 +236,27 @@ def run_batch(batch, backend):
 
 BACKEND_NAMES = ("interp", "cpu")
 
+# Why the expected failures fail: case-name pattern -> cause, shown before the
+# measured difference. Each was checked against onnx's reference implementation.
+KNOWN_CAUSES = [
+    (r"^test_attention_.*bf16",
+     "the reference computes in bfloat16 numpy arithmetic, rounding every step (its sums term by term); "
+     "lumen rounds once from f32: results 1 bf16 ulp apart"),
+    (r"^test_attention_.*fp16",
+     "the reference computes in float16 numpy arithmetic, rounding every step; lumen accumulates in f32: "
+     "results 1 fp16 ulp apart"),
+    (r"^test_dft_inverse",
+     "the reference's numpy FFT runs in float32; lumen's DFT is an f64 product, so outputs that are 0 up to "
+     "rounding differ by ~1e-6, over atol 1e-7"),
+]
+
+
+def _cause(name, message):
+    for pattern, cause in KNOWN_CAUSES:
+        if re.search(pattern, name):
+            return f"{cause} ({message})"
+    return message
+
 
 def render_report(results):
     """The markdown report for {backend: {case: (outcome, reason)}}."""
@@ -246,7 +277,8 @@ def render_report(results):
              "  refused the model with a lumen::Error (op, attribute, element type, opset, run-time control flow).",
              "- A *float case* is one whose outputs include a floating-point tensor (float32, float16, bfloat16,",
              "  float64): the pass rate below is passed float cases over all float cases, unsupported ones included.",
-             "  lumen has no float64 or int64 dtypes yet (int64 data flows as range-checked int32).", "",
+             "  int64 and float64 are lumen's I64 and F64; float8 / float4 values are fed as their codes (uint8)",
+             "  and 2- / 4-bit integers as int8 / uint8 (lumen holds them for storage: casts and movement only).", "",
              "| backend | float cases passed | pass rate (float) | all cases passed |",
              "| --- | --- | --- | --- |"]
     for b in backends:
@@ -275,7 +307,8 @@ def render_report(results):
         outs = [results[b][n] for b in backends]
         if all(o[0] == "passed" for o in outs):
             continue
-        reason = next(o[1] for o in outs if o[0] != "passed").replace("|", "\\|")
+        first = next(o for o in outs if o[0] != "passed")
+        reason = (_cause(n, first[1]) if first[0] == "failed" else first[1]).replace("|", "\\|")
         lines.append(f"| {n} | " + " | ".join(o[0] for o in outs) + f" | {reason} |")
     return "\n".join(lines) + "\n"
 

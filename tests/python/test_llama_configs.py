@@ -61,7 +61,7 @@ def test_mistral_sliding_window_matches_transformers(tmp_path):
     model.config.sliding_window = None
     assert np.abs(hf_logits(model, PROMPT) - full).max() > 0.05
     model.config.sliding_window = 4
-    runner = check_prefill_and_decode(model, path, PROMPT, 6)
+    runner = check_prefill_and_decode(model, path, PROMPT, 32)
     assert "sliding window 4" in runner.summary
 
 
@@ -69,7 +69,7 @@ def test_qwen2_sliding_window_from_max_window_layers_matches_transformers(tmp_pa
     model, path = build(tmp_path, transformers.Qwen2Config, transformers.Qwen2ForCausalLM, "qwen2",
                         use_sliding_window=True, sliding_window=3, max_window_layers=1)
     assert model.config.layer_types == ["full_attention", "sliding_attention"]
-    check_prefill_and_decode(model, path, PROMPT, 6)
+    check_prefill_and_decode(model, path, PROMPT, 32)
     # the same directory without layer_types (older transformers): max_window_layers decides
     config = json.loads((tmp_path / "qwen2" / "config.json").read_text())
     del config["layer_types"]
@@ -92,7 +92,7 @@ def test_llama_attention_bias_and_mlp_bias_match_transformers(tmp_path):
     model, path = build(tmp_path, transformers.LlamaConfig, transformers.LlamaForCausalLM, "llama",
                         attention_bias=True, mlp_bias=True)
     assert model.model.layers[0].self_attn.o_proj.bias is not None
-    check_prefill_and_decode(model, path, PROMPT[:6], 3)
+    check_prefill_and_decode(model, path, PROMPT[:6], 32)
     f = export_llama(path, tmp_path / "m.gguf", "f32")  # the biases travel in GGUF too
     runner = lumen.models.Llama(str(f), capacity=32)
     assert runner.unused_weights == []

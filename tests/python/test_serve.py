@@ -185,7 +185,10 @@ def test_health_models_and_metrics(server, client):
     assert float(metrics["lumen_generated_tokens_total"]) >= before.usage.completion_tokens
     assert float(metrics['lumen_http_requests_total{route="/v1/completions",status="200"}']) >= 1
     assert float(metrics["lumen_generated_tokens_per_second"]) > 0
-    assert metrics["lumen_queue_depth"] == "0" and metrics["lumen_kv_positions_total"] == "128"
+    assert metrics["lumen_queue_depth"] == "0"
+    # the batched engine's paged cache: 8192 positions by default, in blocks of 16
+    assert metrics["lumen_kv_positions_total"] == "8192"
+    assert float(metrics["lumen_kv_blocks_in_use"]) + float(metrics["lumen_kv_blocks_free"]) == 512
 
 
 def curl_post(url, body):

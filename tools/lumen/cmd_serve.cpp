@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "lumen/core/error.h"
+#include "lumen/serve/batched_engine.h"
 #include "lumen/serve/http_server.h"
 #include "lumen/serve/sequential_engine.h"
 #include "tools/lumen/commands.h"
@@ -42,6 +43,45 @@ void watch_signals(const sigset_t& signals, serve::HttpServer& server) {
   }).detach();
 }
 
+struct EngineArgs {
+  std::string kind = "batched";
+  int64_t max_batch = 16, kv_blocks = 0, block_size = 16, prefill_chunk = 256;
+};
+
+// The decoder's engine: batched (a paged model compiled for many sequences) or sequential (one LlamaRunner).
+struct Generation {
+  Decoder decoder;
+  std::unique_ptr<serve::PagedLlama> paged;
+  std::unique_ptr<serve::Engine> engine;
+  std::string summary;
+};
+
+void open_generation(Generation& out, const CommonOptions& common, const EngineArgs& e) {
+  bool batched = e.kind == "batched";
+  out.decoder = open_decoder(common, 0, !batched);
+  Decoder& d = out.decoder;
+  if (!d.tokenizer) fail("serve: '", common.model, "' carries no tokenizer (a GGUF file needs tokenizer.ggml.tokens)");
+  out.summary = d.config.summary();
+  if (!batched) {
+    out.engine = std::make_unique<serve::SequentialEngine>(*d.runner, *d.tokenizer);
+    return;
+  }
+  serve::PagedLlamaOptions po;
+  po.block_size = e.block_size;
+  po.blocks = e.kv_blocks;
+  po.context = common.capacity;
+  po.compile = common.compile();
+  po.refuse_unused_weights = d.refuse_unused_weights;
+  out.paged = std::make_unique<serve::PagedLlama>(d.config, d.weights, po);
+  serve::BatchedEngineOptions bo;
+  bo.max_batch = e.max_batch;
+  bo.prefill_tokens = e.prefill_chunk;
+  out.engine = std::make_unique<serve::BatchedEngine>(*out.paged, *d.tokenizer, bo);
+  const serve::PagedKvCache& c = out.paged->cache();
+  out.summary += "\nbatched engine: up to " + std::to_string(e.max_batch) + " sequences, " + std::to_string(c.blocks_total()) +
+                 " KV blocks of " + std::to_string(c.block_size()) + " positions, context " + std::to_string(out.paged->context());
+}
+
 }  // namespace
 
 void add_serve_command(CLI::App& app) {
@@ -52,6 +92,7 @@ void add_serve_command(CLI::App& app) {
     int64_t max_queue = 256;
     bool quiet = false;
     std::string api_key;
+    EngineArgs engine;
   };
   static Args a;
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (completions, chat, embeddings)");
@@ -64,6 +105,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", a.api_key, "Require `Authorization: Bearer KEY` on /v1/* (default: LUMEN_API_KEY, else none)")
       ->envname("LUMEN_API_KEY");
   cmd->add_option("--name", a.name, "The model id clients name (default: the model's file or directory name)");
+  cmd->add_option("--engine", a.engine.kind, "batched: continuous batching over a paged KV cache; sequential: one request at a time")
+      ->check(CLI::IsMember({"batched", "sequential"}));
+  cmd->add_option("--max-batch", a.engine.max_batch, "Batched engine: sequences decoded together at most")->check(CLI::Range(1, 4096));
+  cmd->add_option("--kv-blocks", a.engine.kv_blocks, "Batched engine: KV-cache blocks (0: 8192 positions, at least one whole context)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-block-size", a.engine.block_size, "Batched engine: positions per KV-cache block")->check(CLI::Range(1, 1024));
+  cmd->add_option("--prefill-chunk", a.engine.prefill_chunk, "Batched engine: prompt tokens prefilled per step at most")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->callback([] {
     sigset_t signals;
     sigemptyset(&signals);
@@ -74,22 +123,19 @@ void add_serve_command(CLI::App& app) {
     a.common.progress = true;
     serve::ServedModel served;
     served.name = model_name(a.name, a.common.model);
-    Decoder decoder;
+    Generation generation;
     std::unique_ptr<models::SentenceEncoder> encoder;
-    std::unique_ptr<serve::SequentialEngine> engine;
     std::string summary;
     if (model_kind(a.common.model) == ModelKind::Encoder) {
       encoder = open_encoder(a.common);
       served.encoder = encoder.get();
       summary = encoder->config().summary();
     } else {
-      decoder = open_decoder(a.common);
-      if (!decoder.tokenizer) fail("serve: '", a.common.model, "' carries no tokenizer (a GGUF file needs tokenizer.ggml.tokens)");
-      engine = std::make_unique<serve::SequentialEngine>(*decoder.runner, *decoder.tokenizer);
-      served.engine = engine.get();
-      served.tokenizer = decoder.tokenizer.get();
-      served.chat = decoder.chat;
-      summary = decoder.runner->config().summary();
+      open_generation(generation, a.common, a.engine);
+      served.engine = generation.engine.get();
+      served.tokenizer = generation.decoder.tokenizer.get();
+      served.chat = generation.decoder.chat;
+      summary = generation.summary;
     }
     serve::ServerOptions options;
     options.host = a.host;
@@ -105,7 +151,7 @@ void add_serve_command(CLI::App& app) {
     std::fflush(stderr);
     watch_signals(signals, server);
     server.serve();
-    if (engine) engine->shutdown();
+    if (generation.engine) generation.engine->shutdown();
     std::fprintf(stderr, "lumen serve: stopped\n");
   });
 }

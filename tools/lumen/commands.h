@@ -15,5 +15,6 @@ void add_show_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_tc_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_plan_command(CLI::App& app);  // only with lumen/dist
 
 }  // namespace lumen::tools

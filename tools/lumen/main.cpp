@@ -12,6 +12,9 @@
 
 #include "lumen/core/error.h"
 #include "tools/lumen/commands.h"
+#ifdef LUMEN_HAVE_DIST
+#include "lumen/dist/communicator.h"
+#endif
 
 namespace {
 
@@ -21,6 +24,8 @@ std::string exception_type(const std::exception& e) {
   std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status), std::free);
   return status == 0 && name ? name.get() : typeid(e).name();
 }
+
+int run(CLI::App& app, int argc, char** argv);
 
 }  // namespace
 
@@ -38,6 +43,20 @@ int main(int argc, char** argv) {
   lumen::tools::add_cache_command(app);
   lumen::tools::add_chat_command(app);
   lumen::tools::add_serve_command(app);
+#ifdef LUMEN_HAVE_DIST
+  lumen::tools::add_plan_command(app);
+#endif
+  int code = run(app, argc, argv);
+#ifdef LUMEN_HAVE_DIST
+  // Under mpirun a rank that fails must not leave the others waiting: end the job.
+  if (code != 0 && lumen::dist::launched_with_ranks()) lumen::dist::abort_job(code);
+#endif
+  return code;
+}
+
+namespace {
+
+int run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,3 +76,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace

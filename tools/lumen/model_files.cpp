@@ -62,40 +62,50 @@ ModelKind model_kind(const std::string& path) {
   }
   std::string type = j.value("model_type", std::string());
   if (type == "bert") return ModelKind::Encoder;
-  if (type == "llama" || type == "mistral" || type == "qwen2") return ModelKind::Decoder;
-  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, bert)");
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") return ModelKind::Decoder;
+  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, gemma, bert)");
 }
 
-Decoder open_decoder(const CommonOptions& o, int64_t layers_override) {
-  if (model_kind(o.model) != ModelKind::Decoder) fail("'", o.model, "' is an encoder, not a decoder (use `lumen embed`)");
-  models::LlamaRunnerOptions ro;
-  ro.capacity = o.capacity;
-  ro.compile = o.compile();
-  Decoder d;
-  models::LlamaConfig config;
-  std::shared_ptr<io::WeightStore> weights;
-  if (fs::is_regular_file(o.model)) {
-    io::GgufFile f = io::GgufFile::open(o.model);
-    config = models::llama_config_from_gguf(f);
-    weights = models::llama_weights_from_gguf(f, config);
+DecoderFiles load_decoder_files(const std::string& model, int64_t layers_override) {
+  if (model_kind(model) != ModelKind::Decoder) fail("'", model, "' is an encoder, not a decoder (use `lumen embed`)");
+  DecoderFiles d;
+  if (fs::is_regular_file(model)) {
+    io::GgufFile f = io::GgufFile::open(model);
+    d.config = models::llama_config_from_gguf(f);
+    d.weights = models::llama_weights_from_gguf(f, d.config);
     if (f.has("tokenizer.ggml.tokens")) {
       d.tokenizer = io::tokenizer_from_gguf(f);
       d.chat = models::chat_format_from_gguf(f, *d.tokenizer);
     }
   } else {
-    config = models::LlamaConfig::from_directory(o.model);
-    weights = io::WeightStore::from_safetensors(o.model);
-    if (fs::exists(fs::path(o.model) / "tokenizer.json")) {
-      d.tokenizer = io::load_tokenizer_json((fs::path(o.model) / "tokenizer.json").string());
-      d.chat = models::chat_format_from_directory(o.model, *d.tokenizer);
+    d.config = models::LlamaConfig::from_directory(model);
+    d.weights = io::WeightStore::from_safetensors(model);
+    if (fs::exists(fs::path(model) / "tokenizer.json")) {
+      d.tokenizer = io::load_tokenizer_json((fs::path(model) / "tokenizer.json").string());
+      d.chat = models::chat_format_from_directory(model, *d.tokenizer);
     }
   }
-  if (layers_override > 0 && layers_override < config.layers) {
-    config.layers = layers_override;
-    ro.refuse_unused_weights = false;  // the later layers' weights stay unread on purpose
-    if (!config.window_layers.empty()) config.window_layers.resize(static_cast<size_t>(layers_override));
+  if (layers_override > 0 && layers_override < d.config.layers) {
+    d.config.layers = layers_override;
+    d.refuse_unused_weights = false;  // the later layers' weights stay unread on purpose
+    if (!d.config.window_layers.empty()) d.config.window_layers.resize(static_cast<size_t>(layers_override));
   }
-  d.runner = std::make_unique<models::LlamaRunner>(config, weights, ro);
+  return d;
+}
+
+Decoder open_decoder(const CommonOptions& o, int64_t layers_override, bool compile_runner) {
+  DecoderFiles f = load_decoder_files(o.model, layers_override);
+  models::LlamaRunnerOptions ro;
+  ro.capacity = o.capacity;
+  ro.compile = o.compile();
+  ro.refuse_unused_weights = f.refuse_unused_weights;
+  Decoder d;
+  d.tokenizer = std::move(f.tokenizer);
+  d.chat = std::move(f.chat);
+  d.config = f.config;
+  d.weights = f.weights;
+  d.refuse_unused_weights = f.refuse_unused_weights;
+  if (compile_runner) d.runner = std::make_unique<models::LlamaRunner>(f.config, f.weights, ro);
   return d;
 }
 

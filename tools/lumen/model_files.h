@@ -36,12 +36,27 @@ void add_sampling_options(CLI::App* cmd, models::SamplingOptions& sampling);
 
 ModelKind model_kind(const std::string& path);
 
+// A decoder's files, before compiling anything.
+struct DecoderFiles {
+  models::LlamaConfig config;
+  std::shared_ptr<io::WeightStore> weights;
+  std::unique_ptr<io::Tokenizer> tokenizer;  // may be null (a GGUF file without a vocabulary)
+  models::ChatFormat chat;
+  bool refuse_unused_weights = true;         // false when layers were cut on purpose
+};
+DecoderFiles load_decoder_files(const std::string& model, int64_t layers_override = 0);
+
 struct Decoder {
-  std::unique_ptr<models::LlamaRunner> runner;
+  models::LlamaConfig config;
+  std::shared_ptr<io::WeightStore> weights;
+  bool refuse_unused_weights = true;           // false when layers were cut on purpose
+  std::unique_ptr<models::LlamaRunner> runner;  // null when not asked for
   std::unique_ptr<io::Tokenizer> tokenizer;  // may be null (a GGUF file without a vocabulary)
   models::ChatFormat chat;                    // the chat template and end-of-turn tokens, if any
 };
-Decoder open_decoder(const CommonOptions& o, int64_t layers_override = 0);
+// With `compile_runner` false only the files are read (a caller compiling
+// its own programs from config and weights, e.g. lumen serve's batched engine).
+Decoder open_decoder(const CommonOptions& o, int64_t layers_override = 0, bool compile_runner = true);
 std::unique_ptr<models::SentenceEncoder> open_encoder(const CommonOptions& o);
 
 // "1,2,3" -> ids; throws lumen::Error naming the bad entry.

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "lumen/core/error.h"
+#include "lumen/io/onnx/narrow_types.h"
 #include "lumen/io/onnx/op_table.h"
 #include "onnx/onnx.pb.h"
 
@@ -67,21 +68,18 @@ Tensor Importer::tensor(Value& v, const std::string& what) {
     for (size_t k = 0; k < v.reals.size(); ++k) a.set(static_cast<int64_t>(k), v.reals[k]);
     return v.tensor = parameter(v.name, a);
   }
-  bool narrowing = v.onnx_type == kInt64;
-  for (const Expr& e : v.ints) {
-    if (e.is_const() && narrowing) narrow_int64(e.value(), what);
-  }
+  // Integers stay exact: constants through constant_int, data through Scalar stores.
   bool uniform = true;
   for (const Expr& e : v.ints) uniform = uniform && e == v.ints.front();
   if (v.ints.empty() || (uniform && v.ints.front().is_const())) {
-    return v.tensor = g.constant(v.ints.empty() ? 0 : static_cast<double>(v.ints.front().value()), dtype).expand(v.shape);
+    return v.tensor = g.constant_int(v.ints.empty() ? 0 : v.ints.front().value(), dtype).expand(v.shape);
   }
   if (!all_const(v.ints) && v.ints.size() <= 64) {
     return v.tensor = g.iota(element_pattern(v.ints, v.shape), v.shape, dtype);
   }
   if (!all_const(v.ints)) fail("onnx: ", what, ": too many symbolic values to make a tensor of");
   Array a(dtype, dims);
-  for (size_t k = 0; k < v.ints.size(); ++k) a.set(static_cast<int64_t>(k), static_cast<double>(v.ints[k].value()));
+  for (size_t k = 0; k < v.ints.size(); ++k) a.store(static_cast<int64_t>(k), Scalar::of_int(v.ints[k].value()));
   return v.tensor = parameter(v.name, a);
 }
 
@@ -94,12 +92,17 @@ void Importer::add_input(const ::onnx::ValueInfoProto& info) {
   if (fixed != options_.fixed_inputs.end()) {
     auto host = std::make_shared<HostTensor>();
     host->name = name;
-    host->onnx_type = tt.elem_type() == kInt64 ? kInt64 : onnx_type_of(fixed->second.dtype());
-    host->dims = fixed->second.shape();
+    const Array& given = fixed->second;
+    host->onnx_type = tt.elem_type();
+    host->dims = given.shape();
+    DType dtype = data_dtype(host->onnx_type, what);
     if (host->onnx_type == kInt64) {
-      for (int64_t k = 0; k < fixed->second.numel(); ++k) host->int64s.push_back(static_cast<int64_t>(fixed->second.get(k)));
-    } else {
-      host->array = fixed->second;
+      for (int64_t k = 0; k < given.numel(); ++k) host->int64s.push_back(given.load(k).to_int());
+    } else if (given.dtype() == dtype) {
+      host->array = given;
+    } else {  // the element type the model declares, converted exactly as a store does
+      host->array = Array(dtype, host->dims);
+      for (int64_t k = 0; k < given.numel(); ++k) host->array.store(k, given.load(k));
     }
     Value v = Value::of_host(host);
     v.name = name;
@@ -128,12 +131,25 @@ void Importer::add_input(const ::onnx::ValueInfoProto& info) {
 
 void Importer::import_node(const ::onnx::NodeProto& node) {
   NodeContext n(*this, node);
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    fail("onnx: ", n.where(), ": op domain '", escape_bytes(node.domain()), "' is not supported (only the default ONNX domain)");
+  bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+  if (!default_domain && node.domain() != kTrainingDomain) {
+    fail("onnx: ", n.where(), ": op domain '", escape_bytes(node.domain()), "' is not supported (the default ONNX domain and ",
+         kTrainingDomain, " are)");
   }
   const OpTable& table = op_table();
-  auto it = table.find(node.op_type());
+  auto it = table.find(op_key(node.domain(), node.op_type()));
   if (it == table.end()) n.unsupported("op type '" + escape_bytes(node.op_type()) + "' has no lumen mapping");
+  check_opset_form(n);
+  if (!narrow_type_op_allowed(node.op_type())) {
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      int type = lookup(node.input(i), n.where()).onnx_type;
+      if (is_narrow_type(type)) {
+        n.unsupported("input " + std::to_string(i) + " has element type " + onnx_type_name(type) +
+                      ", which lumen holds for storage only (casts and movement ops take it)");
+      }
+    }
+  }
   std::vector<Value> outputs;
   try {
     outputs = it->second(n);
@@ -147,6 +163,12 @@ void Importer::import_node(const ::onnx::NodeProto& node) {
     if (static_cast<size_t>(k) >= outputs.size()) n.unsupported("output " + std::to_string(k) + " ('" + escape_bytes(name) + "')");
     Value v = outputs[static_cast<size_t>(k)];
     v.name = name;
+    // A builder may compute in a wider or narrower dtype (argmax in i32): the
+    // value leaves in the dtype its ONNX type names.
+    if (v.tensor.defined() && v.onnx_type != 0) {
+      DType want = data_dtype(v.onnx_type, n.where() + " output " + std::to_string(k));
+      if (v.tensor.dtype() != want) v.tensor = v.tensor.cast(want);
+    }
     scopes_.back()[name] = v;
   }
 }

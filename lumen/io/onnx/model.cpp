@@ -12,14 +12,17 @@ namespace lumen::onnx {
 
 namespace {
 
-constexpr int kMinOpset = 13;
+constexpr int kMinOpset = 7;  // older forms of ops are refused per op (check_opset_form)
 constexpr int kMaxOpset = LUMEN_ONNX_MAX_OPSET;
 
 int default_opset(const ::onnx::ModelProto& m, const std::string& origin) {
   int opset = -1;
+  bool training = false;
   for (const auto& o : m.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    training = training || o.domain() == "ai.onnx.preview.training";
   }
+  if (opset < 0 && training) return kMaxOpset;  // optimizer ops only: no default-domain op to version
   if (opset < 0) fail("onnx: ", origin, ": the model imports no default-domain opset");
   if (opset < kMinOpset || opset > kMaxOpset) {
     fail("onnx: ", origin, ": opset ", opset, " is not supported (lumen reads opsets ", kMinOpset, " to ", kMaxOpset,

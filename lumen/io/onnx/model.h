@@ -4,8 +4,8 @@
 //   lumen::Program p = lumen::onnx::compile(m);   // lumen/models/onnx_program.h
 //   p.set("input", array); p.run(); p.get(m.outputs[0]);
 //
-// Opsets 13 up to the newest the build's onnx.proto knows; every node maps
-// onto lumen's ops (no new primitives). An unsupported op, attribute or
+// Opsets 7 (older op forms refused per op) up to the newest the build's
+// onnx.proto knows; every node maps onto lumen's ops (no new primitives). An unsupported op, attribute or
 // element type is a lumen::Error naming the node, its op type and what is
 // unsupported. See README.md for the mapping rules.
 #pragma once

@@ -134,6 +134,11 @@ std::vector<double> NodeContext::attr_floats(const std::string& name, const std:
   return a ? std::vector<double>(a->floats().begin(), a->floats().end()) : fallback;
 }
 
+std::vector<std::string> NodeContext::attr_strings(const std::string& name, const std::vector<std::string>& fallback) {
+  const AttributeProto* a = find(name, AttributeProto::STRINGS);
+  return a ? std::vector<std::string>(a->strings().begin(), a->strings().end()) : fallback;
+}
+
 const ::onnx::TensorProto& NodeContext::attr_tensor(const std::string& name) {
   const AttributeProto* a = find(name, AttributeProto::TENSOR);
   if (!a) fail("onnx: ", where(), ": the required attribute '", name, "' is missing");

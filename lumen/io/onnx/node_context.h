@@ -52,6 +52,7 @@ class NodeContext {
   std::string attr_string(const std::string& name, const std::string& fallback);
   std::vector<int64_t> attr_ints(const std::string& name, const std::vector<int64_t>& fallback = {});
   std::vector<double> attr_floats(const std::string& name, const std::vector<double>& fallback = {});
+  std::vector<std::string> attr_strings(const std::string& name, const std::vector<std::string>& fallback = {});
   const ::onnx::TensorProto& attr_tensor(const std::string& name);
   const ::onnx::GraphProto& attr_graph(const std::string& name);
   // Fails when the node has an attribute that no builder read.

@@ -2,6 +2,10 @@
 
 namespace lumen::onnx {
 
+std::string op_key(const std::string& domain, const std::string& op_type) {
+  return domain.empty() || domain == "ai.onnx" ? op_type : domain + ":" + op_type;
+}
+
 const OpTable& op_table() {
   static const OpTable table = [] {
     OpTable t;
@@ -16,6 +20,14 @@ const OpTable& op_table() {
     add_attention_ops(t);
     add_resize_ops(t);
     add_rotary_ops(t);
+    add_state_space_ops(t);
+    add_quantize_ops(t);
+    add_grid_ops(t);
+    add_rnn_ops(t);
+    add_training_ops(t);
+    add_sequence_axis_ops(t);
+    add_spectral_ops(t);
+    add_legacy_ops(t);
     return t;
   }();
   return table;

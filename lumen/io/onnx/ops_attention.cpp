@@ -29,27 +29,36 @@ Tensor with_past(NodeContext& n, const Tensor& x, size_t past) {
 }
 
 // Positions a query may not attend to (causal, windows, key lengths), or nothing.
-// Query i sits at absolute position past + i (past: the cached keys before this call).
+// Causal and window masks are bottom-right aligned: query i sits at absolute
+// position i + offset, with offset the cached keys before this call (past) or,
+// for an external cache (nonpad_kv_seqlen without past), per batch
+// nonpad_kv_seqlen[b] - q_len.
 std::optional<Tensor> disallowed(NodeContext& n, const Shape& scores_shape, int64_t past) {
   bool causal = n.attr_int("is_causal", 0) != 0;
   int64_t left = n.attr_int("left_window_size", -1), right = n.attr_int("right_window_size", -1);
   Graph& g = n.graph();
-  Shape s = scores_shape;
-  Expr q = loop_index(s, 2) + Expr(past);
-  Expr k = loop_index(s, 3);
-  Expr bad(0);
-  if (causal) bad = logical_or(bad, gt(k, q));
-  if (left >= 0) bad = logical_or(bad, lt(k, q - Expr(left)));
-  if (right >= 0) bad = logical_or(bad, gt(k, q + Expr(right)));
+  const Shape& s = scores_shape;
   std::optional<Tensor> out;
-  if (!bad.is_const(0)) out = g.iota(bad, s, DType::Bool);
-  if (n.has(6)) {  // nonpad_kv_seqlen [B]: keys at or past it are padding
-    Tensor lengths = n.in(6);
-    Tensor len = lengths.dtype() == DType::I32 ? lengths : lengths.cast(DType::I32);
-    Tensor key = g.iota(k, s, DType::I32);
-    Tensor pad = ops::ge(key, len.reshape({s[0], Expr(1), Expr(1), Expr(1)}));
-    out = out ? ops::logical_or(*out, pad) : pad;
+  auto add = [&](const Tensor& bad) { out = out ? ops::logical_or(*out, bad) : bad; };
+  std::optional<Tensor> lengths;  // nonpad_kv_seqlen [B] as [B, 1, 1, 1]
+  if (n.has(6)) lengths = n.in(6).cast(DType::I64).reshape({s[0], Expr(1), Expr(1), Expr(1)});
+  bool windowed = causal || left >= 0 || right >= 0;
+  if (windowed && lengths && !n.has(4)) {
+    // diff = (i + offset[b]) - j: causal allows diff >= 0, windows -right <= diff <= left.
+    Tensor diff = ops::add(g.iota(loop_index(s, 2) - loop_index(s, 3) - s[2], s, DType::I64), *lengths);
+    if (causal) add(ops::lt(diff, diff.scalar(0)));
+    if (left >= 0) add(ops::gt(diff, diff.scalar(static_cast<double>(left))));
+    if (right >= 0) add(ops::lt(diff, diff.scalar(static_cast<double>(-right))));
+  } else {
+    Expr q = loop_index(s, 2) + Expr(past);
+    Expr k = loop_index(s, 3);
+    Expr bad(0);
+    if (causal) bad = logical_or(bad, gt(k, q));
+    if (left >= 0) bad = logical_or(bad, lt(k, q - Expr(left)));
+    if (right >= 0) bad = logical_or(bad, gt(k, q + Expr(right)));
+    if (!bad.is_const(0)) add(g.iota(bad, s, DType::Bool));
   }
+  if (lengths) add(ops::ge(g.iota(loop_index(s, 3), s, DType::I64), *lengths));  // keys at or past the length are padding
   return out;
 }
 

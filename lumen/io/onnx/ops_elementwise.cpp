@@ -152,6 +152,14 @@ std::vector<Value> is_inf(NodeContext& n) {
   return {Value::of(ops::logical_and(inf, sign), kBool)};
 }
 
+// SwiGLU: swish(a, alpha) * b, inputs of one shape.
+std::vector<Value> swiglu(NodeContext& n) {
+  Tensor a = n.in(0), b = n.in(1);
+  if (!(a.shape() == b.shape())) fail("onnx: ", n.where(), ": A ", to_string(a.shape()), " and B ", to_string(b.shape()), " must have one shape");
+  double alpha = n.attr_float("alpha", 1.0);
+  return like_input(n, ops::mul(ops::mul(a, ops::sigmoid(a * alpha)), b));
+}
+
 }  // namespace
 
 void add_elementwise_ops(OpTable& t) {
@@ -179,6 +187,7 @@ void add_elementwise_ops(OpTable& t) {
   t["PRelu"] = prelu;
   t["IsNaN"] = is_nan;
   t["IsInf"] = is_inf;
+  t["SwiGLU"] = swiglu;
 }
 
 }  // namespace lumen::onnx

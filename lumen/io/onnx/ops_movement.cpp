@@ -168,21 +168,33 @@ std::vector<Value> concat(NodeContext& n) {
 }
 
 std::vector<Value> split(NodeContext& n) {
-  Tensor x = n.in(0);
-  int axis = onnx_axis(n, n.attr_int("axis", 0), x.rank());
+  Shape in = shape_of(n, 0);
+  int axis = onnx_axis(n, n.attr_int("axis", 0), in.size());
   int64_t outputs = static_cast<int64_t>(n.num_outputs());
   std::vector<int64_t> sizes;
   if (n.has(1)) {
     sizes = n.ints(1);
+  } else if (n.has_attr("split")) {  // before opset 13
+    sizes = n.attr_ints("split");
   } else {
     int64_t count = n.attr_int("num_outputs", outputs);
-    const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+    const Expr& dim = in[static_cast<size_t>(axis)];
     if (!dim.is_const()) n.unsupported("Split of a dynamic dim");
     int64_t each = (dim.value() + count - 1) / count;
     for (int64_t k = 0; k < count; ++k) sizes.push_back(std::max<int64_t>(0, std::min(each, dim.value() - k * each)));
   }
   std::vector<Value> out;
   int64_t begin = 0;
+  if (foldable(n, 0) && in.size() == 1) {  // a known 1-D value (a shape): its pieces stay known
+    const std::vector<Expr>& data = n.value(0).ints;
+    for (int64_t s : sizes) {
+      if (begin + s > static_cast<int64_t>(data.size())) fail("onnx: ", n.where(), ": split sizes exceed ", data.size(), " elements");
+      out.push_back(Value::of_ints(std::vector<Expr>(data.begin() + begin, data.begin() + begin + s), {s}, n.onnx_type(0)));
+      begin += s;
+    }
+    return out;
+  }
+  Tensor x = n.in(0);
   for (int64_t s : sizes) {
     out.push_back(with_type(n, x.slice(axis, Expr(begin), Expr(begin + s))));
     begin += s;
@@ -316,10 +328,11 @@ std::vector<Value> center_crop_pad(NodeContext& n) {
   return {with_type(n, x)};
 }
 
-// Negative indices count from the end of `dim`.
+// Negative indices count from the end of `dim`. int64 indices stay I64 (a
+// value past 2^31 must not wrap into range); 8-bit ones compute in i32.
 Tensor wrap_indices(const Tensor& idx, const Expr& dim) {
-  if (!dim.is_const()) return idx;
-  Tensor i = idx.dtype() == DType::I32 ? idx : idx.cast(DType::I32);
+  Tensor i = idx.dtype() == DType::I32 || idx.dtype() == DType::I64 ? idx : idx.cast(DType::I32);
+  if (!dim.is_const()) return i;
   return ops::where(ops::lt(i, i.scalar(0)), ops::add(i, i.scalar(static_cast<double>(dim.value()))), i);
 }
 
@@ -354,7 +367,7 @@ std::vector<Value> scatter_elements(NodeContext& n) {
   Tensor data = n.in(0), updates = n.in(2);
   int axis = onnx_axis(n, n.attr_int("axis", 0), data.rank());
   std::string reduction = n.attr_string("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
     n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");
   }
   const Expr& target = data.shape()[static_cast<size_t>(axis)];
@@ -375,6 +388,8 @@ std::vector<Value> scatter_elements(NodeContext& n) {
   if (reduction == "max" || reduction == "min") {
     Tensor masked = ops::where(match, upd, reduction == "max" ? upd.scalar(-INFINITY) : upd.scalar(INFINITY));
     picked = reduction == "max" ? ops::amax(masked, {axis}) : ops::amin(masked, {axis});
+  } else if (reduction == "mul") {
+    picked = ops::prod(ops::where(match, upd, ops::ones_like(upd)), {axis});
   } else {
     picked = ops::sum(ops::where(match, upd, ops::zeros_like(upd)), {axis});
   }
@@ -385,6 +400,7 @@ std::vector<Value> scatter_elements(NodeContext& n) {
   hit = ops::permute(hit, order);
   Tensor base = data;
   if (reduction == "add") picked = ops::add(picked, data);
+  if (reduction == "mul") picked = ops::mul(picked, data);
   if (reduction == "max") picked = ops::maximum(picked, data);
   if (reduction == "min") picked = ops::minimum(picked, data);
   return {with_type(n, ops::where(hit, picked.cast(data.dtype()), base))};
@@ -394,9 +410,9 @@ std::vector<Value> scatter_elements(NodeContext& n) {
 // components, R the rest); each update row lands where its linear index
 // matches (a match over [N, P]); none / add / max / min.
 std::vector<Value> scatter_nd(NodeContext& n) {
-  Tensor data = n.in(0), indices = n.in(1).cast(DType::I32), updates = n.in(2);
+  Tensor data = n.in(0), indices = n.in(1), updates = n.in(2);
   std::string reduction = n.attr_string("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "max" && reduction != "min") {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
     n.unsupported_attribute("reduction", "'" + reduction + "' is not supported");
   }
   const Expr& kd = indices.shape().back();
@@ -434,6 +450,9 @@ std::vector<Value> scatter_nd(NodeContext& n) {
     Tensor fill = spread.scalar(reduction == "max" ? -INFINITY : INFINITY);
     Tensor masked = ops::where(match.unsqueeze(2), spread, fill);
     picked = reduction == "max" ? ops::maximum(ops::amax(masked, {0}), flat) : ops::minimum(ops::amin(masked, {0}), flat);
+  } else if (reduction == "mul") {
+    Tensor spread = upd.unsqueeze(1).expand({rows, Expr(positions), Expr(rest)});
+    picked = ops::mul(ops::prod(ops::where(match.unsqueeze(2), spread, ops::ones_like(spread)), {0}), flat);
   } else {
     Tensor f = is_float(upd.dtype()) ? upd : upd.cast(DType::F32);
     picked = ops::matmul(match.cast(f.dtype()).transpose(0, 1), f);  // [P, R]
@@ -441,6 +460,24 @@ std::vector<Value> scatter_nd(NodeContext& n) {
   }
   Tensor out = ops::where(hit, picked.cast(data.dtype()), flat);
   return {with_type(n, out.reshape(data.shape()))};
+}
+
+// Compress: the slices along `axis` (or of the flattened input) whose
+// condition is true; the condition must be known at import (it sets the shape).
+std::vector<Value> compress(NodeContext& n) {
+  Tensor x = n.in(0);
+  std::vector<int64_t> condition = n.ints(1);
+  if (!n.has_attr("axis")) x = x.reshape({Expr(-1)});
+  int axis = n.has_attr("axis") ? onnx_axis(n, n.attr_int("axis", 0), x.rank()) : 0;
+  const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+  if (!dim.is_const()) n.unsupported("Compress along a dynamic dim");
+  std::vector<Expr> kept;
+  for (size_t k = 0; k < condition.size() && static_cast<int64_t>(k) < dim.value(); ++k) {
+    if (condition[k] != 0) kept.push_back(Expr(static_cast<int64_t>(k)));
+  }
+  if (kept.empty()) n.unsupported("a Compress that keeps nothing (an empty result)");
+  Value idx = Value::of_ints(kept, {static_cast<int64_t>(kept.size())}, kInt64);
+  return {with_type(n, x.gather(n.importer().tensor(idx, n.where() + " kept indices"), axis))};
 }
 
 std::vector<Value> depth_to_space(NodeContext& n) {
@@ -458,10 +495,14 @@ std::vector<Value> depth_to_space(NodeContext& n) {
 std::vector<Value> space_to_depth(NodeContext& n) {
   Tensor x = n.in(0);
   int64_t b = n.attr_int("blocksize");
+  std::string mode = n.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") n.unsupported_attribute("mode", "'" + mode + "' is not DCR or CRD");
   if (x.rank() != 4) n.unsupported("an input that is not 4-D");
   Shape s = x.shape();
   Expr h = simplify(s[2] / Expr(b)), w = simplify(s[3] / Expr(b));
-  Tensor y = x.reshape({s[0], s[1], h, Expr(b), w, Expr(b)}).permute({0, 3, 5, 1, 2, 4});
+  Tensor blocks = x.reshape({s[0], s[1], h, Expr(b), w, Expr(b)});
+  // DCR: the block offsets outermost in the channels; CRD: the input channel outermost.
+  Tensor y = mode == "DCR" ? blocks.permute({0, 3, 5, 1, 2, 4}) : blocks.permute({0, 1, 3, 5, 2, 4});
   return {with_type(n, y.reshape({s[0], simplify(s[1] * Expr(b * b)), h, w}))};
 }
 
@@ -486,6 +527,7 @@ void add_movement_ops(OpTable& t) {
   t["ScatterND"] = scatter_nd;
   t["DepthToSpace"] = depth_to_space;
   t["SpaceToDepth"] = space_to_depth;
+  t["Compress"] = compress;
 }
 
 }  // namespace lumen::onnx

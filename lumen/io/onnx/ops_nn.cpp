@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
 #include "lumen/io/onnx/op_table.h"
 #include "lumen/ops/ops.h"
 
@@ -54,6 +55,12 @@ Windows windows(NodeContext& n, const Tensor& x, std::vector<int64_t> kernel, si
     fail("onnx: ", n.where(), ": pads / strides / dilations do not match ", spatial, " spatial dims");
   }
   for (size_t d = 0; d < spatial; ++d) {
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1 || pads[d] < 0 || pads[d + spatial] < 0) {
+      fail("onnx: ", n.where(), ": kernel_shape ", shape_string(w.kernel), ", strides ", shape_string(w.strides),
+           ", dilations ", shape_string(w.dilations), " must be positive and pads ", shape_string(pads), " non-negative");
+    }
+  }
+  for (size_t d = 0; d < spatial; ++d) {
     w.begin.push_back(pads[d]);
     w.end.push_back(pads[d + spatial]);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -94,9 +101,14 @@ ops::Pair asymmetric_pad(Tensor& x, const Windows& w, double fill) {
   return sym;
 }
 
+// Half-precision operands of a conv in f32: the result is rounded once to the
+// node's type on the way out (as ONNX Runtime and the reference accumulate).
+Tensor widened(const Tensor& t) { return t.dtype() == DType::F16 || t.dtype() == DType::BF16 ? t.cast(DType::F32) : t; }
+
 std::vector<Value> conv(NodeContext& n) {
-  Tensor x = n.in(0), weight = n.in(1);
+  Tensor x = widened(n.in(0)), weight = widened(n.in(1));
   std::optional<Tensor> bias = n.optional(2);
+  if (bias) bias = widened(*bias);
   std::vector<int64_t> kernel;
   for (size_t d = 2; d < weight.rank(); ++d) {
     if (!weight.shape()[d].is_const()) n.unsupported("a dynamic kernel size");
@@ -115,13 +127,40 @@ std::vector<Value> conv(NodeContext& n) {
   return {same_type(n, one_d ? y.squeeze(2) : y)};
 }
 
+// ConvTranspose's padding from output_shape or auto_pad SAME_*: the total is
+// what the full output exceeds the target by, split with the odd element at
+// the end for SAME_UPPER, at the start otherwise (the spec's rule, with
+// floor division: a negative total, an output_shape past the full output,
+// extends it with zeros).
+void transposed_padding(NodeContext& n, const Tensor& x, Windows& w, const std::vector<int64_t>& out_pad) {
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> output_shape = n.attr_ints("output_shape");
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (output_shape.empty() && !same) return;
+  size_t spatial = w.kernel.size();
+  if (!output_shape.empty() && output_shape.size() != spatial) {
+    fail("onnx: ", n.where(), ": output_shape has ", output_shape.size(), " entries for ", spatial, " spatial dims");
+  }
+  for (size_t d = 0; d < spatial; ++d) {
+    const Expr& in = x.shape()[2 + d];
+    if (!in.is_const()) n.unsupported("output_shape / auto_pad over a dynamic dim");
+    int64_t full = w.strides[d] * (in.value() - 1) + out_pad[d] + (w.kernel[d] - 1) * w.dilations[d] + 1;
+    int64_t target = output_shape.empty() ? in.value() * w.strides[d] : output_shape[d];
+    int64_t total = full - target;
+    int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
+    w.begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+    w.end[d] = total - w.begin[d];
+  }
+}
+
 std::vector<Value> conv_transpose(NodeContext& n) {
   Tensor x = n.in(0), weight = n.in(1);
-  if (n.has_attr("output_shape")) n.unsupported_attribute("output_shape", "is not supported (give pads instead)");
   std::vector<int64_t> kernel;
   for (size_t d = 2; d < weight.rank(); ++d) kernel.push_back(weight.shape()[d].value());
   Windows w = windows(n, x, kernel);
   std::vector<int64_t> out_pad = n.attr_ints("output_padding", std::vector<int64_t>(x.rank() - 2, 0));
+  if (out_pad.size() != kernel.size()) fail("onnx: ", n.where(), ": output_padding has ", out_pad.size(), " entries");
+  transposed_padding(n, x, w, out_pad);
   int64_t group = n.attr_int("group", 1);
   bool one_d = x.rank() == 3;
   if (one_d) {
@@ -130,9 +169,28 @@ std::vector<Value> conv_transpose(NodeContext& n) {
     out_pad.insert(out_pad.begin(), 0);
   }
   w = as_2d(w);
-  if (w.begin != w.end) n.unsupported_attribute("pads", "asymmetric padding of ConvTranspose");
-  Tensor y = ops::conv_transpose2d(x, weight, n.optional(2), {w.strides[0], w.strides[1]}, {w.begin[0], w.begin[1]},
+  // Symmetric padding as lumen's op takes it, then the rest cropped at one end
+  // (or, for negative padding, zeros added; the bias then comes after).
+  ops::Pair sym{std::max<int64_t>(0, std::min(w.begin[0], w.end[0])), std::max<int64_t>(0, std::min(w.begin[1], w.end[1]))};
+  bool extends = std::min({w.begin[0], w.begin[1], w.end[0], w.end[1]}) < 0;
+  std::optional<Tensor> bias = n.optional(2);
+  Tensor y = ops::conv_transpose2d(x, weight, extends ? std::nullopt : bias, {w.strides[0], w.strides[1]}, sym,
                                    {out_pad[0], out_pad[1]}, group, {w.dilations[0], w.dilations[1]});
+  for (size_t d = 0; d < 2; ++d) {
+    int64_t crop_begin = w.begin[d] - sym[d], crop_end = w.end[d] - sym[d];
+    int axis = static_cast<int>(2 + d);
+    if (crop_begin < 0 || crop_end < 0) {
+      std::vector<int64_t> pads(8, 0);
+      pads[2 * (1 - d)] = std::max<int64_t>(0, -crop_begin);
+      pads[2 * (1 - d) + 1] = std::max<int64_t>(0, -crop_end);
+      y = ops::pad(y, pads, "constant", 0);
+    }
+    const Expr& len = y.shape()[2 + d];
+    if (crop_begin > 0 || crop_end > 0) {
+      y = y.slice(axis, Expr(std::max<int64_t>(0, crop_begin)), simplify(len - Expr(std::max<int64_t>(0, crop_end))));
+    }
+  }
+  if (extends && bias) y = ops::add(y, bias->reshape({Expr(1), bias->shape()[0], Expr(1), Expr(1)}));
   return {same_type(n, one_d ? y.squeeze(2) : y)};
 }
 
@@ -197,15 +255,22 @@ std::vector<Value> pool(NodeContext& n) {
   bool one_d = x.rank() == 3;
   if (one_d) x = x.unsqueeze(2);
   w = as_2d(w);
-  if (!Max && !include_pad && w.begin != w.end) n.unsupported_attribute("pads", "asymmetric with count_include_pad=0");
+  std::optional<Tensor> ones;  // average over asymmetric pads excluding them: sums / counts of real elements
+  if (!Max && !include_pad && w.begin != w.end) ones = ops::ones(n.graph(), {Expr(1), Expr(1), x.shape()[2], x.shape()[3]}, x.dtype());
   ops::Pair padding = asymmetric_pad(x, w, Max ? -INFINITY : 0);
+  if (ones) asymmetric_pad(*ones, w, 0);
   ops::Pair kernel{w.kernel[0], w.kernel[1]}, stride{w.strides[0], w.strides[1]};
   Tensor y;
   if (Max) {
+    if (2 * padding[0] > kernel[0] || 2 * padding[1] > kernel[1]) {  // lumen's pool pads up to half a window: pad first
+      x = ops::pad(x, {padding[1], padding[1], padding[0], padding[0]}, "constant", -INFINITY);
+      padding = {0, 0};
+    }
     y = ops::max_pool2d(x, kernel, stride, padding, {w.dilations[0], w.dilations[1]}, ceil_mode);
   } else {
     if (w.dilations[0] != 1 || w.dilations[1] != 1) n.unsupported_attribute("dilations", "AveragePool with dilation");
-    y = ops::avg_pool2d(x, kernel, stride, padding, ceil_mode, include_pad);
+    y = ops::avg_pool2d(x, kernel, stride, padding, ceil_mode, include_pad || ones.has_value());
+    if (ones) y = ops::div(y, ops::avg_pool2d(*ones, kernel, stride, padding, ceil_mode, true));
   }
   return {same_type(n, one_d ? y.squeeze(2) : y)};
 }
@@ -335,6 +400,56 @@ std::vector<Value> mean_variance_norm(NodeContext& n) {
   return {same_type(n, ops::div(centred, ops::sqrt(ops::mean(ops::mul(centred, centred), axes, true)) + 1e-9))};
 }
 
+// Local response normalization across channels: x / (bias + alpha / size *
+// sum of x^2 over the window of `size` channels around c)^beta.
+std::vector<Value> lrn(NodeContext& n) {
+  Tensor x = n.in(0);
+  int64_t size = n.attr_int("size");
+  double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
+  if (x.rank() < 3 || size < 1) fail("onnx: ", n.where(), ": input ", to_string(x.shape()), " must be [N, C, ...] and size positive");
+  const Expr& channels = x.shape()[1];
+  if (!channels.is_const()) n.unsupported("LRN over a dynamic channel count");
+  Tensor f = x.cast(DType::F32);
+  Tensor square = ops::mul(f, f);
+  std::vector<int64_t> pads(2 * x.rank(), 0);
+  size_t from_end = x.rank() - 2;  // the channel dim, counted from the last
+  pads[2 * from_end] = (size - 1) / 2;
+  pads[2 * from_end + 1] = size - 1 - (size - 1) / 2;
+  Tensor padded = ops::pad(square, pads, "constant", 0);
+  Tensor window = padded.slice(1, Expr(0), channels);
+  for (int64_t k = 1; k < size; ++k) window = ops::add(window, padded.slice(1, Expr(k), Expr(k + channels.value())));
+  Tensor scale = ops::pow(ops::add(window * (alpha / static_cast<double>(size)), window.scalar(bias)), beta);
+  return {same_type(n, ops::div(f, scale).cast(x.dtype()))};
+}
+
+// Determinant of [..., m, m] by cofactor expansion along the first row (m <= 4).
+Tensor determinant(const Tensor& a, int64_t m) {
+  int r = static_cast<int>(a.rank());
+  auto at = [&](int64_t i, int64_t j) {
+    return a.slice(r - 2, Expr(i), Expr(i + 1)).slice(r - 1, Expr(j), Expr(j + 1)).squeeze(r - 1).squeeze(r - 2);
+  };
+  if (m == 1) return at(0, 0);
+  std::optional<Tensor> sum;
+  for (int64_t j = 0; j < m; ++j) {
+    std::vector<Tensor> cols;  // the minor: rows 1.., every column but j
+    for (int64_t c = 0; c < m; ++c) {
+      if (c != j) cols.push_back(a.slice(r - 2, Expr(1), Expr(m)).slice(r - 1, Expr(c), Expr(c + 1)));
+    }
+    Tensor term = ops::mul(at(0, j), determinant(ops::concat(cols, r - 1), m - 1));
+    sum = !sum ? term : (j % 2 == 0 ? ops::add(*sum, term) : ops::sub(*sum, term));
+  }
+  return *sum;
+}
+
+std::vector<Value> det(NodeContext& n) {
+  Tensor x = n.in(0);
+  if (x.rank() < 2) fail("onnx: ", n.where(), ": input ", to_string(x.shape()), " must be [..., M, M]");
+  const Expr& m = x.shape().back();
+  if (!m.is_const() || !(x.shape()[x.rank() - 2] == m)) fail("onnx: ", n.where(), ": input ", to_string(x.shape()), " is not square");
+  if (m.value() < 1 || m.value() > 4) n.unsupported("Det of a " + std::to_string(m.value()) + "x" + std::to_string(m.value()) + " matrix (lumen expands cofactors up to 4x4)");
+  return {same_type(n, determinant(x, m.value()))};
+}
+
 }  // namespace
 
 void add_nn_ops(OpTable& t) {
@@ -355,6 +470,8 @@ void add_nn_ops(OpTable& t) {
   t["GroupNormalization"] = group_norm;
   t["LpNormalization"] = lp_norm;
   t["MeanVarianceNormalization"] = mean_variance_norm;
+  t["LRN"] = lrn;
+  t["Det"] = det;
 }
 
 }  // namespace lumen::onnx

@@ -1,5 +1,6 @@
 // Reductions, arg-reductions, scans and the softmax family.
 #include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
 #include "lumen/io/onnx/op_table.h"
 #include "lumen/ops/ops.h"
 
@@ -45,8 +46,14 @@ std::vector<Value> reduce(NodeContext& n) {
   bool keepdims = n.attr_int("keepdims", 1) != 0;
   std::optional<std::vector<int>> axes = reduce_axes(n, x);
   if (!axes) return {Value::of(x, n.onnx_type(0))};
+  if constexpr (F == amax || F == amin) {  // bool max / min are any / all (false / true over an empty set)
+    if (x.dtype() == DType::Bool) {
+      Tensor out = F == amax ? ops::any(x, *axes, keepdims) : ops::all(x, *axes, keepdims);
+      return {Value::of(out, n.onnx_type(0))};
+    }
+  }
   Tensor compute = x;
-  if (!is_float(x.dtype()) && x.dtype() != DType::I32) compute = x.cast(DType::I32);
+  if (is_storage_only(x.dtype()) || x.dtype() == DType::Bool) compute = x.cast(DType::I32);
   Tensor out = F(compute, *axes, keepdims);
   return {Value::of(out.dtype() == x.dtype() ? out : out.cast(x.dtype()), n.onnx_type(0))};
 }
@@ -67,20 +74,39 @@ std::vector<Value> arg_reduce(NodeContext& n) {
   return {Value::of(idx, kInt64)};
 }
 
+// Before opset 13 the softmax family coerces its input to 2-D at `axis`
+// (default 1) and normalises over the whole second part; x viewed so, with
+// the axis to normalise over. `restore` is the input's shape.
+std::pair<Tensor, int> softmax_view(NodeContext& n, const Tensor& x, Shape& restore) {
+  restore = x.shape();
+  if (n.opset() >= 13) return {x, onnx_axis(n, n.attr_int("axis", -1), x.rank())};
+  int axis = onnx_axis(n, n.attr_int("axis", 1), x.rank());
+  Expr rows(1), cols(1);
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (static_cast<int>(d) < axis) {
+      rows = rows * x.shape()[d];
+    } else {
+      cols = cols * x.shape()[d];
+    }
+  }
+  return {x.reshape({simplify(rows), simplify(cols)}), 1};
+}
+
 template <bool Log>
 std::vector<Value> softmax(NodeContext& n) {
-  Tensor x = n.in(0);
-  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
-  return {Value::of(Log ? ops::log_softmax(x, axis) : ops::softmax(x, axis), n.onnx_type(0))};
+  Shape restore;
+  auto [x, axis] = softmax_view(n, n.in(0), restore);
+  Tensor y = Log ? ops::log_softmax(x, axis) : ops::softmax(x, axis);
+  return {Value::of(y.reshape(restore), n.onnx_type(0))};
 }
 
 std::vector<Value> hardmax(NodeContext& n) {
-  Tensor x = n.in(0);
-  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  Shape restore;
+  auto [x, axis] = softmax_view(n, n.in(0), restore);
   Tensor idx = ops::argmax(x, axis, true);
   Shape s = x.shape();
-  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I32);
-  return {Value::of(ops::eq(position, idx).cast(x.dtype()), n.onnx_type(0))};
+  Tensor position = n.graph().iota(loop_index(s, static_cast<size_t>(axis)), s, DType::I64);
+  return {Value::of(ops::eq(position, idx).cast(x.dtype()).reshape(restore), n.onnx_type(0))};
 }
 
 template <bool Product>
@@ -100,6 +126,42 @@ std::vector<Value> scan(NodeContext& n) {
   Tensor out = Product ? ops::cumprod(src, axis) : ops::cumsum(src, axis);
   if (reverse) out = out.flip(axis);
   return {Value::of(out.dtype() == x.dtype() ? out : out.cast(x.dtype()), n.onnx_type(0))};
+}
+
+// TopK by ranks: element i's rank is the number of elements before it in the
+// order (larger first, or smaller with largest=0; equal values keep index
+// order), from an [n, n] comparison; output r takes the element of rank r.
+// Quadratic in the axis length, so bounded.
+constexpr int64_t kMaxTopKLength = 4096;
+
+std::vector<Value> top_k(NodeContext& n) {
+  Tensor x = n.in(0);
+  int axis = onnx_axis(n, n.attr_int("axis", -1), x.rank());
+  bool largest = n.attr_int("largest", 1) != 0;
+  n.attr_int("sorted", 1);  // the result is always sorted, which sorted=0 allows
+  std::vector<int64_t> k = n.ints(1);
+  const Expr& dim = x.shape()[static_cast<size_t>(axis)];
+  if (k.size() != 1 || k[0] < 0) fail("onnx: ", n.where(), ": K must be one non-negative value");
+  if (!dim.is_const() || dim.value() > kMaxTopKLength) n.unsupported("TopK over a dynamic axis or one longer than 4096");
+  if (k[0] > dim.value()) fail("onnx: ", n.where(), ": K ", k[0], " exceeds the axis length ", dim.value());
+  int last = static_cast<int>(x.rank()) - 1;
+  Tensor v = x.transpose(axis, last);  // [..., n]
+  Tensor mine = v.unsqueeze(last + 1), other = v.unsqueeze(last);  // [..., n, 1] (i), [..., 1, n] (j)
+  Shape pair = mine.shape();
+  pair.back() = dim;
+  Tensor i = n.graph().iota(loop_index(pair, pair.size() - 2), pair, DType::I64);
+  Tensor j = n.graph().iota(loop_index(pair, pair.size() - 1), pair, DType::I64);
+  Tensor before = largest ? ops::gt(other, mine) : ops::lt(other, mine);
+  before = ops::logical_or(before, ops::logical_and(ops::eq(other, mine), ops::lt(j, i)));
+  Tensor rank = ops::sum(before.cast(DType::I64), {last + 1});  // [..., n]
+  Shape picks = mine.shape();
+  picks.back() = Expr(k[0]);
+  Tensor r = n.graph().iota(loop_index(picks, picks.size() - 1), picks, DType::I64);
+  Tensor match = ops::eq(rank.unsqueeze(last + 1), r);  // [..., n, k]
+  Tensor values = ops::sum(ops::where(match, mine.expand(picks), ops::zeros_like(mine).expand(picks)), {last});
+  Tensor position = n.graph().iota(loop_index(picks, picks.size() - 2), picks, DType::I64);
+  Tensor indices = ops::sum(ops::where(match, position, ops::zeros_like(position)), {last});
+  return {Value::of(values.cast(x.dtype()).transpose(axis, last), n.onnx_type(0)), Value::of(indices.transpose(axis, last), kInt64)};
 }
 
 }  // namespace
@@ -122,6 +184,7 @@ void add_reduce_ops(OpTable& t) {
   t["Hardmax"] = hardmax;
   t["CumSum"] = scan<false>;
   t["CumProd"] = scan<true>;
+  t["TopK"] = top_k;
 }
 
 }  // namespace lumen::onnx

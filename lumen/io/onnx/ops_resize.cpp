@@ -20,11 +20,14 @@ struct Taps {
   std::vector<std::vector<double>> weight;
 };
 
+// The output length in these formulas is in_len * scale, unrounded (as the
+// spec's reference: with scales given it differs from the integer length).
 double source_coordinate(NodeContext& n, const std::string& mode, double out, int64_t in_len, int64_t out_len,
                          double scale) {
+  double out_width = scale * static_cast<double>(in_len);
   if (mode == "half_pixel") return (out + 0.5) / scale - 0.5;
-  if (mode == "pytorch_half_pixel") return out_len > 1 ? (out + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "align_corners") return out_len == 1 ? 0.0 : out * static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1);
+  if (mode == "pytorch_half_pixel") return out_width != 1.0 ? (out + 0.5) / scale - 0.5 : -0.5;
+  if (mode == "align_corners") return out_width == 1.0 ? 0.0 : out * static_cast<double>(in_len - 1) / (out_width - 1);
   if (mode == "asymmetric") return out / scale;
   if (mode == "half_pixel_symmetric") {
     double adjustment = static_cast<double>(out_len) / (scale * static_cast<double>(in_len));

@@ -41,11 +41,13 @@ Shape to_shape(const std::vector<Expr>& dims) { return Shape(dims.begin(), dims.
 std::vector<Value> constant_of_shape(NodeContext& n) {
   std::vector<Expr> dims = n.has(0) ? n.exprs(0) : std::vector<Expr>{};
   double fill = 0;
+  int64_t int_fill = 0;  // integers exactly (an int64 past 2^53 has no double)
   int type = kFloat;
   if (n.has_attr("value")) {
     HostTensor h = decode_tensor(n.attr_tensor("value"), n.importer().folder());
     if (h.numel() != 1) n.unsupported_attribute("value", "must hold one element");
     fill = h.real(0);
+    int_fill = onnx_type_is_float(h.onnx_type) ? 0 : h.integer(0);
     type = h.onnx_type;
   }
   bool concrete = true;
@@ -60,10 +62,11 @@ std::vector<Value> constant_of_shape(NodeContext& n) {
     std::vector<int64_t> sizes;
     for (const Expr& d : dims) sizes.push_back(d.value());
     if (onnx_type_is_float(type)) return {Value::of_reals(std::vector<double>(static_cast<size_t>(count), fill), sizes, type)};
-    return {Value::of_ints(std::vector<Expr>(static_cast<size_t>(count), Expr(static_cast<int64_t>(fill))), sizes, type)};
+    return {Value::of_ints(std::vector<Expr>(static_cast<size_t>(count), Expr(int_fill)), sizes, type)};
   }
   DType dtype = data_dtype(type, n.where() + " value");
-  return {Value::of(ops::full(n.graph(), to_shape(dims), fill, dtype), type)};
+  Tensor value = onnx_type_is_float(type) ? n.graph().constant(fill, dtype) : n.graph().constant_int(int_fill, dtype);
+  return {Value::of(value.expand(to_shape(dims)), type)};
 }
 
 std::vector<Value> range(NodeContext& n) {

@@ -9,6 +9,14 @@ namespace lumen::onnx {
 
 namespace {
 
+// Half-precision inputs are computed in f32 and rounded once on the way out
+// (keep_type), as ONNX Runtime and the reference (numpy ufuncs) do: lumen's
+// compositions (exp as exp2 of a product, ...) would round every step.
+Tensor compute_input(NodeContext& n) {
+  Tensor x = n.in(0);
+  return x.dtype() == DType::F16 || x.dtype() == DType::BF16 ? x.cast(DType::F32) : x;
+}
+
 std::vector<Value> keep_type(NodeContext& n, const Tensor& t) {
   Tensor x = n.in(0);
   return {Value::of(t.dtype() == x.dtype() ? t : t.cast(x.dtype()), n.onnx_type(0))};
@@ -16,7 +24,7 @@ std::vector<Value> keep_type(NodeContext& n, const Tensor& t) {
 
 template <Tensor (*F)(const Tensor&)>
 std::vector<Value> unary(NodeContext& n) {
-  return keep_type(n, F(n.in(0)));
+  return keep_type(n, F(compute_input(n)));
 }
 
 Tensor sinh(const Tensor& x) { return ops::sub(ops::exp(x), ops::exp(ops::neg(x))) * 0.5; }
@@ -24,6 +32,29 @@ Tensor cosh(const Tensor& x) { return ops::add(ops::exp(x), ops::exp(ops::neg(x)
 Tensor asinh(const Tensor& x) { return ops::log(ops::add(x, ops::sqrt(ops::add(ops::mul(x, x), x.scalar(1))))); }
 Tensor acosh(const Tensor& x) { return ops::log(ops::add(x, ops::sqrt(ops::sub(ops::mul(x, x), x.scalar(1))))); }
 Tensor atanh(const Tensor& x) { return ops::log(ops::div(ops::add(x.scalar(1), x), ops::sub(x.scalar(1), x))) * 0.5; }
+// atan by range reduction: |x| > 1 -> pi/2 - atan(1/|x|); t > tan(pi/12) ->
+// pi/6 + atan((t sqrt3 - 1) / (t + sqrt3)); then the odd series to u^11 on
+// |u| <= tan(pi/12) (error below 3e-9); the sign restored.
+Tensor atan(const Tensor& x) {
+  const double sqrt3 = std::sqrt(3.0), tan15 = 2.0 - sqrt3;
+  Tensor a = ops::abs(x);
+  Tensor big = ops::gt(a, a.scalar(1));
+  Tensor t = ops::where(big, ops::reciprocal(a), a);
+  Tensor shifted = ops::gt(t, t.scalar(tan15));
+  Tensor u = ops::where(shifted, ops::div(t * sqrt3 - 1.0, t + sqrt3), t);
+  Tensor u2 = ops::mul(u, u);
+  Tensor series = u2.scalar(-1.0 / 11);
+  for (int k : {9, 7, 5, 3}) series = ops::add(ops::mul(series, u2), u2.scalar((k % 4 == 1 ? 1.0 : -1.0) / k));
+  Tensor r = ops::add(ops::mul(ops::mul(series, u2), u), u);
+  r = ops::where(shifted, r + M_PI / 6, r);
+  r = ops::where(big, ops::sub(r.scalar(M_PI / 2), r), r);
+  return ops::mul(ops::sign(x), r);
+}
+Tensor asin(const Tensor& x) { return atan(ops::div(x, ops::sqrt(ops::sub(x.scalar(1), ops::mul(x, x))))); }
+// 2 atan(sqrt((1 - x) / (1 + x))): accurate near x = 1, where pi/2 - asin(x) cancels.
+Tensor acos(const Tensor& x) {
+  return atan(ops::sqrt(ops::div(ops::sub(x.scalar(1), x), ops::add(x.scalar(1), x)))) * 2.0;
+}
 Tensor softsign(const Tensor& x) { return ops::div(x, ops::add(ops::abs(x), x.scalar(1))); }
 Tensor hard_swish(const Tensor& x) {
   return ops::mul(x, ops::clamp(ops::add(x * (1.0 / 6), x.scalar(0.5)), 0.0, 1.0));
@@ -41,44 +72,44 @@ std::vector<Value> neg_op(NodeContext& n) {
 }
 
 std::vector<Value> leaky_relu(NodeContext& n) {
-  return keep_type(n, ops::leaky_relu(n.in(0), n.attr_float("alpha", 0.01)));
+  return keep_type(n, ops::leaky_relu(compute_input(n), n.attr_float("alpha", 0.01)));
 }
 
 std::vector<Value> elu(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double alpha = n.attr_float("alpha", 1.0);
   Tensor negative = ops::exp(ops::minimum(x, x.scalar(0))) - 1.0;
   return keep_type(n, ops::where(ops::gt(x, x.scalar(0)), x, negative * alpha));
 }
 
 std::vector<Value> celu(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double alpha = n.attr_float("alpha", 1.0);
   Tensor negative = (ops::exp(ops::minimum(x, x.scalar(0)) / alpha) - 1.0) * alpha;
   return keep_type(n, ops::add(ops::maximum(x, x.scalar(0)), ops::minimum(x.scalar(0), negative)));
 }
 
 std::vector<Value> selu(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double alpha = n.attr_float("alpha", 1.67326319217681884765625), gamma = n.attr_float("gamma", 1.05070102214813232421875);
   Tensor negative = (ops::exp(ops::minimum(x, x.scalar(0))) - 1.0) * alpha;
   return keep_type(n, ops::where(ops::gt(x, x.scalar(0)), x, negative) * gamma);
 }
 
 std::vector<Value> hard_sigmoid(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double alpha = n.attr_float("alpha", 0.2), beta = n.attr_float("beta", 0.5);
   return keep_type(n, ops::clamp(x * alpha + beta, 0.0, 1.0));
 }
 
 std::vector<Value> thresholded_relu(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double alpha = n.attr_float("alpha", 1.0);
   return keep_type(n, ops::where(ops::gt(x, x.scalar(alpha)), x, ops::zeros_like(x)));
 }
 
 std::vector<Value> shrink(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double bias = n.attr_float("bias", 0.0), lambd = n.attr_float("lambd", 0.5);
   Tensor compute = is_float(x.dtype()) ? x : x.cast(DType::F32);
   Tensor out = ops::where(ops::lt(compute, compute.scalar(-lambd)), compute + bias,
@@ -87,7 +118,7 @@ std::vector<Value> shrink(NodeContext& n) {
 }
 
 std::vector<Value> softplus(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   // log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)).
   return keep_type(n, ops::add(ops::maximum(x, x.scalar(0)), ops::log(ops::exp(ops::neg(ops::abs(x))) + 1.0)));
 }
@@ -95,11 +126,11 @@ std::vector<Value> softplus(NodeContext& n) {
 std::vector<Value> gelu(NodeContext& n) {
   std::string approximate = n.attr_string("approximate", "none");
   if (approximate != "none" && approximate != "tanh") n.unsupported_attribute("approximate", "must be none or tanh");
-  return keep_type(n, ops::gelu(n.in(0), approximate == "tanh"));
+  return keep_type(n, ops::gelu(compute_input(n), approximate == "tanh"));
 }
 
 std::vector<Value> swish(NodeContext& n) {
-  Tensor x = n.in(0);
+  Tensor x = compute_input(n);
   double alpha = n.attr_float("alpha", 1.0);
   return keep_type(n, ops::mul(x, ops::sigmoid(x * alpha)));
 }
@@ -123,6 +154,9 @@ void add_unary_ops(OpTable& t) {
   t["Asinh"] = unary<asinh>;
   t["Acosh"] = unary<acosh>;
   t["Atanh"] = unary<atanh>;
+  t["Atan"] = unary<atan>;
+  t["Asin"] = unary<asin>;
+  t["Acos"] = unary<acos>;
   t["Erf"] = unary<ops::erf>;
   t["Sigmoid"] = unary<ops::sigmoid>;
   t["Relu"] = unary<ops::relu>;

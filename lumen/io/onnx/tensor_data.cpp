@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "lumen/core/error.h"
+#include "lumen/io/onnx/narrow_types.h"
 #include "onnx/onnx.pb.h"
 
 namespace lumen::onnx {
@@ -74,6 +75,27 @@ std::string read_external(const ::onnx::TensorProto& t, const std::string& folde
   return bytes;
 }
 
+size_t onnx_type_size(int type);
+
+// Bytes of `n` elements as ONNX stores them (2- and 4-bit types packed).
+size_t stored_bytes(int type, int64_t n) {
+  if (is_narrow_type(type)) return (static_cast<size_t>(n) * static_cast<size_t>(narrow_type_bits(type)) + 7) / 8;
+  return static_cast<size_t>(n) * onnx_type_size(type);
+}
+
+// Element k of narrow-typed data packed in `bytes` (low bits first), as lumen holds it.
+template <typename Byte>
+void unpack_narrow_data(const Byte* bytes, int type, int64_t n, Array& out) {
+  int bits = narrow_type_bits(type);
+  int per_byte = 8 / bits;
+  for (int64_t k = 0; k < n; ++k) {
+    uint32_t byte = static_cast<uint8_t>(bytes[k / per_byte]);
+    int32_t v = unpack_narrow(type, byte >> ((k % per_byte) * bits));
+    if (out.dtype() == DType::I8) static_cast<int8_t*>(out.data())[k] = static_cast<int8_t>(v);
+    else static_cast<uint8_t*>(out.data())[k] = static_cast<uint8_t>(v);
+  }
+}
+
 size_t onnx_type_size(int type) {
   switch (type) {
     case kFloat: case kInt32: case kUint32: return 4;
@@ -101,6 +123,10 @@ void from_fields(const ::onnx::TensorProto& t, HostTensor& out, int64_t n) {
       count(t.int64_data_size());
       out.int64s.assign(t.int64_data().begin(), t.int64_data().end());
       return;
+    case kDouble:
+      count(t.double_data_size());
+      for (int64_t k = 0; k < n; ++k) static_cast<double*>(out.array.data())[k] = t.double_data(static_cast<int>(k));
+      return;
     case kInt32: case kUint8: case kInt8: case kBool: case kFloat16: case kBfloat16:
       count(t.int32_data_size());
       for (int64_t k = 0; k < n; ++k) {
@@ -114,6 +140,17 @@ void from_fields(const ::onnx::TensorProto& t, HostTensor& out, int64_t n) {
       }
       return;
     default:
+      if (is_narrow_type(out.onnx_type)) {  // int32_data holds one code, or one packed byte of 2- / 4-bit values
+        size_t want = stored_bytes(out.onnx_type, n);
+        if (static_cast<size_t>(t.int32_data_size()) != want) {
+          fail("onnx: tensor '", escape_bytes(t.name()), "' (", onnx_type_name(out.onnx_type), ", shape ",
+               shape_string(out.dims), ") holds ", t.int32_data_size(), " packed values, expected ", want);
+        }
+        std::vector<uint8_t> bytes;
+        for (int32_t v : t.int32_data()) bytes.push_back(static_cast<uint8_t>(v));
+        unpack_narrow_data(bytes.data(), out.onnx_type, n, out.array);
+        return;
+      }
       fail("onnx: tensor '", escape_bytes(t.name()), "' has element type ", onnx_type_name(out.onnx_type),
            ", which lumen cannot hold");
   }
@@ -139,10 +176,16 @@ const char* onnx_type_name(int t) {
     case 14: return "complex64";
     case 15: return "complex128";
     case kBfloat16: return "bfloat16";
-    case 17: case 18: case 19: case 20: return "float8";
-    case 21: return "uint4";
-    case 22: return "int4";
-    case 23: return "float4e2m1";
+    case kFloat8E4M3FN: return "float8e4m3fn";
+    case kFloat8E4M3FNUZ: return "float8e4m3fnuz";
+    case kFloat8E5M2: return "float8e5m2";
+    case kFloat8E5M2FNUZ: return "float8e5m2fnuz";
+    case kUint4: return "uint4";
+    case kInt4: return "int4";
+    case kFloat4E2M1: return "float4e2m1";
+    case kFloat8E8M0: return "float8e8m0";
+    case kUint2: return "uint2";
+    case kInt2: return "int2";
     default: return "an unknown element type";
   }
 }
@@ -150,7 +193,7 @@ const char* onnx_type_name(int t) {
 bool onnx_type_is_float(int t) { return t == kFloat || t == kFloat16 || t == kBfloat16 || t == kDouble; }
 bool onnx_type_is_integer(int t) {
   return t == kUint8 || t == kInt8 || t == kUint16 || t == kInt16 || t == kInt32 || t == kInt64 || t == kBool ||
-         t == kUint32 || t == kUint64;
+         t == kUint32 || t == kUint64 || is_small_int_type(t);
 }
 
 DType data_dtype(int onnx_type, const std::string& what) {
@@ -159,23 +202,17 @@ DType data_dtype(int onnx_type, const std::string& what) {
     case kFloat16: return DType::F16;
     case kBfloat16: return DType::BF16;
     case kInt32: return DType::I32;
-    case kInt64: return DType::I32;  // until lumen has I64: values range-checked by narrow_int64
+    case kInt64: return DType::I64;
+    case kDouble: return DType::F64;
     case kBool: return DType::Bool;
     case kInt8: return DType::I8;
     case kUint8: return DType::U8;
-    case kDouble:
-      fail("onnx: ", what, " is float64, which lumen does not support yet (export the model in float32)");
+    case kInt4: case kInt2: return DType::I8;  // the value (storage only)
+    case kUint4: case kUint2: return DType::U8;
     default:
+      if (is_code_type(onnx_type)) return DType::U8;  // the bit code (storage only)
       fail("onnx: ", what, " has element type ", onnx_type_name(onnx_type), ", which lumen does not support");
   }
-}
-
-int32_t narrow_int64(int64_t value, const std::string& what) {
-  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
-    fail("onnx: ", what, ": int64 value ", value,
-         " does not fit in int32, which lumen uses for int64 data until it has a 64-bit integer dtype");
-  }
-  return static_cast<int32_t>(value);
 }
 
 int64_t HostTensor::numel() const { return onnx_type == kInt64 ? static_cast<int64_t>(int64s.size()) : array.numel(); }
@@ -190,10 +227,7 @@ int64_t HostTensor::integer(int64_t k) const {
 
 Array HostTensor::to_array() const {
   if (onnx_type != kInt64) return array;
-  Array out(DType::I32, dims);
-  auto* p = static_cast<int32_t*>(out.data());
-  for (size_t k = 0; k < int64s.size(); ++k) p[k] = narrow_int64(int64s[k], "tensor '" + escape_bytes(name) + "'");
-  return out;
+  return Array::from_int64s(int64s, dims);
 }
 
 HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder) {
@@ -204,11 +238,9 @@ HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder
   std::string what = "tensor '" + escape_bytes(t.name()) + "'";
   int64_t n = checked_numel(out.dims, t.name());
   if (t.has_segment()) fail("onnx: ", what, " is segmented, which lumen does not read");
-  size_t element = onnx_type_size(out.onnx_type);
-  DType dtype = DType::I32;
-  if (out.onnx_type != kInt64) dtype = data_dtype(out.onnx_type, what);  // refuses types lumen cannot hold
+  DType dtype = data_dtype(out.onnx_type, what);  // refuses types lumen cannot hold
   bool external = t.data_location() == ::onnx::TensorProto::EXTERNAL;
-  size_t want = static_cast<size_t>(n) * element;
+  size_t want = stored_bytes(out.onnx_type, n);
   std::string external_bytes;
   if (external) external_bytes = read_external(t, folder, want);
   const std::string& raw = external ? external_bytes : t.raw_data();
@@ -221,9 +253,10 @@ HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder
   if (fields) {
     int64_t have = std::max({t.float_data_size(), t.int32_data_size(), t.int64_data_size(), t.double_data_size(),
                              t.uint64_data_size()});
-    if (have != n) {
+    int64_t expected = is_narrow_type(out.onnx_type) ? static_cast<int64_t>(want) : n;  // packed bytes
+    if (have != expected) {
       fail("onnx: ", what, " (", onnx_type_name(out.onnx_type), ", shape ", shape_string(out.dims), ") holds ", have,
-           " values, expected ", n);
+           " values, expected ", expected);
     }
   }
   if (out.onnx_type != kInt64) out.array = Array(dtype, out.dims);
@@ -234,6 +267,8 @@ HostTensor decode_tensor(const ::onnx::TensorProto& t, const std::string& folder
   if (out.onnx_type == kInt64) {
     out.int64s.resize(static_cast<size_t>(n));
     if (want > 0) std::memcpy(out.int64s.data(), raw.data(), want);
+  } else if (is_narrow_type(out.onnx_type)) {
+    unpack_narrow_data(raw.data(), out.onnx_type, n, out.array);
   } else if (out.onnx_type == kBool) {
     auto* p = static_cast<uint8_t*>(out.array.data());
     for (size_t k = 0; k < want; ++k) p[k] = raw[k] != 0;

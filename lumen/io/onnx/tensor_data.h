@@ -1,10 +1,9 @@
 // ONNX tensor data: element types, and TensorProto bytes (inline, typed
 // fields or an external file beside the model) decoded into host values.
 //
-// lumen has no 64-bit dtypes yet: int64 data is carried as i32 and every
-// value is range-checked when it becomes tensor data (never narrowed
-// silently); float64 is refused. Both decisions live in data_dtype() and
-// narrow_int64() alone, so switching to I64/F64 later is one change.
+// int64 data is lumen I64 and double is F64: nothing is narrowed (an index
+// past 2^31 stays exact). int64 elements are kept as int64_t on the host, so
+// values past 2^53 never pass through a double.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +29,8 @@ const char* onnx_type_name(int onnx_type);  // "float", "int64", ... or "type 23
 bool onnx_type_is_float(int onnx_type);
 bool onnx_type_is_integer(int onnx_type);  // integers and bool
 // The lumen dtype that holds values of an ONNX element type; throws naming
-// `what` for types lumen cannot hold (float64, strings, 16-bit ints, ...).
+// `what` for types lumen cannot hold (strings, 16-bit ints, ...).
 DType data_dtype(int onnx_type, const std::string& what);
-// An int64 value as it is stored (i32 until lumen has I64): a lumen::Error
-// naming `what` when it does not fit.
-int32_t narrow_int64(int64_t value, const std::string& what);
 
 // A TensorProto's contents on the host.
 struct HostTensor {
@@ -47,7 +43,7 @@ struct HostTensor {
   // Element k as a double / an integer (any type).
   double real(int64_t k) const;
   int64_t integer(int64_t k) const;
-  // The data in its lumen dtype (int64 narrowed with a range check).
+  // The data in its lumen dtype (int64 exactly, as I64).
   Array to_array() const;
 };
 

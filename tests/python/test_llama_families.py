@@ -1,0 +1,129 @@
+"""The model families people deploy, against Hugging Face transformers
+(random weights, small configs built by transformers; nothing downloaded):
+Llama 3 (rope scaling llama3, and linear), Gemma (GeGLU with gelu-tanh,
+(1 + w) RMSNorm, embeddings scaled by sqrt(hidden), a head_dim of its own,
+tied embeddings), Qwen2 and Mistral. For each: prefill logits and 32 greedy
+decode steps through the KV cache, and the same weights exported as GGUF in
+llama.cpp's conventions load and give the same prefill logits."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import lumen
+
+transformers = pytest.importorskip("transformers")
+gguf = pytest.importorskip("gguf")
+
+from lumen.gguf_export import export_llama  # noqa: E402
+from test_llama import ATOL, hf_logits  # noqa: E402
+
+PROMPT = [3, 17, 5, 88, 41, 9, 0, 62, 7, 33, 21, 50]
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 64}
+
+FAMILIES = {
+    # original_max_position 64 with head_dim 16: frequencies kept, blended and divided all occur
+    "llama3": ("Llama", dict(rope_scaling=LLAMA3)),
+    "llama_linear": ("Llama", dict(rope_scaling={"rope_type": "linear", "factor": 4.0})),
+    # heads · head_dim (4 · 24) differs from hidden_size (64), as in Gemma-7B
+    "gemma": ("Gemma", dict(head_dim=24, hidden_act="gelu_pytorch_tanh")),
+    "qwen2": ("Qwen2", dict(rope_theta=1000000.0)),
+    "mistral": ("Mistral", dict(sliding_window=None)),
+}
+
+
+def build(tmp_path, name):
+    family, overrides = FAMILIES[name]
+    torch.manual_seed(3)
+    common = dict(vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    common.update(overrides)
+    config = getattr(transformers, family + "Config")(**common)
+    model = getattr(transformers, family + "ForCausalLM")(config).eval()
+    with torch.no_grad():  # random norms and biases, so a wrong norm or bias shows
+        for n, p in model.named_parameters():
+            if n.endswith(("q_proj.weight", "k_proj.weight")):
+                p.mul_(8.0)  # sharp attention, so positions (rotary and its scaling) change the logits
+            elif "norm" in n:
+                p.copy_(torch.rand_like(p) + 0.5)
+            elif n.endswith("bias"):
+                p.copy_(torch.randn_like(p) * 0.5)
+    path = tmp_path / name
+    model.save_pretrained(path)
+    return model, str(path)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_prefill_and_32_decode_steps_match_transformers_and_gguf_loads(tmp_path, name):
+    model, path = build(tmp_path, name)
+    runner = lumen.models.Llama(path, capacity=64)
+    assert runner.unused_weights == []
+    if name == "llama3":
+        assert "rope llama3 x8" in runner.summary
+    want = hf_logits(model, PROMPT)
+    np.testing.assert_allclose(runner.forward_all(PROMPT)[0], want, atol=ATOL, rtol=0)
+    runner.reset()
+    np.testing.assert_allclose(runner.forward(PROMPT), want[-1], atol=ATOL, rtol=0)
+    tokens = list(PROMPT)
+    for _ in range(32):
+        nxt = int(np.argmax(hf_logits(model, tokens)[-1]))
+        tokens.append(nxt)
+        np.testing.assert_allclose(runner.forward([nxt]), hf_logits(model, tokens)[-1], atol=ATOL, rtol=0)
+    f = export_llama(path, tmp_path / f"{name}.gguf", "f32")
+    from_gguf = lumen.models.Llama(str(f), capacity=64)
+    assert from_gguf.unused_weights == []
+    np.testing.assert_allclose(from_gguf.forward_all(PROMPT)[0], want, atol=ATOL, rtol=0)
+
+
+def test_llama3_rope_scaling_changes_the_logits(tmp_path):
+    """Without the scaling the logits differ, so the match above is not by accident."""
+    model, path = build(tmp_path, "llama3")
+    scaled = hf_logits(model, PROMPT)
+    config = json.loads((tmp_path / "llama3" / "config.json").read_text())
+    config.pop("rope_scaling", None)
+    config["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+    (tmp_path / "llama3" / "config.json").write_text(json.dumps(config))
+    plain = lumen.models.Llama(path, capacity=32).forward_all(PROMPT)[0]
+    assert np.abs(plain - scaled).max() > 0.05
+
+
+def test_gemma_activation_matters(tmp_path):
+    """Gemma's gelu-tanh is needed for the match (SiLU, Llama's, gives other logits)."""
+    model, path = build(tmp_path, "gemma")
+    want = hf_logits(model, PROMPT)
+    runner = lumen.models.Llama(path, capacity=32)
+    assert "gelu_tanh MLP" in runner.summary and "head_dim 24" in runner.summary
+    np.testing.assert_allclose(runner.forward_all(PROMPT)[0], want, atol=ATOL, rtol=0)
+    config = json.loads((tmp_path / "gemma" / "config.json").read_text())
+    config["hidden_act"] = "silu"
+    (tmp_path / "gemma" / "config.json").write_text(json.dumps(config))
+    assert np.abs(lumen.models.Llama(path, capacity=32).forward_all(PROMPT)[0] - want).max() > 0.01
+
+
+@pytest.mark.parametrize("rope,message", [
+    ({"rope_type": "yarn", "factor": 4.0}, r"rope type 'yarn' is not supported \(default, linear, llama3\)"),
+    ({"rope_type": "dynamic", "factor": 2.0}, r"rope type 'dynamic'"),
+    ({"rope_type": "llama3", "factor": 0.5}, r"'rope_parameters.factor' is 0.5"),
+    ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0},
+     r"0 < low_freq_factor < high_freq_factor"),
+])
+def test_unsupported_or_bad_rope_scaling_is_refused(tmp_path, rope, message):
+    path = tmp_path / "m"
+    path.mkdir()
+    config = dict(model_type="llama", vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, rope_parameters=dict(rope, rope_theta=10000.0))
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(lumen.Error, match=message):
+        lumen.models.Llama(str(path))
+
+
+def test_an_unknown_activation_is_refused(tmp_path):
+    path = tmp_path / "m"
+    path.mkdir()
+    config = dict(model_type="gemma", vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=16, hidden_activation="quick_gelu")
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(lumen.Error, match=r"the activation 'quick_gelu' is not supported"):
+        lumen.models.Llama(str(path))
