@@ -142,6 +142,10 @@ void Array::store(int64_t flat, const Scalar& value) {
 
 std::vector<float> Array::to_floats() const {
   std::vector<float> out(static_cast<size_t>(numel()));
+  if (dtype_ == DType::F32) {
+    if (!out.empty()) std::memcpy(out.data(), data_, out.size() * sizeof(float));
+    return out;
+  }
   for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = static_cast<float>(get(i));
   return out;
 }

@@ -186,6 +186,7 @@ Expr Graph::dim(const std::string& name) {
 
 NodeId Graph::add(Node node) {
   validate(node, nodes_);
+  if (node.op == Op::Input) input_ids_.push_back(static_cast<NodeId>(nodes_.size()));
   nodes_.push_back(std::move(node));
   return static_cast<NodeId>(nodes_.size() - 1);
 }
@@ -206,19 +207,37 @@ void Graph::mark_output(const Tensor& t, const std::string& name) {
   outputs_.push_back({n, t.edge()});
 }
 
-std::vector<NodeId> Graph::input_ids() const {
-  std::vector<NodeId> ids;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].op == Op::Input) ids.push_back(static_cast<NodeId>(i));
-  }
-  return ids;
-}
-
 NodeId Graph::find_input(const std::string& name) const {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].op == Op::Input && nodes_[i].name == name) return static_cast<NodeId>(i);
+  for (NodeId id : input_ids_) {
+    if (nodes_[static_cast<size_t>(id)].name == name) return id;
   }
   return -1;
+}
+
+void Graph::bind_inputs(const NodeArrays& inputs, const std::vector<bool>& needed, Bindings& bindings) const {
+  if (inputs.size() != nodes_.size()) {
+    fail("run: ", inputs.size(), " input slots for a graph of ", nodes_.size(), " nodes (internal error)");
+  }
+  std::vector<std::pair<NodeId, std::vector<int64_t>>> shapes;
+  for (NodeId id : input_ids_) {
+    const Node& n = nodes_[static_cast<size_t>(id)];
+    const Array* a = inputs[static_cast<size_t>(id)];
+    if (!a) {
+      if (!needed[static_cast<size_t>(id)]) continue;
+      fail("run: input '", n.name, "' (shape ", to_string(n.shape), ", ", dtype_name(n.dtype),
+           ") was not set; set it before running");
+    }
+    if (a->dtype() != n.dtype) {
+      fail("run: input '", n.name, "' is declared ", dtype_name(n.dtype), " but was set with ", dtype_name(a->dtype()),
+           " data");
+    }
+    bool fixed = n.shape.size() == a->shape().size();  // constant dims equal to the data's need no binding
+    for (size_t d = 0; fixed && d < n.shape.size(); ++d) {
+      fixed = n.shape[d].is_const() && n.shape[d].value() == a->shape()[d];
+    }
+    if (!fixed) shapes.emplace_back(id, a->shape());
+  }
+  bind_dims(shapes, bindings);
 }
 
 std::vector<std::string> Graph::dim_names() const { return dim_names_; }

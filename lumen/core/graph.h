@@ -19,6 +19,11 @@
 
 namespace lumen {
 
+class Array;
+// A run's arrays by graph node id: graph.size() entries, the set inputs and
+// states pointing at their arrays, null elsewhere.
+using NodeArrays = std::vector<const Array*>;
+
 class Tensor;
 using NodeId = int32_t;
 
@@ -99,7 +104,7 @@ class Graph {
 
   void mark_output(const Tensor& t, const std::string& name = "");
   const std::vector<NamedOutput>& outputs() const { return outputs_; }
-  std::vector<NodeId> input_ids() const;
+  const std::vector<NodeId>& input_ids() const { return input_ids_; }
   NodeId find_input(const std::string& name) const;  // -1 if absent
   std::vector<std::string> dim_names() const;         // dynamic dims, in first-use order
   // A binding of every dynamic dim: `named` where it names it, else `otherwise`
@@ -120,7 +125,14 @@ class Graph {
   // Checks run-time inputs (every needed input set, dtypes, no unknown names)
   // and completes `bindings` from their shapes. `needed` marks nodes in use.
   template <typename ArrayMap>
-  void bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const;
+  void bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const {
+    bind_inputs(arrays_by_node(inputs), needed, bindings);
+  }
+  void bind_inputs(const NodeArrays& inputs, const std::vector<bool>& needed, Bindings& bindings) const;
+  // Arrays by input name as NodeArrays (pointing into `inputs`); a name that
+  // is no input of the graph is an error.
+  template <typename ArrayMap>
+  NodeArrays arrays_by_node(const ArrayMap& inputs) const;
   void check_dims(const Bindings& bindings) const;
 
   // Graphviz. display() writes DOT and, when `dot` is installed, renders by
@@ -130,6 +142,7 @@ class Graph {
 
  private:
   std::vector<Node> nodes_;
+  std::vector<NodeId> input_ids_;  // the Input nodes, in order
   std::vector<NamedOutput> outputs_;
   std::vector<DimConstraint> constraints_;
   std::vector<std::string> dim_names_;
@@ -143,28 +156,21 @@ std::string write_dot(const std::string& dot, const std::string& path);
 std::string dot_escape(const std::string& s);
 
 template <typename ArrayMap>
-void Graph::bind_inputs(const ArrayMap& inputs, const std::vector<bool>& needed, Bindings& bindings) const {
-  std::vector<std::pair<NodeId, std::vector<int64_t>>> shapes;
-  for (NodeId id : input_ids()) {
-    const Node& n = node(id);
-    auto it = inputs.find(n.name);
-    if (it == inputs.end()) {
-      if (!needed[static_cast<size_t>(id)]) continue;
-      fail("run: input '", n.name, "' (shape ", to_string(n.shape), ", ", dtype_name(n.dtype),
-           ") was not set; set it before running");
-    }
-    if (it->second.dtype() != n.dtype) {
-      fail("run: input '", n.name, "' is declared ", dtype_name(n.dtype), " but was set with ",
-           dtype_name(it->second.dtype()), " data");
-    }
-    shapes.emplace_back(id, it->second.shape());
+NodeArrays Graph::arrays_by_node(const ArrayMap& inputs) const {
+  NodeArrays by_node(nodes_.size(), nullptr);
+  size_t found = 0;
+  for (NodeId id : input_ids_) {
+    auto it = inputs.find(nodes_[static_cast<size_t>(id)].name);
+    if (it == inputs.end()) continue;
+    by_node[static_cast<size_t>(id)] = &it->second;
+    ++found;
   }
-  if (shapes.size() != inputs.size()) {  // input names are unique: some given name is no input
+  if (found != inputs.size()) {  // input names are unique: some given name is no input
     for (const auto& entry : inputs) {
       if (find_input(entry.first) < 0) fail("run: the graph has no input named '", entry.first, "'");
     }
   }
-  bind_dims(shapes, bindings);
+  return by_node;
 }
 
 }  // namespace lumen

@@ -173,6 +173,22 @@ void CompiledExecutor::find_lifetimes() {
   }
   extend_group_lifetimes();
   slot_bytes_.assign(lives_.size(), -1);
+  fixed_bytes_.assign(lives_.size(), -1);
+  for (size_t i = 0; i < lives_.size(); ++i) {  // sizes no dynamic dim changes are worked out once
+    NodeId key = life_keys_[i];
+    if (key >= 0) {
+      const Node& node = graph().node(key);
+      bool fixed = std::all_of(node.shape.begin(), node.shape.end(), [](const Expr& d) { return d.is_const(); });
+      if (fixed) fixed_bytes_[i] = bytes_of(node.shape, node.dtype, {});
+    } else {
+      const backend::Scratch& sb = program_.scratch[static_cast<size_t>(-1 - key)];
+      if (sb.elements.is_const()) fixed_bytes_[i] = checked_byte_size({sb.elements.value()}, sb.dtype, "run: a scratch buffer");
+    }
+  }
+  arena_nodes_.clear();
+  for (size_t n = 0; n < buffer_index_.size(); ++n) {
+    if (buffer_index_[n] >= 0) arena_nodes_.push_back(static_cast<NodeId>(n));
+  }
 }
 
 void CompiledExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bindings) {
@@ -182,7 +198,9 @@ void CompiledExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bi
   bool fits = planned_;
   for (size_t i = 0; i < lives_.size(); ++i) {
     NodeId key = life_keys_[i];
-    if (key >= 0) {
+    if (fixed_bytes_[i] >= 0) {
+      bytes[i] = fixed_bytes_[i];
+    } else if (key >= 0) {
       const Node& node = graph().node(key);
       bytes[i] = bytes_of(node.shape, node.dtype, bindings);
     } else {
@@ -210,7 +228,7 @@ void CompiledExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bi
   planned_ = true;
 }
 
-std::vector<Array> CompiledExecutor::execute(const std::map<std::string, Array>& inputs, const Bindings& given) {
+std::vector<Array> CompiledExecutor::execute_by_node(const NodeArrays& inputs, const Bindings& given) {
   if (profile_) {
     launch_seconds_.resize(program_.launches.size(), 0.0);
     ++runs_;
@@ -239,11 +257,11 @@ std::vector<Array> CompiledExecutor::execute(const std::map<std::string, Array>&
     pointer[static_cast<size_t>(program_.outputs[o].node)] = results_[o].data();
   }
   for (NodeId id : graph().input_ids()) {
-    auto it = inputs.find(graph().node(id).name);
-    if (it != inputs.end()) pointer[static_cast<size_t>(id)] = const_cast<void*>(it->second.data());
+    const Array* a = inputs[static_cast<size_t>(id)];
+    if (a) pointer[static_cast<size_t>(id)] = const_cast<void*>(a->data());
   }
-  for (size_t n = 0; n < graph().size(); ++n) {
-    if (buffer_index_[n] >= 0) pointer[n] = arena_.get() + plan_.offsets[static_cast<size_t>(buffer_index_[n])];
+  for (NodeId n : arena_nodes_) {
+    pointer[static_cast<size_t>(n)] = arena_.get() + plan_.offsets[static_cast<size_t>(buffer_index_[static_cast<size_t>(n)])];
   }
   std::vector<void*> scratch(program_.scratch.size(), nullptr);
   for (size_t i = 0; i < program_.scratch.size(); ++i) {

@@ -23,7 +23,8 @@ class CompiledExecutor : public Executor {
  public:
   explicit CompiledExecutor(backend::CompiledProgram program);
 
-  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
+  std::vector<Array> execute_by_node(const NodeArrays& inputs, const Bindings& bindings) override;
+  const Graph& graph() const override { return *program_.graph; }
   const char* backend_name() const override { return program_.backend ? program_.backend->name() : "cpu"; }
   std::map<std::string, double> stats() const override;
   // The compile's report and, with LUMEN_PROFILE=1, where run time went, kernel by kernel.
@@ -51,12 +52,12 @@ class CompiledExecutor : public Executor {
                    const std::vector<void*>& pointer, const std::vector<void*>& scratch, const LaunchOne& launch);
 
   backend::CompiledProgram program_;
-  const Graph& graph() const { return *program_.graph; }
 
   // Per-binding state.
   std::vector<int64_t> planned_dims_;
   bool planned_ = false;
   MemoryPlan plan_;
+  std::vector<NodeId> arena_nodes_;     // nodes with buffer_index_ >= 0
   std::vector<int64_t> buffer_index_;   // node -> index into plan offsets (-1: not in the arena)
   std::vector<int64_t> scratch_index_;  // scratch -> index into plan offsets
   // Lifetimes do not depend on the dims (found once); each buffer's slot in
@@ -65,6 +66,7 @@ class CompiledExecutor : public Executor {
   std::vector<BufferLife> lives_;
   std::vector<NodeId> life_keys_;  // node id, or -1 - scratch number
   std::vector<int64_t> slot_bytes_;
+  std::vector<int64_t> fixed_bytes_;  // per life: its size when no dynamic dim changes it, else -1
   std::shared_ptr<unsigned char> arena_;
   int64_t arena_capacity_ = 0;
   std::vector<Array> results_;

@@ -9,6 +9,7 @@
 #include "lumen/backend/compiled_program.h"
 #include "lumen/core/array.h"
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/graph.h"
 
 namespace lumen {
 
@@ -18,9 +19,15 @@ using SearchTrace = backend::SearchTrace;
 class Executor {
  public:
   virtual ~Executor() = default;
-  // `inputs` holds the graph's state buffers too (by name); the graph's
-  // updates() are written into them in place at the end of the run.
-  virtual std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) = 0;
+  // `inputs` holds the graph's state buffers too, by node id (see NodeArrays;
+  // what Program::run passes, resolved once at set()); the graph's updates()
+  // are written into them in place at the end of the run.
+  virtual std::vector<Array> execute_by_node(const NodeArrays& inputs, const Bindings& bindings) = 0;
+  // The same with the arrays by input name (an unknown name is an error).
+  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) {
+    return execute_by_node(graph().arrays_by_node(inputs), bindings);
+  }
+  virtual const Graph& graph() const = 0;
   virtual const char* backend_name() const = 0;
   // Numbers about compilation and the last run (kernels, arena bytes, ...).
   virtual std::map<std::string, double> stats() const { return {}; }

@@ -1,6 +1,7 @@
 #include "lumen/runtime/interp_executor.h"
 
 #include <cstring>
+#include <map>
 
 #include "lumen/backend/interp/edge_reader.h"
 #include "lumen/backend/interp/interpreter.h"
@@ -11,7 +12,11 @@ namespace lumen {
 InterpExecutor::InterpExecutor(std::shared_ptr<const Graph> graph, std::vector<Edge> outputs)
     : graph_(std::move(graph)), outputs_(std::move(outputs)) {}
 
-std::vector<Array> InterpExecutor::execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) {
+std::vector<Array> InterpExecutor::execute_by_node(const NodeArrays& by_node, const Bindings& bindings) {
+  std::map<std::string, Array> inputs;  // the interpreter reads them by name
+  for (NodeId id : graph_->input_ids()) {
+    if (by_node[static_cast<size_t>(id)]) inputs.emplace(graph_->node(id).name, *by_node[static_cast<size_t>(id)]);
+  }
   std::vector<Edge> wanted = outputs_;
   for (const StateUpdate& u : graph_->updates()) wanted.push_back(u.value);
   Bindings bound = bindings;

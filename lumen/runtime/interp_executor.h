@@ -17,7 +17,8 @@ class InterpExecutor : public Executor {
 
   // Evaluates the outputs and the state updates' values, then writes the
   // values through their views into the state buffers.
-  std::vector<Array> execute(const std::map<std::string, Array>& inputs, const Bindings& bindings) override;
+  std::vector<Array> execute_by_node(const NodeArrays& inputs, const Bindings& bindings) override;
+  const Graph& graph() const override { return *graph_; }
   const char* backend_name() const override { return "interp"; }
 
  private:

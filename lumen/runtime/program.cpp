@@ -14,7 +14,8 @@ Program::Program(std::shared_ptr<const Graph> graph, std::vector<NamedOutput> ou
     const Node& n = graph_->node(id);
     std::vector<int64_t> shape;
     for (const Expr& d : n.shape) shape.push_back(d.value());
-    states_[n.name] = Array(n.dtype, shape);
+    Array& state = states_[n.name] = Array(n.dtype, shape);
+    point_at(n.name, state);
   }
 }
 
@@ -66,6 +67,16 @@ std::vector<std::string> Program::state_names() const {
   return names;
 }
 
+// The executor runs its own graph (passes may have rewritten this one): its
+// node ids index by_node_.
+void Program::point_at(const std::string& input, const Array& array) {
+  const Graph& run_graph = executor_->graph();
+  NodeId id = run_graph.find_input(input);
+  if (id < 0) return;  // compiled away: nothing reads it
+  by_node_.resize(run_graph.size(), nullptr);
+  by_node_[static_cast<size_t>(id)] = &array;
+}
+
 const Node& Program::input_node(const std::string& input) const {
   NodeId id = graph_->find_input(input);
   if (id < 0) {
@@ -97,7 +108,7 @@ void Program::set(const std::string& input, Array data) {
     return;
   }
   executor_->invalidate(input);
-  inputs_[input] = std::move(data);
+  point_at(input, inputs_[input] = std::move(data));
 }
 
 std::vector<int64_t> Program::declared_shape(const std::string& input) const {
@@ -149,13 +160,8 @@ void Program::bind(const std::string& dim, int64_t value) {
 void Program::run() {
   auto held = lock();
   results_.clear();  // lets the executor reuse output buffers nobody else holds
-  if (states_.empty()) {
-    results_ = executor_->execute(inputs_, bindings_);
-    return;
-  }
-  std::map<std::string, Array> all = inputs_;
-  for (const auto& [name, a] : states_) all[name] = a;
-  results_ = executor_->execute(all, bindings_);
+  by_node_.resize(executor_->graph().size(), nullptr);  // the graph may have grown (nodes are only appended)
+  results_ = executor_->execute_by_node(by_node_, bindings_);
 }
 
 const Array& Program::get(const std::string& output) const {

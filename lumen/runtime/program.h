@@ -71,12 +71,14 @@ class Program {
  private:
   std::vector<int64_t> declared_shape(const std::string& input) const;
   const Node& input_node(const std::string& input) const;
+  void point_at(const std::string& input, const Array& array);
 
   std::shared_ptr<const Graph> graph_;
   std::vector<NamedOutput> outputs_;
   std::unique_ptr<Executor> executor_;
   std::map<std::string, Array> inputs_;
   std::map<std::string, Array> states_;
+  NodeArrays by_node_;  // inputs_ and states_ by the executor graph's node ids (map entries never move)
   Bindings bindings_;
   std::vector<Array> results_;
   std::shared_ptr<std::recursive_mutex> mutex_ = std::make_shared<std::recursive_mutex>();
