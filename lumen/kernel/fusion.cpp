@@ -26,6 +26,9 @@ double op_cost(const Node& n) {
   }
   if (is_binary(n.op)) return 1;
   if (n.op == Op::Gather) return 2;
+  // Rounding to f16/bf16 is a few integer ops per element in scalar code: a
+  // value rounded for many consumers (a bf16 matmul's operand) is stored once.
+  if (n.op == Op::Cast && (n.dtype == DType::F16 || n.dtype == DType::BF16)) return 4;
   return 0;
 }
 
@@ -164,6 +167,12 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       if (p.materialized[i] || evaluations[i] == 0 || !reads_data[i]) continue;
       double factor = evaluations[i] / assumed_numel(graph.nodes()[i].shape, options.assumed_dim);
       offender[i] = factor > options.min_recompute && (factor - 1) * subtree[i] > options.max_extra_work;
+      // f16/bf16 widened to f32 is exact and free on load: a buffer of it would
+      // double the bytes read. The half-precision value beneath gets the
+      // buffer instead (the operands a bf16 matmul reads as bf16 pairs).
+      const Node& node = graph.nodes()[i];
+      DType from = node.op == Op::Cast ? graph.node(node.inputs[0].node).dtype : node.dtype;
+      if (node.op == Op::Cast && node.dtype == DType::F32 && (from == DType::F16 || from == DType::BF16)) offender[i] = false;
     }
     // Materialise offenders that no other offender inlines (the outermost ones).
     std::vector<bool> inside_offender(n, false);
