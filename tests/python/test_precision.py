@@ -36,11 +36,11 @@ def _run(build, arrays, precision, backend="cpu"):
     return np.asarray(p.get("out0")), p.report()
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interp"])
+@pytest.mark.parametrize("target", ["cpu", "interp"])
 @pytest.mark.parametrize("m,k,n", [(1, 64, 32), (7, 33, 48), (50, 96, 64), (33, 1000, 16)])
-def test_bf16_matmul_matches_torch(backend, m, k, n):
+def test_bf16_matmul_matches_torch(target, m, k, n):
     x, w = _inputs((m, k), (k, n))
-    got, report = _run(lambda a, b: a @ b, [x, w], "bf16", backend)
+    got, report = _run(lambda a, b: a @ b, [x, w], "bf16", target)
     tx, tw = torch.from_numpy(x), torch.from_numpy(w)
     same_rounding = (tx.bfloat16().float() @ tw.bfloat16().float()).numpy()
     torch_bf16 = torch.matmul(tx.bfloat16(), tw.bfloat16()).float().numpy()
@@ -53,7 +53,7 @@ def test_bf16_matmul_matches_torch(backend, m, k, n):
     # Against fp32: bf16 operands lose ~3 significant digits.
     assert np.abs(got - fp32).max() <= 2e-2 * scale
     assert np.abs(got - fp32).max() > 1e-6 * scale  # the operands were rounded
-    if backend == "cpu":
+    if target == "cpu":
         assert "precision bf16: 1 contraction" in report
 
 
