@@ -26,10 +26,16 @@ double op_cost(const Node& n) {
   }
   if (is_binary(n.op)) return 1;
   if (n.op == Op::Gather) return 2;
-  // Rounding to f16/bf16 is a few integer ops per element in scalar code: a
-  // value rounded for many consumers (a bf16 matmul's operand) is stored once.
-  if (n.op == Op::Cast && (n.dtype == DType::F16 || n.dtype == DType::BF16)) return 4;
   return 0;
+}
+
+// Rounding to f16/bf16 costs a few ops per element (a bf16 matmul's operand,
+// read by every column panel, is rounded once into a buffer), except for a
+// parameter's: the pack that reads it rounds it once and is kept between runs.
+double rounding_cost(const Graph& graph, const Node& n) {
+  if (n.op != Op::Cast || (n.dtype != DType::F16 && n.dtype != DType::BF16)) return 0;
+  const Node& in = graph.node(n.inputs[0].node);
+  return in.op == Op::Input && in.parameter ? 0 : 4;
 }
 
 double assumed_numel(const Shape& shape, double assumed_dim) {
@@ -118,7 +124,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   lower_options.assumed_dim = options.assumed_dim;
   std::vector<std::vector<std::pair<size_t, double>>> counts(n);  // per kernel: nodes it inlines, evaluations
   std::vector<double> own_cost(n);
-  for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]);
+  for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]) + rounding_cost(graph, graph.nodes()[i]);
   std::vector<bool> lowered(n, false);
   for (int round = 0; round < 64; ++round) {
     p.rounds = round + 1;

@@ -201,6 +201,24 @@ inline lumen_f32v lumen_load_bf16(const uint16_t* p) { lumen_f32v r; for (int i 
 inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
 inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
 
+// f32 lanes rounded to bf16 / f16 and held as f32 (a Cast to a half type),
+// as lumen_round_bf16 / lumen_round_f16 do one value.
+inline lumen_f32v lumen_round_bf16v(lumen_f32v v) {
+  lumen_i32v x = (lumen_i32v)v;
+  lumen_i32v rounded = (x + 0x7fff + ((x >> 16) & 1)) & (int32_t)0xffff0000;
+  lumen_i32v nan = (x & (int32_t)0xffff0000) | 0x400000;
+  return (lumen_f32v)(v != v ? nan : rounded);
+}
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_f32v lumen_round_f16v(lumen_f32v v) {
+  return (lumen_f32v)_mm512_cvtph_ps(_mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#elif LANES == 8 && defined(__F16C__)
+inline lumen_f32v lumen_round_f16v(lumen_f32v v) { return (lumen_f32v)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT)); }
+#else
+inline lumen_f32v lumen_round_f16v(lumen_f32v v) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = lumen_round_f16(v[i]); return r; }
+#endif
+
 // bf16 pairs along a contraction (the IR's PairDot): a 32-bit lane holds the
 // bf16 of an even k in its low half and of k + 1 in its high half. B's panels
 // hold 16 such lanes contiguously; A's pair is broadcast. The dot product is

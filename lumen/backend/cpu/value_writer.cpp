@@ -371,6 +371,12 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
     Reg a = splat(value(v->args[0], combo, pad), pad);
     return Reg{a.name, true, DType::F32};
   }
+  // f32 rounded to a half type (the precision pass's operands): rounded in lanes.
+  if (v->kind == ValueKind::Cast && half && v->args[0]->dtype == DType::F32) {
+    Reg a = splat(value(v->args[0], combo, pad), pad);
+    return emit("lumen_f32v", std::string(v->dtype == DType::BF16 ? "lumen_round_bf16v(" : "lumen_round_f16v(") + a.name + ")",
+                true, v->dtype, pad);
+  }
   bool wide = half;  // other half-precision values are rounded per op: per lane
   for (const Value& a : v->args) wide = wide || a->dtype == DType::F16 || a->dtype == DType::BF16;
   if (wide) return lanewise(v, combo, pad);
