@@ -147,3 +147,23 @@ def test_cli_takes_precision():
     assert "--precision" in out
     bad = subprocess.run([exe, "run", "x.onnx", "--precision", "int4"], capture_output=True, text=True)
     assert bad.returncode != 0 and "int4" in bad.stdout + bad.stderr
+
+
+def test_llama_bf16_logits_within_tolerance_of_fp32_and_greedy_tokens_agree(tmp_path):
+    """A random Llama (tests/python/test_llama.py's, 2 layers): bf16 logits against fp32 (lumen's and Hugging
+    Face's) within 3% of the largest logit, and 32 greedy tokens the same."""
+    pytest.importorskip("transformers")
+    from test_llama import hf_logits, make_model
+    model, path = make_model(tmp_path)
+    prompt = [1, 5, 9, 2, 7, 3]
+    runs = {p: lumen.models.Llama(path, capacity=64, precision=p, tuning_cache=False) for p in ("fp32", "bf16")}
+    logits = {p: np.asarray(r.forward_all(prompt))[0] for p, r in runs.items()}
+    hf = hf_logits(model, prompt)
+    scale = np.abs(hf).max()
+    np.testing.assert_allclose(logits["fp32"], hf, atol=1e-4 * scale, rtol=1e-4)
+    bf16_error = np.abs(logits["bf16"] - hf).max()
+    assert bf16_error <= 3e-2 * scale, bf16_error / scale
+    assert bf16_error > 1e-6 * scale  # the bf16 program rounds
+    tokens = {p: r.generate(prompt, max_new_tokens=32)[0] for p, r in runs.items()}
+    assert len(tokens["fp32"]) == 32
+    assert tokens["bf16"] == tokens["fp32"]
