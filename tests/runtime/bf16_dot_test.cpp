@@ -207,6 +207,9 @@ TEST(Bf16Dot, CompiledBf16ModelUsesWhatTheCpuHas) {
     EXPECT_FALSE(pairs) << "LUMEN_ISA=avx512 must hide AVX512-BF16";
   }
   EXPECT_EQ(cpu::host_isa().features().find("avx512_bf16") != std::string::npos, pairs);
+  // The feature set is part of every cache key (tuning: the device fingerprint; objects: the flags).
+  EXPECT_EQ(cpu::CpuBackend::shared()->fingerprint().find("avx512_bf16") != std::string::npos, pairs);
+  EXPECT_EQ(cpu::host_isa().compiler_flags().find("-mavx512bf16") != std::string::npos, pairs);
   EXPECT_NE(report.find(pairs ? "1 of 1 kernels on the bf16 pair dot path" : "f32 FMA fallback"), std::string::npos)
       << report;
 }
