@@ -56,9 +56,11 @@ class Bf16Gemm:
         program.set("b", y)
         program.run()
         report = program.report()
-        path = "bf16 pair dot" if "on the bf16 pair dot path" in report and " 0 of " not in report else "fp32 fallback"
+        # Which kernel path ran (the report's bf16 contractions line) and whose schedules were kept.
+        path = "bf16 pair dot" if "1 of 1 kernels on the bf16 pair dot path" in report else "f32 FMA fallback"
+        schedules = "searched schedules" if "kept the searched schedules" in report else "heuristic schedules"
         stats = program.stats
-        return program.run, lambda: program.get("out0"), {"winner": path,
+        return program.run, lambda: program.get("out0"), {"winner": f"{path}, {schedules}",
                                                          "compile_s": stats.get("compile_total_seconds", 0),
                                                          "search_s": stats.get("search_seconds", 0)}
 
