@@ -322,6 +322,21 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   auto k_dim = static_cast<size_t>(r.axis);
   size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
   bool all_friendly = true;
+  auto widened_bf16 = [&](const Edge& e) {
+    const Node& x = graph.node(e.node);
+    return x.op == Op::Cast && x.dtype == DType::F32 && graph.node(x.inputs[0].node).dtype == DType::BF16;
+  };
+  bool bf16_pairs = target.bf16_dot && product.op == Op::Mul && widened_bf16(product.inputs[0]) &&
+                    widened_bf16(product.inputs[1]) && known_factor(product.shape[k_dim]) % 2 == 0;
+  // A weight read as bf16 pairs: its pack reads only the parameter, so it is
+  // made once and kept between runs — worth it even when each run reads it
+  // once (a decode step's matrix-vector product then streams half the bytes).
+  auto kept_weight = [&](const Edge& e) {
+    if (!bf16_pairs) return false;  // (so e is a widening cast)
+    const Node& bf16 = graph.node(graph.node(e.node).inputs[0].node);
+    const Node& source = bf16.op == Op::Cast ? graph.node(bf16.inputs[0].node) : bf16;
+    return source.op == Op::Input && source.parameter;
+  };
   for (int j = 0; j < 2; ++j) {
     Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
     std::vector<Expr> used = expr_vars(index);
@@ -335,15 +350,11 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     double points = 1;
     for (const Expr& d : product.shape) points *= assumed(d);
     double reuse = points / distinct_reads(index, probe, product.shape);
-    if (!friendly && mentions(used, probe[k_dim]) && reuse >= 8 && f.pack_operand < 0) f.pack_operand = j;
+    bool kept = kept_weight(product.inputs[static_cast<size_t>(j)]);
+    if (!friendly && mentions(used, probe[k_dim]) && (reuse >= 8 || kept) && f.pack_operand < 0) f.pack_operand = j;
   }
   f.tileable = f.pack_operand >= 0 || (all_friendly && unit_stride(strides, last_var));
-  auto widened_bf16 = [&](const Edge& e) {
-    const Node& x = graph.node(e.node);
-    return x.op == Op::Cast && x.dtype == DType::F32 && graph.node(x.inputs[0].node).dtype == DType::BF16;
-  };
-  f.pair_dot = target.bf16_dot && f.pack_operand >= 0 && product.op == Op::Mul && widened_bf16(product.inputs[0]) &&
-               widened_bf16(product.inputs[1]) && known_factor(product.shape[k_dim]) % 2 == 0;
+  f.pair_dot = bf16_pairs && f.pack_operand >= 0;
   return f;
 }
 

@@ -167,3 +167,27 @@ def test_llama_bf16_logits_within_tolerance_of_fp32_and_greedy_tokens_agree(tmp_
     tokens = {p: r.generate(prompt, max_new_tokens=32)[0] for p, r in runs.items()}
     assert len(tokens["fp32"]) == 32
     assert tokens["bf16"] == tokens["fp32"]
+
+
+@pytest.mark.parametrize("rows", [1, 5])
+def test_bf16_linear_with_a_kept_weight_pack_follows_set(rows):
+    """x @ w.T with w a parameter: on a CPU with AVX512-BF16 its bf16 pair panels are packed once and kept
+    between runs (decode steps stream half the bytes); setting w again repacks."""
+    import lumen.nn.functional as F
+    g = lumen.Graph()
+    x = g.input("x", (rows, 96))
+    w = g.parameter("w", (64, 96))
+    p = lumen.compile(g, [F.linear(x, w)], precision="bf16", tuning_cache=False)
+    xs = _inputs((rows, 96), (rows, 96), seed=3)
+    ws = _inputs((64, 96), (64, 96), seed=4)
+
+    def want(xv, wv):
+        return (torch.from_numpy(xv).bfloat16().float() @ torch.from_numpy(wv).bfloat16().float().T).numpy()
+    for xv, wv in [(xs[0], ws[0]), (xs[1], ws[0]), (xs[1], ws[1])]:
+        p.set("x", xv)
+        p.set("w", wv)
+        p.run()
+        np.testing.assert_allclose(np.asarray(p.get("out0")), want(xv, wv), rtol=1e-5, atol=1e-4)
+    if lumen.cpu_info()["avx512_bf16"]:
+        assert "1 of 1 kernels on the bf16 pair dot path" in p.report(), p.report()
+        assert p.stats["kept_pack_bytes"] == 64 * 96 * 2  # w's bf16 pairs, kept outside the arena
