@@ -272,7 +272,12 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.lanes = target.f32_lanes;
   f.threads = target.threads;
   f.gpu = target.gpu;
-  f.f32 = n.dtype == DType::F32;
+  // f32 values, and f32 values rounded to bf16/f16 as they are stored (the
+  // precision pass's operand of the next contraction, fused as an epilogue):
+  // both are computed in f32 SIMD lanes.
+  bool rounded = n.op == Op::Cast && (n.dtype == DType::BF16 || n.dtype == DType::F16) &&
+                 graph.node(n.inputs[0].node).dtype == DType::F32;
+  f.f32 = n.dtype == DType::F32 || rounded;
   f.numel = 1;
   for (const Expr& d : n.shape) f.numel *= assumed(d);
   LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
