@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "lumen/compiler/emit_stage.h"
@@ -66,12 +67,17 @@ bool has_pair_dot(const kernel::Block& block) {
 // operands), and whether each took the bf16 pair dot path (pair_dot: one
 // vdpbf16ps per two k) or the f32 FMA path, and why. Empty when there are none.
 std::string bf16_kernels(const Pipeline& p, bool bf16_dot) {
-  std::ostringstream out;
   size_t pairs = 0, total = 0;
   auto widened_bf16 = [&](const Edge& e) {
     const Node& x = p.graph->node(e.node);
     return x.op == Op::Cast && x.dtype == DType::F32 && p.graph->node(x.inputs[0].node).dtype == DType::BF16;
   };
+  struct Line {
+    std::string text;  // the first launch's node and shape, and the path
+    int launches = 0;
+  };
+  std::vector<std::string> order;  // kernel names, first launch first (layers repeat kernels)
+  std::map<std::string, Line> lines;
   for (const backend::Launch& l : p.program.launches) {
     if (l.computes < 0) continue;
     NodeId r = kernel::contraction_of(*p.graph, l.computes, p.materialized);
@@ -82,16 +88,23 @@ std::string bf16_kernels(const Pipeline& p, bool bf16_dot) {
     bool used = has_pair_dot(k.body);
     ++total;
     pairs += used ? 1 : 0;
-    out << "  " << k.name << " (" << op_name(p.graph->node(l.computes).op) << "_" << l.computes << ", "
-        << to_string(p.graph->node(l.computes).shape) << "): "
-        << (used ? "bf16 pair dot (vdpbf16ps)"
-                 : bf16_dot ? "f32 FMA fallback (its schedule has no pair_dot)"
-                            : "f32 FMA fallback (this CPU has no avx512_bf16, or LUMEN_ISA hides it)")
-        << "\n";
+    Line& line = lines[k.name];
+    if (line.launches++ > 0) continue;
+    order.push_back(k.name);
+    line.text = std::string(op_name(p.graph->node(l.computes).op)) + "_" + std::to_string(l.computes) + ", " +
+                to_string(p.graph->node(l.computes).shape) + "): " +
+                (used ? "bf16 pair dot (vdpbf16ps)"
+                      : bf16_dot ? "f32 FMA fallback (its schedule has no pair_dot)"
+                                 : "f32 FMA fallback (this CPU has no avx512_bf16, or LUMEN_ISA hides it)");
   }
   if (total == 0) return "";
-  return "bf16 contractions: " + std::to_string(pairs) + " of " + std::to_string(total) +
-         " kernels on the bf16 pair dot path\n" + out.str();
+  std::ostringstream out;
+  out << "bf16 contractions: " << pairs << " of " << total << " kernels on the bf16 pair dot path\n";
+  for (const std::string& name : order) {
+    const Line& line = lines[name];
+    out << "  " << name << " x" << line.launches << " (" << (line.launches > 1 ? "first " : "") << line.text << "\n";
+  }
+  return out.str();
 }
 
 void describe(Pipeline& p, bool bf16_dot) {
