@@ -53,13 +53,13 @@ struct Gemm {
   }
 };
 
-struct Run {
+struct GemmRun {
   std::string source, report;
   double worst = 0;  // largest |cpu - interp| / (1 + |interp|)
 };
 
 // Compiles the GEMM on the CPU with each kernel's schedule from `pick`, runs it against the interpreter.
-Run run(Gemm& c, const std::function<kernel::Knobs(const kernel::KernelFacts&)>& pick, bool bf16_dot) {
+GemmRun run(Gemm& c, const std::function<kernel::Knobs(const kernel::KernelFacts&)>& pick, bool bf16_dot) {
   kernel::Target target{cpu::host_isa().f32_lanes(), 2, false, bf16_dot};
   compiler::CompilerOptions options;
   options.search.use_cache = false;
@@ -71,7 +71,7 @@ Run run(Gemm& c, const std::function<kernel::Knobs(const kernel::KernelFacts&)>&
   std::vector<Edge> edges{named[0].edge};
   auto shared = std::make_shared<const Graph>(c.g);
   compiler::CompileResult r = compiler::compile(*shared, edges, options, cpu::CpuBackend::shared());
-  Run out;
+  GemmRun out;
   out.source = r.program.source;
   out.report = r.program.report;
   Program cpu(shared, named, std::make_unique<CompiledExecutor>(std::move(r.program)));
@@ -98,11 +98,11 @@ kernel::Knobs heuristic(const kernel::KernelFacts& f) { return kernel::heuristic
 constexpr double kTolerance = 2e-5;
 
 void expect_pair_path(Gemm c, const char* what) {
-  Run pairs = run(c, heuristic, true);
+  GemmRun pairs = run(c, heuristic, true);
   EXPECT_NE(pairs.source.find("= lumen_dot_bf16_pairs(acc"), std::string::npos) << what;
   EXPECT_NE(pairs.report.find("1 of 1 kernels on the bf16 pair dot path"), std::string::npos) << pairs.report;
   EXPECT_LT(pairs.worst, kTolerance) << what;
-  Run plain = run(c, heuristic, false);
+  GemmRun plain = run(c, heuristic, false);
   EXPECT_EQ(plain.source.find("= lumen_dot_bf16_pairs(acc"), std::string::npos) << what;
   EXPECT_NE(plain.report.find("f32 FMA fallback"), std::string::npos) << plain.report;
   EXPECT_LT(plain.worst, kTolerance) << what;
@@ -113,6 +113,38 @@ TEST(Bf16Dot, GemmOnThePairPathMatchesTheInterpreter) {
   expect_pair_path(Gemm({}, 50, 66, 64, false), "row-major B");
   expect_pair_path(Gemm({}, 9, 130, 48, true), "transposed B (weights)");
   expect_pair_path(Gemm({Expr(2)}, 9, 34, 64, false), "batched");
+}
+
+// Every neighbour of the pair path's heuristic point the search may try
+// (other tiles, m blocks, loop orders, the f32 path, no pack, row schedules)
+// lowers to a kernel that agrees with the interpreter.
+TEST(Bf16Dot, EveryNeighbourOfThePairPathAgreesWithTheInterpreter) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "needs AVX-512 (the pair path is written for 16 lanes)";
+  Gemm c({}, 50, 66, 64, false);
+  size_t tried = 0, pairs = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    bool exists = false, legal = true;
+    auto pick = [&](const kernel::KernelFacts& f) {
+      std::vector<kernel::Knobs> all = kernel::neighbours(f, kernel::heuristic_knobs(f));
+      exists = i < all.size();
+      kernel::Knobs k = exists ? all[i] : kernel::heuristic_knobs(f);
+      try {
+        kernel::knob_actions(f, k);
+      } catch (const Error&) {
+        legal = false;  // an illegal point: the search prunes it
+        k = kernel::heuristic_knobs(f);
+      }
+      pairs += exists && legal && k.pair_dot ? 1 : 0;
+      return k;
+    };
+    GemmRun r = run(c, pick, true);
+    if (!exists) break;
+    if (!legal) continue;
+    ++tried;
+    EXPECT_LT(r.worst, kTolerance) << "neighbour " << i;
+  }
+  EXPECT_GT(tried, 10u);
+  EXPECT_GT(pairs, 5u);  // most neighbours keep the pairs (other tiles and orders)
 }
 
 TEST(Bf16Dot, TheSpaceOffersPairsOnlyWithABf16DotProduct) {
