@@ -223,7 +223,8 @@ inline lumen_f32v lumen_round_f16v(lumen_f32v v) { lumen_f32v r; for (int i = 0;
 // bf16 of an even k in its low half and of k + 1 in its high half. B's panels
 // hold 16 such lanes contiguously; A's pair is broadcast. The dot product is
 // one vdpbf16ps with AVX512-BF16 (products exact, sums in f32, denormals
-// flushed); without it the same sums in f32 FMAs (tests run this form).
+// flushed); without it the same sums in f32 FMAs (LUMEN_ISA=avx512 tests run
+// this form).
 #if LANES == 16 && defined(__AVX512F__)
 inline lumen_i32v lumen_load_bf16_pairs(const uint16_t* p) { return (lumen_i32v)_mm512_loadu_si512((const void*)p); }
 inline lumen_i32v lumen_bf16_pair_at(const uint16_t* p) {
