@@ -164,9 +164,10 @@ def all_workloads():
                      tinygrad=lambda x: x.sum(0), rotate=5),
             _attention(False), _attention(True), _attention(False, 4096, plain=True),
             _attention(True, 4096, plain=True), _attention(False, 16384, plain=True), _mlp(), _conv(), _gpt2_block()]
+    from bf16_gemm import bf16_workloads
     from models import model_workloads
     from tc_workloads import tc_workloads
     from torch_modules import torch_module_workloads
     from train_step import train_workloads
     rows += tc_workloads()
-    return {**{w.name: w for w in rows}, **model_workloads(), **torch_module_workloads(), **train_workloads()}
+    return {**{w.name: w for w in rows}, **bf16_workloads(), **model_workloads(), **torch_module_workloads(), **train_workloads()}

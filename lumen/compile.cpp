@@ -10,6 +10,7 @@
 #endif
 #include "lumen/compiler/compiler.h"
 #include "lumen/compiler/graph_search.h"
+#include "lumen/passes/precision.h"
 #include "lumen/runtime/candidate_rig.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
@@ -80,9 +81,11 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
   if (named.empty() && graph.updates().empty()) {
     fail("compile: the graph has no outputs and no state updates; pass output tensors or call mark_output()");
   }
-  auto copy = std::make_shared<const Graph>(graph);
   std::vector<Edge> edges;
   for (const NamedOutput& o : named) edges.push_back(o.edge);
+  passes::PrecisionReport precision;
+  auto copy = std::make_shared<const Graph>(passes::reduce_precision(graph, options.precision, edges, &precision));
+  for (size_t i = 0; i < named.size(); ++i) named[i].edge = edges[i];
   switch (options.backend) {
     case Backend::Interp:
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
@@ -106,6 +109,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       }
       compiler::CompileResult compiled =
           compiler::compile_with_graph_search(*copy, edges, cpu, backend_object(options.backend), check);
+      if (options.precision != DType::F32) compiled.program.report = precision.to_string() + compiled.program.report;
       return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }

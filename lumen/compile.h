@@ -30,6 +30,12 @@ struct CompileOptions {
   // measures the best few programs the e-graph rewrites extract and keeps the
   // fastest verified one. Budget 0 skips it.
   bool graph_search = true;
+  // Compute precision (lumen/passes/precision.h): F32, or BF16 / F16 — every
+  // contraction (matmul, attention's products) takes operands rounded to it,
+  // accumulated in f32; everything else stays f32. Every backend, the
+  // interpreter included, runs the rewritten graph. passes::precision_named
+  // reads "fp32" / "bf16" / "fp16".
+  DType precision = DType::F32;
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,

@@ -31,6 +31,7 @@ struct Capabilities {
   std::string isa_features;    // e.g. "avx2,fma,f16c"
   int threads = 1;             // workers a launch is split across
   bool gpu = false;            // kernels run as GPU grids (lumen/backend/gpu): the schedule space adds work-group knobs
+  bool bf16_dot = false;       // PairDot is one instruction (cpu: AVX512-BF16's vdpbf16ps): pair_dot schedules are offered
   int64_t l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // data caches per core / shared; 0: unknown
 };
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <map>
+#include <sstream>
 
 #include "lumen/compiler/emit_stage.h"
 #include "lumen/compiler/graph_stages.h"
@@ -11,6 +14,7 @@
 #include "lumen/compiler/slice_stage.h"
 #include "lumen/core/stopwatch.h"
 #include "lumen/kernel/fusion.h"
+#include "lumen/kernel/kernel_roots.h"
 
 namespace lumen::compiler {
 
@@ -37,7 +41,7 @@ void partition_kernels(Pipeline& p) {
 
 kernel::Target target_of(const backend::Backend& backend) {
   backend::Capabilities c = backend.capabilities();
-  return kernel::Target{c.f32_lanes, c.threads, c.gpu};
+  return kernel::Target{c.f32_lanes, c.threads, c.gpu, c.bf16_dot};
 }
 
 // What the runtime needs besides kernels and launches: set before the
@@ -50,11 +54,64 @@ void set_boundary(Pipeline& p) {
   p.program.groups = p.groups;
 }
 
-void describe(Pipeline& p) {
+bool has_pair_dot(const kernel::Block& block) {
+  std::function<bool(const kernel::Value&)> value = [&](const kernel::Value& v) {
+    return v->kind == kernel::ValueKind::PairDot || std::any_of(v->args.begin(), v->args.end(), value);
+  };
+  return std::any_of(block.begin(), block.end(), [&](const kernel::Stmt& s) {
+    return (s.value && value(s.value)) || (s.kind == kernel::StmtKind::Loop && has_pair_dot(s.body));
+  });
+}
+
+// Which kernels compute a bf16 contraction (the precision pass's rounded
+// operands), and whether each took the bf16 pair dot path (pair_dot: one
+// vdpbf16ps per two k) or the f32 FMA path, and why. Empty when there are none.
+std::string bf16_kernels(const Pipeline& p, bool bf16_dot) {
+  size_t pairs = 0, total = 0;
+  auto widened_bf16 = [&](const Edge& e) {
+    const Node& x = p.graph->node(e.node);
+    return x.op == Op::Cast && x.dtype == DType::F32 && p.graph->node(x.inputs[0].node).dtype == DType::BF16;
+  };
+  struct Line {
+    std::string text;  // the first launch's node and shape, and the path
+    int launches = 0;
+  };
+  std::vector<std::string> order;  // kernel names, first launch first (layers repeat kernels)
+  std::map<std::string, Line> lines;
+  for (const backend::Launch& l : p.program.launches) {
+    if (l.computes < 0) continue;
+    NodeId r = kernel::contraction_of(*p.graph, l.computes, p.materialized);
+    if (r < 0) continue;
+    const Node& product = p.graph->node(p.graph->node(r).inputs[0].node);
+    if (product.op != Op::Mul || !widened_bf16(product.inputs[0]) || !widened_bf16(product.inputs[1])) continue;
+    const kernel::Kernel& k = p.program.kernels[l.kernel];
+    bool used = has_pair_dot(k.body);
+    ++total;
+    pairs += used ? 1 : 0;
+    Line& line = lines[k.name];
+    if (line.launches++ > 0) continue;
+    order.push_back(k.name);
+    line.text = std::string(op_name(p.graph->node(l.computes).op)) + "_" + std::to_string(l.computes) + ", " +
+                to_string(p.graph->node(l.computes).shape) + "): " +
+                (used ? "bf16 pair dot (vdpbf16ps)"
+                      : bf16_dot ? "f32 FMA fallback (its schedule has no pair_dot)"
+                                 : "f32 FMA fallback (this CPU has no avx512_bf16, or LUMEN_ISA hides it)");
+  }
+  if (total == 0) return "";
+  std::ostringstream out;
+  out << "bf16 contractions: " << pairs << " of " << total << " kernels on the bf16 pair dot path\n";
+  for (const std::string& name : order) {
+    const Line& line = lines[name];
+    out << "  " << name << " x" << line.launches << " (" << (line.launches > 1 ? "first " : "") << line.text << "\n";
+  }
+  return out.str();
+}
+
+void describe(Pipeline& p, bool bf16_dot) {
   backend::CompiledProgram& prog = p.program;
   prog.stats = compile_stats(p.report, p.search_report);
   prog.stats["sliced_groups"] = static_cast<double>(prog.groups.size());
-  prog.report = p.search_report.to_string() + p.slice_report + p.confirmation;
+  prog.report = bf16_kernels(p, bf16_dot) + p.search_report.to_string() + p.slice_report + p.confirmation;
   prog.search_traces = search_traces(p.search_report);
 }
 
@@ -122,7 +179,7 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
     return compile(graph, outputs, plain, backend).program;
   };
   confirm_against_heuristic(p, search, options.time_programs, backend, make_heuristic);
-  describe(p);
+  describe(p, backend->capabilities().bf16_dot);
   progress.finish(summary_of(p, seconds_since(compile_start), options.choose ? 0.0 : options.search.budget_s));
   return {std::move(p.program), p.report, std::move(p.search_report)};
 }

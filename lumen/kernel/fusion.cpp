@@ -29,6 +29,15 @@ double op_cost(const Node& n) {
   return 0;
 }
 
+// Rounding to f16/bf16 costs a few ops per element (a bf16 matmul's operand,
+// read by every column panel, is rounded once into a buffer), except for a
+// parameter's: the pack that reads it rounds it once and is kept between runs.
+double rounding_cost(const Graph& graph, const Node& n) {
+  if (n.op != Op::Cast || (n.dtype != DType::F16 && n.dtype != DType::BF16)) return 0;
+  const Node& in = graph.node(n.inputs[0].node);
+  return in.op == Op::Input && in.parameter ? 0 : 4;
+}
+
 double assumed_numel(const Shape& shape, double assumed_dim) {
   double n = 1;
   for (const Expr& d : shape) {
@@ -115,7 +124,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   lower_options.assumed_dim = options.assumed_dim;
   std::vector<std::vector<std::pair<size_t, double>>> counts(n);  // per kernel: nodes it inlines, evaluations
   std::vector<double> own_cost(n);
-  for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]);
+  for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]) + rounding_cost(graph, graph.nodes()[i]);
   std::vector<bool> lowered(n, false);
   for (int round = 0; round < 64; ++round) {
     p.rounds = round + 1;
@@ -164,6 +173,12 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       if (p.materialized[i] || evaluations[i] == 0 || !reads_data[i]) continue;
       double factor = evaluations[i] / assumed_numel(graph.nodes()[i].shape, options.assumed_dim);
       offender[i] = factor > options.min_recompute && (factor - 1) * subtree[i] > options.max_extra_work;
+      // f16/bf16 widened to f32 is exact and free on load: a buffer of it would
+      // double the bytes read. The half-precision value beneath gets the
+      // buffer instead (the operands a bf16 matmul reads as bf16 pairs).
+      const Node& node = graph.nodes()[i];
+      DType from = node.op == Op::Cast ? graph.node(node.inputs[0].node).dtype : node.dtype;
+      if (node.op == Op::Cast && node.dtype == DType::F32 && (from == DType::F16 || from == DType::BF16)) offender[i] = false;
     }
     // Materialise offenders that no other offender inlines (the outermost ones).
     std::vector<bool> inside_offender(n, false);

@@ -13,6 +13,7 @@ struct Target {
   int f32_lanes = 16;  // SIMD width in f32 elements
   int threads = 2;
   bool gpu = false;  // a GPU backend: the schedule space adds work-group knobs
+  bool bf16_dot = false;  // a bf16 pair dot product instruction (AVX512-BF16): pair_dot joins the space
 };
 
 std::vector<Action> heuristic_actions(const Graph& graph, NodeId node, const std::vector<bool>& materialized,

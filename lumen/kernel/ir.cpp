@@ -156,6 +156,16 @@ Value maximum(const Value& a, const Value& b) {
   return make(std::move(n));
 }
 
+Value pair_dot(const Value& a0, const Value& b0, const Value& a1, const Value& b1) {
+  for (const Value& v : {a0, b0, a1, b1}) {
+    require(v, "PairDot");
+    if (v->dtype != DType::F32) fail("kernel IR: PairDot takes f32 operands, got ", dtype_name(v->dtype), " (internal error)");
+  }
+  ValueNode n{ValueKind::PairDot, DType::F32};
+  n.args = {a0, b0, a1, b1};
+  return make(std::move(n));
+}
+
 std::vector<Expr> value_vars(const Value& root) {
   std::vector<Expr> vars;
   std::unordered_set<const ValueNode*> seen;

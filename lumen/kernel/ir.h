@@ -33,6 +33,8 @@ enum class ValueKind : uint8_t {
   Select,   // args[0] ? args[1] : args[2] (masking inside the backend)
   Acc,      // the current value of an accumulator
   Max,      // NaN-propagating maximum of two values (reductions)
+  PairDot,  // args a0, b0, a1, b1 (f32, each exactly a bf16 value): a0·b0 + a1·b1, the products exact
+            // (schedule action pair_dot: two steps of a bf16 contraction, one vdpbf16ps where the CPU has it)
 };
 
 struct ValueNode;
@@ -59,6 +61,7 @@ Value cast(const Value& a, DType dtype);
 Value select(const Value& cond, const Value& a, const Value& b);
 Value acc_value(int acc, DType dtype);
 Value maximum(const Value& a, const Value& b);
+Value pair_dot(const Value& a0, const Value& b0, const Value& a1, const Value& b1);
 
 // Every variable the value depends on (through index Exprs), and whether it
 // reads an accumulator.

@@ -151,7 +151,7 @@ class Lowerer {
   // product into panels. Coordinates of the product come from the panel's.
   LoweredKernel run_pack(const Edge& edge, const Packed& pk, const std::string& name) {
     kernel_.name = name;
-    kernel_.buffers.push_back({"packed", graph_.node(edge.node).dtype, true});
+    kernel_.buffers.push_back({"packed", pk.pairs ? DType::BF16 : graph_.node(edge.node).dtype, true});
     buffer_nodes_.push_back(-1 - pk.scratch);
     levels_.push_back(std::make_unique<Level>());
     Context ctx{levels_.back().get()};
@@ -165,17 +165,21 @@ class Lowerer {
     if (pk.rows_outer) std::swap(order[pk.kept.size()], order[pk.kept.size() + 1]);
     // One contiguous along k is read as vectors along k (stored at stride nr),
     // not by the lanes' gather striding a row per lane: k is the SIMD dim.
-    if (pk.k_inner) std::swap(order[pk.kept.size() + 1], order[pk.kept.size() + 2]);
-    size_t vector_dim = pk.k_inner ? pk.shape.size() - 2 : pk.shape.size() - 1;
+    // Pairs ([.., N/nr, K/2, nr, 2]) keep the lanes along n, with the two k
+    // of a pair unrolled inside them: each half of a pair is stored at stride 2.
+    if (pk.k_inner && !pk.pairs) std::swap(order[pk.kept.size() + 1], order[pk.kept.size() + 2]);
+    size_t last = pk.pairs ? pk.shape.size() - 2 : pk.shape.size() - 1;
+    size_t vector_dim = pk.k_inner && !pk.pairs ? last - 1 : last;
     bool parallel = false;
     for (size_t i = 0; i < order.size(); ++i) {
       size_t d = order[i];
       bool lanes = d == vector_dim;
+      bool pair = pk.pairs && d == pk.shape.size() - 1;
       if (pk.shape[d].is_const(1) && !lanes) {  // no loop: the first loop with work runs in parallel
         panel[d] = Expr(0);
         continue;
       }
-      LoopKind kind = lanes ? LoopKind::Vector : !parallel ? LoopKind::Parallel : LoopKind::Serial;
+      LoopKind kind = lanes ? LoopKind::Vector : pair ? LoopKind::Unroll : !parallel ? LoopKind::Parallel : LoopKind::Serial;
       parallel = true;
       ctx.push_back(open(panel[d], pk.shape[d], kind));
     }
@@ -330,16 +334,22 @@ class Lowerer {
         pk.shape.push_back(m.shape[d]);
       }
     }
+    pk.pairs = schedule_.pair_dot() == operand;
+    if (pk.pairs) {
+      check_pair_dot(t, operand);
+      pair_reduction_ = reduce;
+    }
     pk.shape.push_back(simplify(n / nr));
-    pk.shape.push_back(m.shape[pk.k_dim]);
+    pk.shape.push_back(pk.pairs ? simplify(m.shape[pk.k_dim] / 2) : m.shape[pk.k_dim]);
     pk.shape.push_back(Expr(nr));
+    if (pk.pairs) pk.shape.push_back(Expr(2));
     if (auto form = LinearForm::of(at.index)) {
       for (const auto& [term, c] : form->terms) pk.rows_outer = pk.rows_outer || (term == probe[pk.n_dim] && c == 1);
       for (const auto& [term, c] : form->terms) pk.k_inner = pk.k_inner || (term == probe[pk.k_dim] && c == 1);
       pk.k_inner = pk.k_inner && !pk.rows_outer;
     }
     pk.scratch = static_cast<int>(scratch_.size());
-    scratch_.push_back({shape_numel(pk.shape), graph_.node(e.node).dtype});
+    scratch_.push_back({shape_numel(pk.shape), pk.pairs ? DType::BF16 : graph_.node(e.node).dtype});
     if (schedule_.pack_inline(operand)) {
       pk.made_inline = true;
       packed_[&e] = pk;
@@ -350,6 +360,24 @@ class Lowerer {
     pre_kernels_.push_back(std::move(k.kernel));
     pre_buffer_nodes_.push_back(std::move(k.buffer_nodes));
     packed_[&e] = pk;
+  }
+
+  // pair_dot(operand): the contraction `reduction` sums a product of two bf16
+  // values widened to f32, over an even extent, and its packed operand is
+  // made before the kernel (the pair layout has no inline copy).
+  void check_pair_dot(const Node& reduction, int operand) const {
+    const Node& product = graph_.node(reduction.inputs[0].node);
+    for (const Edge& in : product.inputs) {
+      const Node& x = graph_.node(in.node);
+      if (product.op != Op::Mul || x.op != Op::Cast || x.dtype != DType::F32 || graph_.node(x.inputs[0].node).dtype != DType::BF16) {
+        fail("schedule: pair_dot needs a product of two bf16 values widened to f32 (the precision pass writes them); "
+             "this product's operand is ", op_name(x.op), " (", dtype_name(x.dtype), ")");
+      }
+    }
+    const Expr& k = reduction.inputs[0].view.shape()[static_cast<size_t>(reduction.axis)];
+    if (known_factor(k) % 2 != 0) fail("schedule: pair_dot needs an even reduction extent, got ", k);
+    if (schedule_.pack_inline(operand)) fail("schedule: pair_dot packs before the kernel; drop pack_inline(", operand, ")");
+    if (schedule_.rfactor() > 1) fail("schedule: pair_dot and rfactor do not combine");
   }
 
   // pack_inline: the panel of `pk` that the output point `coords` reads is
@@ -393,7 +421,9 @@ class Lowerer {
 
   Value packed_load(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, const Expr& guard) {
     int buffer = buffer_for(-1 - pk.scratch);
-    return load(buffer, graph_.node(e.node).dtype, flat_index(pk.shape, panel_of(pk, coords)), simplify(guard));
+    Expr at = flat_index(pk.shape, panel_of(pk, coords));
+    if (pk.pairs) return cast(load(buffer, DType::BF16, at, simplify(guard)), DType::F32);  // exact: a bf16 value
+    return load(buffer, graph_.node(e.node).dtype, at, simplify(guard));
   }
 
   // An uneven split's last tile overhangs its dim: those coordinates are
@@ -662,6 +692,7 @@ class Lowerer {
     // attention over past + 1 positions) runs ceil(extent / lanes) SIMD steps;
     // the lanes past the end are masked and count as the identity.
     bool tail = !splits && (!extent.is_const() || extent.value() > lanes);
+    if (n == pair_reduction_) return pair_reduce(n, key, at, acc, extent, range, guard, coords, inner);
     Expr in_range = Expr(1);
     if (simd && (splits || tail)) {
       Expr outer_extent = block_count(range, lanes, simplify(tail ? (extent + (lanes - 1)) / lanes : extent / lanes));
@@ -694,6 +725,36 @@ class Lowerer {
     // A part is stored as accumulated (f16 sums combine in f32).
     Value result = cut ? acc_value(acc, acc_dtype) : cast(acc_value(acc, acc_dtype), node.dtype);
     ctx[at]->reduce_memo[key] = result;
+    return result;
+  }
+
+  // pair_dot: the contraction n steps through its axis two at a time, each
+  // step one PairDot of its product's operands at k = 2·p and 2·p + 1 (the
+  // packed operand reads its interleaved pair). Blocks of two cover the part
+  // of the axis restricted_loops.h keeps (terms outside it are the identity).
+  Value pair_reduce(NodeId n, const Key& key, size_t at, int acc, const Expr& extent, const AxisRange& range,
+                    const Expr& guard, const std::vector<Expr>& coords, Context& inner) {
+    const Node& node = graph_.node(n);
+    const Node& product = graph_.node(node.inputs[0].node);
+    size_t keep = inner.size();
+    Expr count = block_count(range, 2, simplify(extent / 2));
+    Expr step = Expr::index("r" + std::to_string(next_reduce_++) + "_p", count);
+    inner.push_back(open(step, count, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+    inner[keep]->counted = simplify(extent / 2);
+    reducing_[inner[keep]] = n;
+    std::vector<Value> operands;  // a0, b0, a1, b1
+    for (int64_t j = 0; j < 2; ++j) {
+      std::vector<Expr> in_coords = coords;
+      in_coords.insert(in_coords.begin() + node.axis, simplify((first_block(range, 2) + step) * 2 + j));
+      View::Index vi = node.inputs[0].view.index(in_coords);
+      if (!vi.valid.is_const(1)) fail("schedule: pair_dot: the contraction reads its product through padding");
+      std::vector<Expr> point = unflatten(vi.index, product.shape);
+      for (const Edge& e : product.inputs) operands.push_back(edge(e, point, guard, inner));
+    }
+    inner.back()->block.push_back(Stmt::acc_update(acc, Combine::Sum, pair_dot(operands[0], operands[1], operands[2], operands[3])));
+    close(inner, keep);
+    Value result = cast(acc_value(acc, DType::F32), node.dtype);
+    inner[at]->reduce_memo[key] = result;
     return result;
   }
 
@@ -783,6 +844,7 @@ class Lowerer {
   }
 
   std::map<const Edge*, Packed> packed_;
+  NodeId pair_reduction_ = -1;  // the contraction a pair_dot schedule steps two at a time
   // The reduction rfactor cuts; `part` is defined while lowering its parts.
   struct Rfactor {
     NodeId node = -1;

@@ -20,16 +20,19 @@ struct Packed {
   bool made_inline = false;  // made inside the kernel, panel by panel (pack_inline)
   bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
   bool k_inner = false;      // ... along k (a transposed B): copy vectors along k, lanes outside
+  bool pairs = false;        // pair_dot: bf16 k-pairs interleaved, shape [kept dims..., N/nr, K/2, nr, 2]
   size_t rank = 0;           // the product's rank
 };
 
-// The panel coordinates [kept..., n / nr, k, n % nr] of a product point.
+// The panel coordinates [kept..., n / nr, k, n % nr] of a product point
+// ([kept..., n / nr, k / 2, n % nr, k % 2] for pairs).
 inline std::vector<Expr> panel_of(const Packed& pk, const std::vector<Expr>& at) {
   std::vector<Expr> panel;
   for (size_t d : pk.kept) panel.push_back(at[d]);
   panel.push_back(simplify(at[pk.n_dim] / pk.nr));
-  panel.push_back(at[pk.k_dim]);
+  panel.push_back(pk.pairs ? simplify(at[pk.k_dim] / 2) : at[pk.k_dim]);
   panel.push_back(simplify(at[pk.n_dim] % pk.nr));
+  if (pk.pairs) panel.push_back(simplify(at[pk.k_dim] % 2));
   return panel;
 }
 
@@ -39,7 +42,7 @@ inline std::vector<Expr> product_of(const Packed& pk, const std::vector<Expr>& p
   size_t base = pk.kept.size();
   for (size_t i = 0; i < base; ++i) at[pk.kept[i]] = panel[i];
   at[pk.n_dim] = simplify(panel[base] * pk.nr + panel[base + 2]);
-  at[pk.k_dim] = panel[base + 1];
+  at[pk.k_dim] = pk.pairs ? simplify(panel[base + 1] * 2 + panel[base + 3]) : panel[base + 1];
   return at;
 }
 

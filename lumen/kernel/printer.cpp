@@ -48,6 +48,14 @@ void print_value(std::ostream& out, const Value& v) {
       print_value(out, v->args[1]);
       out << ")";
       return;
+    case ValueKind::PairDot:
+      out << "pair_dot(";
+      for (size_t i = 0; i < 4; ++i) {
+        if (i) out << ", ";
+        print_value(out, v->args[i]);
+      }
+      out << ")";
+      return;
   }
 }
 

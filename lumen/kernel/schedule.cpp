@@ -23,6 +23,7 @@ const char* action_name(ActionKind k) {
     case ActionKind::Prefetch: return "prefetch";
     case ActionKind::Rfactor: return "rfactor";
     case ActionKind::Gpu: return "gpu";
+    case ActionKind::PairDot: return "pair_dot";
   }
   return "?";
 }
@@ -40,7 +41,8 @@ std::string to_string(const Action& a) {
     case ActionKind::Pack:
     case ActionKind::Gpu: out << a.loop << ',' << a.value; break;
     case ActionKind::Kind: out << a.loop << ',' << loop_kind_name(static_cast<LoopKind>(a.value)); break;
-    case ActionKind::PackInline: out << a.loop; break;
+    case ActionKind::PackInline:
+    case ActionKind::PairDot: out << a.loop; break;
     default: out << a.value; break;
   }
   out << ')';
@@ -95,6 +97,8 @@ std::vector<Action> parse_actions(const std::string& text) {
       out.push_back(Action::reduce_split(number(args)));
     } else if (name == "pack_inline") {
       out.push_back(Action::pack_inline(static_cast<int>(number(args))));
+    } else if (name == "pair_dot") {
+      out.push_back(Action::pair_dot(static_cast<int>(number(args))));
     } else if (name == "prefetch") {
       out.push_back(Action::prefetch(number(args)));
     } else if (name == "rfactor") {
@@ -198,6 +202,13 @@ void Schedule::apply(const Action& a) {
       }
       if (pack_inline(a.loop)) fail("schedule: pack_inline(", a.loop, ") given twice");
       inline_packs_.push_back(a.loop);
+      break;
+    case ActionKind::PairDot:
+      if (std::none_of(packs_.begin(), packs_.end(), [&](const auto& p) { return p.first == a.loop; })) {
+        fail("schedule: pair_dot(", a.loop, ") needs a pack of operand ", a.loop, " first");
+      }
+      if (pair_dot_ >= 0) fail("schedule: pair_dot given twice");
+      pair_dot_ = a.loop;
       break;
     case ActionKind::Prefetch:
       if (a.value < 0 || a.value > 8) fail("schedule: prefetch distance must be in [0, 8], got ", a.value);

@@ -33,6 +33,12 @@
 //                           first; the kernel combines the p partials. For
 //                           outputs too few to share among threads (a sum of
 //                           everything, a norm of a few long rows)
+//   pair_dot(operand)       a bf16 contraction (both operands bf16 values
+//                           widened to f32) whose operand `operand` is packed
+//                           (pack first, made before the kernel): the pack
+//                           holds bf16 k-pairs interleaved ([.., N/nr, K/2,
+//                           nr, 2]) and the reduction takes two k per step as
+//                           one PairDot (the CPU writes vdpbf16ps). K even
 //   gpu(mode, size)         GPU backends only (lumen/backend/gpu): mode 0
 //                           reduces inside each work item, 1 across a
 //                           work-group (local memory, barriers), -1 lets the
@@ -56,7 +62,7 @@ inline constexpr int64_t kMaxReduceSplit = 64;
 // rfactor(p) takes p in [2, kMaxRfactor].
 inline constexpr int64_t kMaxRfactor = 256;
 
-enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch, Rfactor, Gpu };
+enum class ActionKind : uint8_t { Split, Reorder, Kind, ReduceLanes, ReduceUnroll, ReduceSplit, Pack, PackInline, Prefetch, Rfactor, Gpu, PairDot };
 
 struct Action {
   ActionKind kind;
@@ -74,6 +80,7 @@ struct Action {
   static Action prefetch(int64_t rows) { return {ActionKind::Prefetch, 0, rows}; }
   static Action rfactor(int64_t parts) { return {ActionKind::Rfactor, 0, parts}; }
   static Action gpu(int mode, int64_t group_size) { return {ActionKind::Gpu, mode, group_size}; }
+  static Action pair_dot(int operand) { return {ActionKind::PairDot, operand, 0}; }
   bool operator==(const Action& o) const { return kind == o.kind && loop == o.loop && value == o.value; }
 };
 
@@ -112,6 +119,8 @@ class Schedule {
   const std::vector<std::pair<int, int64_t>>& packs() const { return packs_; }
   // Whether operand's pack is made inside the kernel (pack_inline).
   bool pack_inline(int operand) const;
+  // The packed operand of a pair_dot schedule; -1: none.
+  int pair_dot() const { return pair_dot_; }
 
  private:
   void check_loop(int loop, const char* action) const;
@@ -129,6 +138,7 @@ class Schedule {
   int64_t gpu_group_ = 0;
   std::vector<std::pair<int, int64_t>> packs_;
   std::vector<int> inline_packs_;
+  int pair_dot_ = -1;
 };
 
 }  // namespace lumen::kernel

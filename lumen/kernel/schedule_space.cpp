@@ -242,13 +242,14 @@ bool Knobs::operator==(const Knobs& o) const {
   return mr == o.mr && nr == o.nr && pack == o.pack && pack_inline == o.pack_inline && n_outer == o.n_outer && m_block == o.m_block && vector == o.vector &&
          reduce_lanes == o.reduce_lanes && reduce_unroll == o.reduce_unroll && reduce_split == o.reduce_split && parallel == o.parallel && rows == o.rows &&
          prefetch == o.prefetch && rfactor == o.rfactor && block == o.block && gpu_reduce == o.gpu_reduce &&
-         gpu_group == o.gpu_group;
+         gpu_group == o.gpu_group && pair_dot == o.pair_dot;
 }
 
 std::string Knobs::to_string() const {
   std::ostringstream out;
   if (nr > 0) {
-    out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (pack && pack_inline ? " inline" : "") << (n_outer ? " n-outer" : " m-outer");
+    out << "tile " << mr << "x" << nr << (pack ? " packed" : "") << (pack && pack_inline ? " inline" : "") << (pair_dot ? " bf16-pairs" : "")
+        << (n_outer ? " n-outer" : " m-outer");
     if (m_block > 1) out << " m-block " << m_block;
   } else {
     out << "vector " << vector;
@@ -271,7 +272,12 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.lanes = target.f32_lanes;
   f.threads = target.threads;
   f.gpu = target.gpu;
-  f.f32 = n.dtype == DType::F32;
+  // f32 values, and f32 values rounded to bf16/f16 as they are stored (the
+  // precision pass's operand of the next contraction, fused as an epilogue):
+  // both are computed in f32 SIMD lanes.
+  bool rounded = n.op == Op::Cast && (n.dtype == DType::BF16 || n.dtype == DType::F16) &&
+                 graph.node(n.inputs[0].node).dtype == DType::F32;
+  f.f32 = n.dtype == DType::F32 || rounded;
   f.numel = 1;
   for (const Expr& d : n.shape) f.numel *= assumed(d);
   LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
@@ -321,6 +327,21 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   auto k_dim = static_cast<size_t>(r.axis);
   size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
   bool all_friendly = true;
+  auto widened_bf16 = [&](const Edge& e) {
+    const Node& x = graph.node(e.node);
+    return x.op == Op::Cast && x.dtype == DType::F32 && graph.node(x.inputs[0].node).dtype == DType::BF16;
+  };
+  bool bf16_pairs = target.bf16_dot && product.op == Op::Mul && widened_bf16(product.inputs[0]) &&
+                    widened_bf16(product.inputs[1]) && known_factor(product.shape[k_dim]) % 2 == 0;
+  // A weight read as bf16 pairs: its pack reads only the parameter, so it is
+  // made once and kept between runs — worth it even when each run reads it
+  // once (a decode step's matrix-vector product then streams half the bytes).
+  auto kept_weight = [&](const Edge& e) {
+    if (!bf16_pairs) return false;  // (so e is a widening cast)
+    const Node& bf16 = graph.node(graph.node(e.node).inputs[0].node);
+    const Node& source = bf16.op == Op::Cast ? graph.node(bf16.inputs[0].node) : bf16;
+    return source.op == Op::Input && source.parameter;
+  };
   for (int j = 0; j < 2; ++j) {
     Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
     std::vector<Expr> used = expr_vars(index);
@@ -334,9 +355,11 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     double points = 1;
     for (const Expr& d : product.shape) points *= assumed(d);
     double reuse = points / distinct_reads(index, probe, product.shape);
-    if (!friendly && mentions(used, probe[k_dim]) && reuse >= 8 && f.pack_operand < 0) f.pack_operand = j;
+    bool kept = kept_weight(product.inputs[static_cast<size_t>(j)]);
+    if (!friendly && mentions(used, probe[k_dim]) && (reuse >= 8 || kept) && f.pack_operand < 0) f.pack_operand = j;
   }
   f.tileable = f.pack_operand >= 0 || (all_friendly && unit_stride(strides, last_var));
+  f.pair_dot = bf16_pairs && f.pack_operand >= 0;
   return f;
 }
 
@@ -372,6 +395,8 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     auto fits = std::find_if(mrs.begin(), mrs.end(), [&](int64_t r) { return r <= most_rows; });
     k.mr = fits == mrs.end() ? 1 : *fits;
     k.pack = f.pack_operand >= 0;
+    // A bf16 contraction on a CPU with vdpbf16ps: two k per instruction.
+    k.pair_dot = f.pair_dot;
     // The reduction loop unrolled twice: its counter and branch take fewer
     // of the FMA ports' issue slots (+5% on a 6x64 tile, measured).
     k.reduce_unroll = 2;
@@ -486,8 +511,12 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
       if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
       apply(Action::pack(f.pack_operand, k.nr));
       if (k.pack_inline) apply(Action::pack_inline(f.pack_operand));
-    } else if (k.pack_inline) {
-      fail("schedule space: pack_inline without a pack");
+      if (k.pair_dot) {
+        if (!f.pair_dot || k.pack_inline) fail("schedule space: kernel ", f.node, " takes no pair_dot here");
+        apply(Action::pair_dot(f.pack_operand));
+      }
+    } else if (k.pack_inline || k.pair_dot) {
+      fail("schedule space: pack_inline or pair_dot without a pack");
     }
     bool split_n = !last.is_const() || k.nr < last.value();
     if (split_n) apply(Action::split(loop_of(rank - 1, false), k.nr));
@@ -599,11 +628,18 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
       Knobs n = k;
       n.pack = !k.pack;
       n.pack_inline = false;
+      n.pair_dot = n.pack && f.pair_dot;
       push(n);
       if (k.pack) {
         Knobs made_inline = k;
         made_inline.pack_inline = !k.pack_inline;
+        made_inline.pair_dot = false;
         push(made_inline);
+      }
+      if (k.pack && !k.pack_inline && f.pair_dot) {  // bf16 pairs (vdpbf16ps) against the f32 FMA path
+        Knobs pairs = k;
+        pairs.pair_dot = !k.pair_dot;
+        push(pairs);
       }
     }
     Knobs order = k;
@@ -621,6 +657,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     rows.mr = 1;
     rows.pack = false;
     rows.pack_inline = false;
+    rows.pair_dot = false;
     rows.vector = f.vector_last ? l : 0;
     push(rows);
   } else {

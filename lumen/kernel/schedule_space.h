@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 18;
+constexpr int kScheduleSpaceVersion = 19;
 
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
@@ -43,6 +43,8 @@ struct KernelFacts {
   double numel = 0, work = 0;
   double loads = 0;  // elements the plain kernel loads (a reduction of an input reads many per output)
   bool reads_parameter = false;  // some buffer it reads is a parameter (weights: often a mapped file, small pages)
+  bool pair_dot = false;  // a bf16 contraction (both operands bf16 widened to f32, K even) on a target with a
+                          // bf16 pair dot product: pair_dot knobs join the space
 };
 
 KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target);
@@ -67,6 +69,7 @@ struct Knobs {
   int64_t rfactor = 1;     // the outer reduction cut into this many parts, computed in parallel first
   int gpu_reduce = -1;     // GPU: 0 reduce per work item, 1 across a work-group, -1 the backend's choice
   int64_t gpu_group = 0;   // GPU: work items per group; 0 the backend's choice
+  bool pair_dot = false;   // packed bf16 contraction: k-pairs interleaved, one PairDot (vdpbf16ps) per two k
 
   bool operator==(const Knobs& o) const;
   std::string to_string() const;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "bindings.h"
+#include "lumen/passes/precision.h"
 #include "lumen/models/llama_gguf.h"
 #include "lumen/models/llama_runner.h"
 #include "lumen/models/sentence_encoder.h"
@@ -17,10 +18,12 @@ namespace {
 
 // A Hugging Face model directory: config.json plus safetensors weights.
 std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
-                                                double budget_s, bool tuning_cache, const std::string& cache_path) {
+                                                double budget_s, bool tuning_cache, const std::string& cache_path,
+                                                const std::string& precision = "fp32") {
   namespace fs = std::filesystem;
   models::LlamaRunnerOptions o;
   o.capacity = capacity;
+  o.compile.precision = passes::precision_named(precision);
   o.compile.backend = backend_named(backend);
   o.compile.search_budget_s = budget_s;
   o.compile.tuning_cache = tuning_cache;
@@ -83,12 +86,13 @@ void bind_models(nb::module_& m) {
   nb::class_<models::LlamaRunner>(models, "Llama", "A Llama-family decoder compiled with a persistent KV cache.")
       .def("__init__",
            [](models::LlamaRunner* self, const std::string& path, int64_t capacity, const std::string& backend,
-              double budget_s, bool tuning_cache, const std::string& cache_path) {
-             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path);
+              double budget_s, bool tuning_cache, const std::string& cache_path, const std::string& precision) {
+             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision);
              new (self) models::LlamaRunner(std::move(*r));
            },
            nb::arg("path"), nb::arg("capacity") = 0, nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
-           nb::arg("tuning_cache") = true, nb::arg("cache_path") = "")
+           nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("precision") = "fp32",
+           "precision: \"fp32\", \"bf16\" or \"fp16\" (matmuls take operands rounded to it, accumulated in fp32).")
       .def("forward",
            [](models::LlamaRunner& r, const std::vector<int32_t>& tokens) {
              std::vector<float> logits;

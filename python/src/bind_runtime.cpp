@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "lumen/passes/precision.h"
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cpu/thread_pool.h"
 
@@ -151,6 +152,9 @@ void bind_runtime(nb::module_& m) {
     d["model"] = isa.model;
     d["features"] = isa.features();
     d["f32_lanes"] = isa.f32_lanes();
+    d["avx512_bf16"] = isa.avx512_bf16;
+    d["avx512_vnni"] = isa.avx512_vnni;
+    d["amx"] = isa.amx_tile;
     d["threads"] = cpu::ThreadPool::global()->size();
     return d;
   });
@@ -158,7 +162,8 @@ void bind_runtime(nb::module_& m) {
   m.def(
       "compile",
       [](PyGraph& g, nb::handle outputs, const std::string& backend, double budget_s, bool tuning_cache,
-         const std::string& cache_path, bool progress, int64_t tune_dim, const std::map<std::string, int64_t>& tune_dims) {
+         const std::string& cache_path, bool progress, int64_t tune_dim, const std::map<std::string, int64_t>& tune_dims,
+         const std::string& precision) {
         std::vector<Tensor> outs;
         if (!outputs.is_none()) {
           if (nb::isinstance<PyTensor>(outputs)) {
@@ -175,13 +180,15 @@ void bind_runtime(nb::module_& m) {
         options.progress = progress;
         options.tune_dim = tune_dim;
         options.tune_dims = tune_dims;
+        options.precision = passes::precision_named(precision);
         nb::gil_scoped_release release;
         return compile(*g.graph, outs, options);
       },
       nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
       nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("progress") = false,
-      nb::arg("tune_dim") = 64, nb::arg("tune_dims") = std::map<std::string, int64_t>{},
-      "Compiles a graph. budget_s > 0 searches schedules for that many seconds (results go to the tuning cache).");
+      nb::arg("tune_dim") = 64, nb::arg("tune_dims") = std::map<std::string, int64_t>{}, nb::arg("precision") = "fp32",
+      "Compiles a graph. budget_s > 0 searches schedules for that many seconds (results go to the tuning cache). "
+      "precision: \"fp32\", \"bf16\" or \"fp16\" (contractions take operands rounded to it, accumulated in fp32).");
 }
 
 }  // namespace lumen::python

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/backend/cpu/isa.h"
 #include "lumen/compiler/compiler.h"
 #include "lumen/ops/elementwise.h"
 
@@ -109,6 +110,28 @@ TEST(CpuValueWriter, ModuloByAPowerOfTwoIsBitwiseInLanesAndExact) {
   for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<float>((i * 37) % 256);
   out = run(bytes, small, &source);
   for (size_t i = 0; i < small.size(); ++i) EXPECT_EQ(out[i], static_cast<float>(static_cast<int>(small[i]) % 16)) << i;
+}
+
+// f32 rounded to bf16 / f16 (the precision pass's operands) in SIMD lanes:
+// the same bits as the scalar rounding (round to nearest even, ties, NaN,
+// ±inf, overflow to inf, denormals).
+TEST(CpuValueWriter, RoundingToHalfTypesIsInLanesAndMatchesTheScalarRounding) {
+  std::vector<float> in = inputs();
+  float ties[] = {1.00390625f, 1.01171875f, -1.00390625f, 1.00048828125f, 1.00146484375f, 65520.0f, 3.0e-8f, 70000.0f};
+  for (size_t i = 0; i < sizeof ties / sizeof ties[0]; ++i) in[20 + i] = ties[i];
+  for (DType d : {DType::BF16, DType::F16}) {
+    std::string source;
+    std::vector<float> out = run([&](const Tensor& x) { return x.cast(d).cast(DType::F32); }, in, &source);
+    EXPECT_NE(source.find(d == DType::BF16 ? "lumen_round_bf16v(" : "lumen_round_f16v("), std::string::npos) << source;
+    for (size_t i = 0; i < in.size(); ++i) {
+      float want = d == DType::BF16 ? bf16_to_float(float_to_bf16(in[i])) : half_to_float(float_to_half(in[i]));
+      if (std::isnan(in[i])) {
+        EXPECT_TRUE(std::isnan(out[i])) << dtype_name(d) << " " << i;
+      } else {
+        EXPECT_EQ(out[i], want) << dtype_name(d) << " element " << i << " = " << in[i];
+      }
+    }
+  }
 }
 
 }  // namespace

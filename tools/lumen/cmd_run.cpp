@@ -9,6 +9,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/models/onnx_program.h"
+#include "lumen/passes/precision.h"
 #include "tools/lumen/commands.h"
 #include "tools/lumen/npy_file.h"
 
@@ -22,6 +23,7 @@ struct RunOptions {
   std::string backend = "cpu";
   double budget = 0;
   int runs = 10;
+  std::string precision = "fp32";
 };
 
 std::pair<std::string, std::string> split_pair(const std::string& text, const char* what) {
@@ -69,6 +71,7 @@ void run_model(const RunOptions& o) {
   c.backend = backend_named(o.backend);
   c.search_budget_s = o.budget;
   c.progress = true;
+  c.precision = passes::precision_named(o.precision);
   Program p = onnx::compile(model, c);
   std::mt19937 rng(0);
   for (const std::string& name : model.inputs) {
@@ -101,6 +104,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--dim", o.dims, "NAME=VALUE for a dynamic dim (dim_param); unbound ones are 1");
   cmd->add_option("--backend", o.backend, "cpu or interp")->check(CLI::IsMember({"cpu", "interp"}));
   cmd->add_option("--budget", o.budget, "Schedule search budget in seconds (0: heuristic schedules)");
+  cmd->add_option("--precision", o.precision, "fp32, bf16 or fp16: matmuls take operands rounded to it, accumulated in fp32")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--runs", o.runs, "Timed runs after one warm-up run")->check(CLI::PositiveNumber);
   cmd->callback([] { run_model(o); });
 }

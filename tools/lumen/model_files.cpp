@@ -10,6 +10,7 @@
 #include "lumen/core/error.h"
 #include "lumen/io/gguf.h"
 #include "lumen/models/llama_gguf.h"
+#include "lumen/passes/precision.h"
 
 namespace lumen::tools {
 
@@ -23,6 +24,8 @@ void CommonOptions::add_to(CLI::App* cmd, bool needs_model) {
   cmd->add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", backend, "cpu, interp, opencl or cuda")->check(CLI::IsMember({"cpu", "interp", "opencl", "cuda"}));
   cmd->add_flag("--no-tuning-cache", no_tuning_cache, "Neither read nor write the tuning cache");
+  cmd->add_option("--precision", precision, "fp32, bf16 or fp16: matmuls take operands rounded to it, accumulated in fp32")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--capacity", capacity, "KV-cache positions for decoders (default: min(context, 2048))");
 }
 
@@ -33,6 +36,7 @@ CompileOptions CommonOptions::compile() const {
   c.search_budget_s = budget_s;
   c.tuning_cache = !no_tuning_cache;
   c.progress = progress;
+  c.precision = passes::precision_named(precision);
   return c;
 }
 

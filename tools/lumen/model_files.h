@@ -26,6 +26,7 @@ struct CommonOptions {
   bool no_tuning_cache = false;
   int64_t capacity = 0;
   bool progress = false;
+  std::string precision = "fp32";  // --precision: fp32, bf16 or fp16 (lumen/passes/precision.h)
 
   void add_to(CLI::App* cmd, bool needs_model = true);
   CompileOptions compile() const;  // also applies --threads

@@ -425,8 +425,14 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
     case StmtKind::AccUpdate: {
       const AccState& st = accs_.at(s.acc);
       if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, acc_loops_[s.acc], pad);
-      Reg r = value(s.value, combo, pad);
       std::string a = acc_name(s.acc, combo);
+      if (st.vector && combo.vector && st.combine == Combine::Sum && st.dtype == DType::F32) {
+        if (auto pairs = bf16_pairs(s.value, combo, pad)) {  // two steps of a bf16 contraction: one vdpbf16ps
+          out_ << pad << a << " = lumen_dot_bf16_pairs(" << a << ", " << pairs->first << ", " << pairs->second << ");\n";
+          return;
+        }
+      }
+      Reg r = value(s.value, combo, pad);
       if (st.vector || st.partial) {
         std::string v = splat(r, pad).name;
         std::string e;
@@ -513,6 +519,19 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
            << ", " << *mask << ", " << v.name << ");\n";
       return;
     }
+  }
+  if (storage == DType::BF16 && simd_ == 16 && stride && (*stride == 1 || *stride == 2) &&
+      (r.dtype == DType::F32 || r.dtype == DType::BF16)) {
+    // bf16 lanes, contiguous or every other element (a PairDot panel's halves), rounded in SIMD.
+    Reg v = splat(r, pad);
+    std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+    std::string base = printer_.print(simplify(substitute(index, zero)));
+    if (*stride == 1) {
+      out_ << pad << "lumen_store_bf16(" << buffer << " + " << base << ", " << v.name << ");\n";
+    } else {
+      out_ << pad << "lumen_store_bf16_stride2(" << buffer << ", " << base << ", " << v.name << ");\n";
+    }
+    return;
   }
   if (unit_stride) {
     Reg v = splat(r, pad);

@@ -43,6 +43,7 @@ backend::Capabilities CpuBackend::capabilities() const {
   c.device = isa.model;
   c.f32_lanes = isa.f32_lanes();
   c.isa_features = isa.features();
+  c.bf16_dot = isa.avx512_bf16 && isa.f32_lanes() == 16;
   c.threads = ThreadPool::global()->size();
 #ifdef _SC_LEVEL1_DCACHE_SIZE
   c.l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE);

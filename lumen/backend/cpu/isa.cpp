@@ -33,17 +33,32 @@ Isa detect() {
   isa.avx512dq = __builtin_cpu_supports("avx512dq");
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d)) isa.f16c = (c & bit_F16C) != 0;
+  // Leaf 7 subleaf 0: ECX bit 11 AVX512-VNNI; EDX bits 22/24/25 AMX-BF16/TILE/INT8.
+  // Subleaf 1: EAX bit 5 AVX512-BF16.
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    isa.avx512_vnni = (c & (1u << 11)) != 0;
+    isa.amx_bf16 = (d & (1u << 22)) != 0;
+    isa.amx_tile = (d & (1u << 24)) != 0;
+    isa.amx_int8 = (d & (1u << 25)) != 0;
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) isa.avx512_bf16 = (a & (1u << 5)) != 0;
   isa.model = read_model();
   if (const char* limit = std::getenv("LUMEN_ISA")) {
     if (std::strcmp(limit, "avx2") == 0 || std::strcmp(limit, "sse") == 0) {
       isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512dq = false;
     }
     if (std::strcmp(limit, "sse") == 0) isa.avx2 = isa.fma = isa.f16c = false;
+    if (std::strcmp(limit, "avx512") == 0) isa.avx512_bf16 = isa.avx512_vnni = false;
+    if (std::strcmp(limit, "avx512") == 0) isa.amx_tile = isa.amx_bf16 = isa.amx_int8 = false;
   }
   // Generated code uses AVX-512 only with the full F+BW+VL+DQ set.
   if (!(isa.avx512f && isa.avx512bw && isa.avx512vl && isa.avx512dq)) {
     isa.avx512f = isa.avx512bw = isa.avx512vl = isa.avx512dq = false;
   }
+  // The dot-product extensions are used only on top of it (AMX tiles also
+  // need the kernel's permission, requested where they are used).
+  if (!isa.avx512f) isa.avx512_bf16 = isa.avx512_vnni = isa.amx_tile = false;
+  if (!isa.amx_tile) isa.amx_bf16 = isa.amx_int8 = false;
   if (!(isa.avx2 && isa.fma)) isa.avx2 = isa.fma = false;
   return isa;
 }
@@ -55,6 +70,8 @@ std::string Isa::compiler_flags() const {
   if (avx2) f += " -mavx2 -mfma";
   if (f16c) f += " -mf16c";
   if (avx512f) f += " -mavx512f -mavx512bw -mavx512vl -mavx512dq -mprefer-vector-width=512";
+  if (avx512_bf16) f += " -mavx512bf16";
+  if (avx512_vnni) f += " -mavx512vnni";
   return f;
 }
 
@@ -63,6 +80,11 @@ std::string Isa::features() const {
   if (avx2) s += ",avx2,fma";
   if (f16c) s += ",f16c";
   if (avx512f) s += ",avx512f,avx512bw,avx512vl,avx512dq";
+  if (avx512_bf16) s += ",avx512_bf16";
+  if (avx512_vnni) s += ",avx512_vnni";
+  if (amx_tile) s += ",amx_tile";
+  if (amx_bf16) s += ",amx_bf16";
+  if (amx_int8) s += ",amx_int8";
   return s;
 }
 

@@ -10,6 +10,11 @@ namespace lumen::cpu {
 struct Isa {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  // Reduced-precision dot products (cpuid leaf 7): vdpbf16ps (AVX512-BF16),
+  // vpdpbusd (AVX512-VNNI), AMX tiles (with bf16 and int8 tile products).
+  // Each is set only on top of the full AVX-512 set above.
+  bool avx512_bf16 = false, avx512_vnni = false;
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
   std::string model;  // CPU model string
 
   // Widest f32 vector the generated code should use (4, 8 or 16 lanes).
@@ -20,8 +25,9 @@ struct Isa {
   std::string features() const;
 };
 
-// Detected once per process. LUMEN_ISA=avx2 / sse limits it (for testing
-// narrower code paths on a wide machine).
+// Detected once per process. LUMEN_ISA limits it (for testing narrower code
+// paths on a wide machine): avx2 / sse drop AVX-512 (and what needs it);
+// avx512 keeps AVX-512 F/BW/VL/DQ but hides BF16, VNNI and AMX.
 const Isa& host_isa();
 
 }  // namespace lumen::cpu

@@ -201,6 +201,74 @@ inline lumen_f32v lumen_load_bf16(const uint16_t* p) { lumen_f32v r; for (int i 
 inline void lumen_store_f32(float* p, lumen_f32v v) { memcpy(p, &v, sizeof v); }
 inline void lumen_store_i32(int32_t* p, lumen_i32v v) { memcpy(p, &v, sizeof v); }
 
+// f32 lanes rounded to bf16 / f16 and held as f32 (a Cast to a half type),
+// as lumen_round_bf16 / lumen_round_f16 do one value.
+inline lumen_f32v lumen_round_bf16v(lumen_f32v v) {
+  lumen_i32v x = (lumen_i32v)v;
+  lumen_i32v rounded = (x + 0x7fff + ((x >> 16) & 1)) & (int32_t)0xffff0000;
+  lumen_i32v nan = (x & (int32_t)0xffff0000) | 0x400000;
+  return (lumen_f32v)(v != v ? nan : rounded);
+}
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_f32v lumen_round_f16v(lumen_f32v v) {
+  return (lumen_f32v)_mm512_cvtph_ps(_mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#elif LANES == 8 && defined(__F16C__)
+inline lumen_f32v lumen_round_f16v(lumen_f32v v) { return (lumen_f32v)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT)); }
+#else
+inline lumen_f32v lumen_round_f16v(lumen_f32v v) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = lumen_round_f16(v[i]); return r; }
+#endif
+
+// bf16 pairs along a contraction (the IR's PairDot): a 32-bit lane holds the
+// bf16 of an even k in its low half and of k + 1 in its high half. B's panels
+// hold 16 such lanes contiguously; A's pair is broadcast. The dot product is
+// one vdpbf16ps with AVX512-BF16 (products exact, sums in f32, denormals
+// flushed); without it the same sums in f32 FMAs (LUMEN_ISA=avx512 tests run
+// this form).
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_i32v lumen_load_bf16_pairs(const uint16_t* p) { return (lumen_i32v)_mm512_loadu_si512((const void*)p); }
+inline lumen_i32v lumen_bf16_pair_at(const uint16_t* p) {
+  int32_t x;
+  memcpy(&x, p, 4);
+  return (lumen_i32v)_mm512_set1_epi32(x);
+}
+// Two f32 values that are exactly bf16 values (their low halves are zero).
+inline lumen_i32v lumen_bf16_pair_of(float even, float odd) {
+  return (lumen_i32v)_mm512_set1_epi32((int32_t)((lumen_bits(even) >> 16) | (lumen_bits(odd) & 0xffff0000u)));
+}
+#ifdef __AVX512BF16__
+inline lumen_f32v lumen_dot_bf16_pairs(lumen_f32v acc, lumen_i32v a, lumen_i32v b) {
+  return (lumen_f32v)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
+}
+#else
+inline lumen_f32v lumen_dot_bf16_pairs(lumen_f32v acc, lumen_i32v a, lumen_i32v b) {
+  lumen_f32v a_odd = (lumen_f32v)(a & (int32_t)0xffff0000), b_odd = (lumen_f32v)(b & (int32_t)0xffff0000);
+  lumen_f32v a_even = (lumen_f32v)(a << 16), b_even = (lumen_f32v)(b << 16);
+  return acc + a_odd * b_odd + a_even * b_even;
+}
+#endif
+// f32 lanes -> bf16, rounded to nearest even (NaN stays NaN), as lumen_f32_to_bf16.
+inline __m256i lumen_bf16_bits(lumen_f32v v) {
+  __m512i x = (__m512i)v;
+  __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1)))), 16);
+  __m512i nan = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+  __mmask16 is_nan = _mm512_cmp_ps_mask((__m512)v, (__m512)v, _CMP_UNORD_Q);
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, is_nan, nan));
+}
+inline void lumen_store_bf16(uint16_t* p, lumen_f32v v) { _mm256_storeu_si256((__m256i*)p, lumen_bf16_bits(v)); }
+// 16 bf16 stored at every other element from p[at] on (one half of the pairs
+// of a PairDot panel): a masked store of 16-bit elements.
+inline void lumen_store_bf16_stride2(uint16_t* p, int64_t at, lumen_f32v v) {
+  __m512i wide = _mm512_cvtepu16_epi32(lumen_bf16_bits(v));
+  if (at & 1) {
+    _mm512_mask_storeu_epi16(p + at - 1, (__mmask32)0xaaaaaaaau, _mm512_slli_epi32(wide, 16));
+  } else {
+    _mm512_mask_storeu_epi16(p + at, (__mmask32)0x55555555u, wide);
+  }
+}
+#endif
+
 // Masked stores: only lanes whose mask is set are written (a vector of a
 // dynamic row's last points, the rest of the vector past the row's end).
 #if LANES == 16 && defined(__AVX512F__)

@@ -280,6 +280,7 @@ Reg KernelWriter::scalar_value(const Value& v, const Combo& combo, const std::st
                                        : "lumen_maxi(" + a + ", " + b + ")";
       break;
     }
+    case ValueKind::PairDot: expr = "(" + arg(0) + " * " + arg(1) + " + " + arg(2) + " * " + arg(3) + ")"; break;
   }
   return emit(value_type(v->dtype), expr, false, v->dtype, pad);
 }
@@ -369,6 +370,12 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       (v->args[0]->dtype == DType::F16 || v->args[0]->dtype == DType::BF16)) {
     Reg a = splat(value(v->args[0], combo, pad), pad);
     return Reg{a.name, true, DType::F32};
+  }
+  // f32 rounded to a half type (the precision pass's operands): rounded in lanes.
+  if (v->kind == ValueKind::Cast && half && v->args[0]->dtype == DType::F32) {
+    Reg a = splat(value(v->args[0], combo, pad), pad);
+    return emit("lumen_f32v", std::string(v->dtype == DType::BF16 ? "lumen_round_bf16v(" : "lumen_round_f16v(") + a.name + ")",
+                true, v->dtype, pad);
   }
   bool wide = half;  // other half-precision values are rounded per op: per lane
   for (const Value& a : v->args) wide = wide || a->dtype == DType::F16 || a->dtype == DType::BF16;
@@ -483,8 +490,58 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       return emit(type, std::string(is_float(v->dtype) ? "lumen_maxv(" : "lumen_maxv_i32(") + a + ", " + b + ")", true,
                   v->dtype, pad);
     }
+    case ValueKind::PairDot: return emit(type, vec(0) + " * " + vec(1) + " + " + vec(2) + " * " + vec(3), true, v->dtype, pad);
     default: return lanewise(v, combo, pad);
   }
+}
+
+namespace {
+
+// The bf16 value an f32 value widens, if it is one: Cast(f32) of a bf16 value.
+Value widened_bf16(const Value& v) {
+  if (v->kind == ValueKind::Cast && v->dtype == DType::F32 && v->args[0]->dtype == DType::BF16) return v->args[0];
+  return nullptr;
+}
+
+}  // namespace
+
+// A PairDot as one vdpbf16ps (lumen_dot_bf16_pairs) on SIMD lanes: one side's
+// two values are the same for every lane (A's pair, broadcast as one 32-bit
+// lane), the other side's are bf16 loads of interleaved pairs (B's panel:
+// element k of lane l at 2·l + k). Nothing when the value has another form;
+// the caller then writes the plain f32 sum.
+std::optional<std::pair<std::string, std::string>> KernelWriter::bf16_pairs(const Value& v, const Combo& combo,
+                                                                           const std::string& pad) {
+  if (simd_ != 16 || v->kind != ValueKind::PairDot) return std::nullopt;
+  // args: a0, b0, a1, b1. The broadcast side is the one that does not vary.
+  int broadcast = !varying(v->args[0], combo) && !varying(v->args[2], combo) ? 0
+                  : !varying(v->args[1], combo) && !varying(v->args[3], combo) ? 1
+                                                                                 : -1;
+  if (broadcast < 0) return std::nullopt;
+  const Value& lane0 = v->args[static_cast<size_t>(1 - broadcast)];
+  const Value& lane1 = v->args[static_cast<size_t>(3 - broadcast)];
+  Value l0 = widened_bf16(lane0), l1 = widened_bf16(lane1);
+  if (!l0 || !l1 || l0->kind != ValueKind::Load || l1->kind != ValueKind::Load || l0->buffer != l1->buffer) return std::nullopt;
+  Expr i0 = subst(l0->index, combo), i1 = subst(l1->index, combo);
+  if (!subst(l0->valid, combo).is_const(1) || !subst(l1->valid, combo).is_const(1)) return std::nullopt;
+  if (lane_stride(i0, combo.vl) != std::optional<int64_t>(2) || !simplify(i1 - i0).is_const(1)) return std::nullopt;
+  std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+  Reg panel = emit("lumen_i32v", "lumen_load_bf16_pairs(b" + std::to_string(l0->buffer) + " + " +
+                                     printer_.print(simplify(substitute(i0, zero))) + ")", true, DType::I32, pad);
+  // The broadcast pair: read as one 32-bit value where it is two neighbouring bf16 elements.
+  const Value& even = v->args[static_cast<size_t>(broadcast)];
+  const Value& odd = v->args[static_cast<size_t>(2 + broadcast)];
+  Value e = widened_bf16(even), o = widened_bf16(odd);
+  std::string pair;
+  if (e && o && e->kind == ValueKind::Load && o->kind == ValueKind::Load && e->buffer == o->buffer &&
+      subst(e->valid, combo).is_const(1) && subst(o->valid, combo).is_const(1) &&
+      simplify(subst(o->index, combo) - subst(e->index, combo)).is_const(1)) {
+    pair = "lumen_bf16_pair_at(b" + std::to_string(e->buffer) + " + " + printer_.print(subst(e->index, combo)) + ")";
+  } else {
+    pair = "lumen_bf16_pair_of(" + value(even, combo, pad).name + ", " + value(odd, combo, pad).name + ")";
+  }
+  Reg a = emit("lumen_i32v", pair, true, DType::I32, pad);
+  return std::make_pair(a.name, panel.name);
 }
 
 }  // namespace lumen::cpu

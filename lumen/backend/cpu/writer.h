@@ -80,6 +80,9 @@ class KernelWriter {
   Reg scalar_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
   Reg vector_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
   Reg lanewise(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  // A PairDot's operands as (broadcast pair, panel pairs) vectors for lumen_dot_bf16_pairs.
+  std::optional<std::pair<std::string, std::string>> bf16_pairs(const kernel::Value& v, const Combo& combo,
+                                                                const std::string& pad);
   std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
   Reg splat(const Reg& r, const std::string& pad);

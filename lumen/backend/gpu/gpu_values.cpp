@@ -296,6 +296,7 @@ std::string ValueWriter::compute(const Value& v, const std::string& pad) {
       if (v->dtype == DType::Bool) return "(" + a + " | " + b + ")";
       return max_call(v->dtype) + "(" + a + ", " + b + ")";
     }
+    case ValueKind::PairDot: return "(" + arg(0) + " * " + arg(1) + " + " + arg(2) + " * " + arg(3) + ")";
   }
   return "?";
 }

@@ -127,7 +127,7 @@ def lumen_backend(gm, example_inputs, options=None, **ignored):
     """The torch.compile backend (entry point "lumen" in group torch_dynamo_backends).
 
     options: backend ("cpu" or "interp"), budget_s (schedule search seconds per
-    partition), tuning_cache, cache_path, progress, tune_dim, tune_dims."""
+    partition), tuning_cache, cache_path, progress, tune_dim, tune_dims, precision ("fp32", "bf16", "fp16")."""
     from torch._dynamo.backends.common import aot_autograd
     opts = _options(options)
     fw = _forward_compiler(opts)

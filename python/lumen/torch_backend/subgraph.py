@@ -11,7 +11,8 @@ from .. import _lumen
 from .translate import Translation, op_name
 from .values import Unsupported, affine_in, example_value
 
-_COMPILE_KEYS = ("backend", "budget_s", "tuning_cache", "cache_path", "progress", "tune_dim", "tune_dims")
+_COMPILE_KEYS = ("backend", "budget_s", "tuning_cache", "cache_path", "progress", "tune_dim", "tune_dims",
+                 "precision")
 
 
 class LumenSubgraph(torch.nn.Module):
