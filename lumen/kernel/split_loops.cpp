@@ -21,7 +21,8 @@ bool mentions_any(const Expr& e, const std::vector<Expr>& vars) {
 }
 
 // The conditions a block decides on: load masks, selects on index values, binds' guards.
-void collect_conditions(const Block& block, std::vector<Expr>& conditions, std::vector<Expr>& inner_vars) {
+void collect_conditions(const Block& block, std::vector<Expr>& conditions, std::vector<Expr>& inner_vars,
+                        std::vector<Expr>* inner_extents = nullptr) {
   std::function<void(const Value&)> value = [&](const Value& v) {
     if (v->kind == ValueKind::Load && v->valid.defined() && !v->valid.is_const(1)) conditions.push_back(v->valid);
     if (v->kind == ValueKind::Select && v->args[0]->kind == ValueKind::Index) conditions.push_back(v->args[0]->index);
@@ -32,20 +33,25 @@ void collect_conditions(const Block& block, std::vector<Expr>& conditions, std::
     if (s.kind == StmtKind::Bind && s.guard.defined()) conditions.push_back(s.guard);
     if (s.kind == StmtKind::Loop) {
       inner_vars.push_back(s.var);
-      collect_conditions(s.body, conditions, inner_vars);
+      if (inner_extents) inner_extents->push_back(s.extent);
+      collect_conditions(s.body, conditions, inner_vars, inner_extents);
     }
   }
 }
 
 // Where `condition` (or a conjunct of it) changes along v: S with the
 // condition v < S, or v >= S, decided on each side. R must be free of v and of
-// the loops inside.
-std::optional<Expr> split_point(const Expr& condition, const Expr& v, const std::vector<Expr>& inner_vars) {
+// the loops inside — except for `c·v + u + R < 0` (c > 0) with u a loop inside
+// of constant extent E, a masked SIMD tail's `r_o·16 + r_v < extent`: below
+// S = ceil(-(R + E - 1) / c) it holds for every u (whole vectors, no mask);
+// from S on it stays a condition (the tail).
+std::optional<Expr> split_point(const Expr& condition, const Expr& v, const std::vector<Expr>& inner_vars,
+                                const std::vector<Expr>& inner_extents) {
   if (condition.kind() == ExprKind::And || condition.kind() == ExprKind::Or) {
-    if (auto s = split_point(condition.a(), v, inner_vars)) return s;
-    return split_point(condition.b(), v, inner_vars);
+    if (auto s = split_point(condition.a(), v, inner_vars, inner_extents)) return s;
+    return split_point(condition.b(), v, inner_vars, inner_extents);
   }
-  if (condition.kind() == ExprKind::Not) return split_point(condition.a(), v, inner_vars);
+  if (condition.kind() == ExprKind::Not) return split_point(condition.a(), v, inner_vars, inner_extents);
   if (condition.kind() != ExprKind::Lt) return std::nullopt;
   auto d = LinearForm::of(condition.a() - condition.b());  // the condition is d < 0
   if (!d) return std::nullopt;
@@ -60,6 +66,24 @@ std::optional<Expr> split_point(const Expr& condition, const Expr& v, const std:
     }
   }
   Expr r = rest.to_expr();
+  if (coefficient > 0 && mentions_any(r, inner_vars) && inner_extents.size() == inner_vars.size()) {
+    LinearForm outside;  // R with each inner loop's term at its largest
+    outside.constant = rest.constant;
+    for (const auto& [term, c] : rest.terms) {
+      auto at = std::find(inner_vars.begin(), inner_vars.end(), term);
+      if (at == inner_vars.end()) {
+        outside.add(term, c);
+        continue;
+      }
+      const Expr& extent = inner_extents[static_cast<size_t>(at - inner_vars.begin())];
+      if (!extent.is_const() || extent.value() < 1) return std::nullopt;
+      if (c > 0) outside.constant += c * (extent.value() - 1);
+    }
+    Expr r_max = outside.to_expr();
+    if (mentions_any(r_max, {v}) || mentions_any(r_max, inner_vars)) return std::nullopt;
+    // c·v + R_max < 0  <=>  v < ceil(-R_max / c) = floor((c - 1 - R_max) / c); S >= 0 where it matters (clamped by the caller)
+    return simplify(max((Expr(coefficient - 1) - r_max) / coefficient, Expr(0)));
+  }
   if ((coefficient != 1 && coefficient != -1) || mentions_any(r, {v}) || mentions_any(r, inner_vars)) return std::nullopt;
   return simplify(coefficient == 1 ? Expr(0) - r : r + 1);  // v < -R, or v > R
 }
@@ -85,19 +109,24 @@ class Splitter {
           continue;
         }
       }
+      bool lane = s.loop == LoopKind::Vector || s.loop == LoopKind::Unroll;
+      if (lane) lanes_.push_back(s.var);
       run(s.body);
+      if (lane) lanes_.pop_back();
     }
     return splits_;
   }
 
  private:
   std::optional<Block> split(const Stmt& loop) {
-    std::vector<Expr> conditions, inner_vars;
-    collect_conditions(loop.body, conditions, inner_vars);
+    std::vector<Expr> conditions, inner_vars, inner_extents;
+    collect_conditions(loop.body, conditions, inner_vars, &inner_extents);
     const int before = undecided(loop.body);
     for (const Expr& condition : conditions) {
-      std::optional<Expr> point = split_point(simplify(condition), loop.var, inner_vars);
-      if (!point) continue;
+      std::optional<Expr> point = split_point(simplify(condition), loop.var, inner_vars, inner_extents);
+      // A point that moves with an enclosing lane would give each lane its own trip count: the
+      // lanes could no longer run as one vector (a window sum's padding, read per output lane).
+      if (!point || mentions_any(*point, lanes_)) continue;
       Expr at = simplify(max(min(*point, loop.extent), Expr(0)));
       if (at.is_const(0) || at == loop.extent) continue;  // decided over the whole loop already
       ++count_;
@@ -119,6 +148,7 @@ class Splitter {
 
   int splits_ = 0;
   int count_ = 0;
+  std::vector<Expr> lanes_;  // variables of the enclosing vector and unrolled loops
 };
 
 }  // namespace

@@ -6,7 +6,9 @@
 // each with the condition decided: a decode step's attention over the cache's
 // `past` rows and its one new row reads each without a select per row; a
 // rotary embedding's halves, the cache rows of a pack. Lane loops (vectors,
-// unrolled registers) and parallel loops are not split; at most a few splits a
+// unrolled registers) and parallel loops are not split, nor a loop whose split
+// point moves with an enclosing lane loop (each lane would need its own trip
+// count, and the lanes could no longer run as one vector); at most a few splits a
 // kernel, so a body is never copied more than a few times.
 #pragma once
 

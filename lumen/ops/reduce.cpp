@@ -104,7 +104,10 @@ Tensor blocked_prefix_sum(const Tensor& x) {
   blocked.push_back(Expr(kBlock));
   Tensor grid = pad_axis(x, -1, 0, blocks * kBlock - n).reshape(blocked);              // [..., blocks, b]
   Tensor within = pad_axis(grid, -1, kBlock - 1, 0).unfold(-1, kBlock, 1).sum_reduce(-1);  // [..., blocks, b]
-  Tensor totals = within.slice(-1, kBlock - 1, kBlock).squeeze(-1);                // [..., blocks]
+  // Each block's total straight from x (a contiguous reduction; the last of `within` would
+  // be read a cache line per element), kept: read through the shift and the next level's
+  // blocks, its index math would otherwise carry across rows (floordiv and mod per element).
+  Tensor totals = grid.sum_reduce(-1).contiguous();                                    // [..., blocks]
   Tensor before = blocked_prefix_sum(pad_axis(totals, -1, 1, 0).slice(-1, 0, blocks));  // sums of the blocks before
   Shape flat = x.shape();
   flat.back() = Expr(blocks * kBlock);

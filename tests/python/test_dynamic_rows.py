@@ -85,3 +85,34 @@ def test_attention_over_a_cache_and_a_new_row(backend):
         values_t = torch.cat([t["vc"][:, :n_past], t["v"]], 1).repeat_interleave(rep, 0)
         want = torch.softmax(t["q"] @ keys_t.transpose(1, 2) * d ** -0.5, -1) @ values_t
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5, err_msg=f"past = {n_past}")
+
+
+@pytest.mark.parametrize("length", [17, 33, 100, 196, 1000])
+def test_row_reductions_with_a_simd_tail(backend, length):
+    # A reduction whose length SIMD lanes do not divide runs its whole vectors
+    # unmasked and its tail masked (the loop split at the tail); the lanes are
+    # combined after both: a combine placed between them loses the tail.
+    g = lumen.Graph()
+    x = g.input("x", (6, length))
+    s, m, mean = x.sum(dim=-1), lumen.amax(x, -1), lumen.mean(x, (1,))
+    p = lumen.compile(g, [s, m, mean], backend=backend)
+    rng = np.random.default_rng(length)
+    xv = rng.standard_normal((6, length)).astype(np.float32)
+    xv[:, -1] = 50.0  # the row's maximum sits in the tail
+    got_s, got_m, got_mean = p(x=xv)
+    t = torch.from_numpy(xv)
+    np.testing.assert_allclose(got_s, t.sum(-1).numpy(), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got_m, t.amax(-1).numpy(), rtol=0, atol=0)
+    np.testing.assert_allclose(got_mean, t.mean(-1).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_row_sums_split_at_the_tail(backend):
+    g = lumen.Graph()
+    n = g.dim("n")
+    x = g.input("x", (4, n))
+    p = lumen.compile(g, [x.sum(dim=-1)], backend=backend)
+    rng = np.random.default_rng(2)
+    for length in LENGTHS:
+        xv = rng.standard_normal((4, length)).astype(np.float32)
+        xv[:, -1] = 100.0
+        np.testing.assert_allclose(p(x=xv), xv.astype(np.float64).sum(-1), rtol=1e-5, atol=1e-4, err_msg=f"n = {length}")

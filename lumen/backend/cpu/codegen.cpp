@@ -327,12 +327,20 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
     const Stmt& s = block[i];
     if (s.kind == StmtKind::Loop) {
       write_loop(s, depth, lanes, top);
-      // Partial accumulators finished by this loop are combined once, here.
+      // Partial accumulators finished by this loop are combined once, here
+      // (after the last of the loops that update one: a loop split at a
+      // SIMD tail leaves a loop of whole vectors and a masked one).
       for (auto& [id, st] : accs_) {
         if (!st.partial || !st.combined.empty() || st.depth != depth) continue;
-        bool updated = false;
-        walk(s.body, [&](const Stmt& u) { updated = updated || (u.kind == StmtKind::AccUpdate && u.acc == id); });
-        if (!updated) continue;
+        auto updates = [&, acc = id](const Stmt& from) {
+          bool found = false;
+          walk({from}, [&](const Stmt& u) { found = found || (u.kind == StmtKind::AccUpdate && u.acc == acc); });
+          return found;
+        };
+        if (!updates(s)) continue;
+        bool later = false;
+        for (size_t j = i + 1; j < block.size() && !later; ++j) later = updates(block[j]);
+        if (later) continue;
         std::string f = st.combine == Combine::Sum ? (is_float(st.dtype) ? "lumen_hsum_f32" : "lumen_hsum_i32")
                         : st.dtype == DType::Bool  ? "lumen_hany"
                         : is_float(st.dtype)       ? "lumen_hmax_f32"
@@ -434,7 +442,13 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
       }
       Reg r = value(s.value, combo, pad);
       if (st.vector || st.partial) {
-        std::string v = splat(r, pad).name;
+        // A scalar term (a bounded sum's block total) of a sum kept one partial per SIMD
+        // lane goes into one lane: splat into all it would count once per lane.
+        bool one_lane = st.partial && !st.vector && !r.vector && st.combine == Combine::Sum &&
+                        (st.dtype == DType::F32 || st.dtype == DType::I32);
+        std::string v = !one_lane ? splat(r, pad).name
+                        : st.dtype == DType::F32 ? "lumen_first_lane_f32(" + r.name + ")"
+                                                 : "lumen_first_lane_i32(" + r.name + ")";
         std::string e;
         if (st.combine == Combine::Sum) {
           e = st.dtype == DType::Bool ? a + " | " + v : a + " + " + v;

@@ -143,6 +143,9 @@ typedef int32_t lumen_i32v __attribute__((vector_size(BYTES)));  // also bool ma
 // keep for x = -0, and it stops FMAs from broadcasting straight from memory.)
 inline lumen_f32v lumen_splat_f32(float x) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 inline lumen_i32v lumen_splat_i32(int32_t x) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
+// x in lane 0, zeros elsewhere: a scalar term of a sum kept one partial per lane.
+inline lumen_f32v lumen_first_lane_f32(float x) { lumen_f32v r = lumen_splat_f32(0.0f); r[0] = x; return r; }
+inline lumen_i32v lumen_first_lane_i32(int32_t x) { lumen_i32v r = lumen_splat_i32(0); r[0] = x; return r; }
 inline lumen_i32v lumen_iota_i32() { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = i; return r; }
 // A 64-bit distance to a row's end, clamped to where lanes of stride s can tell it apart (i32).
 inline int32_t lumen_clamp_lanes(int64_t gap, int64_t s) { return (int32_t)(gap < -1 ? -1 : gap > s * LANES ? s * LANES : gap); }
