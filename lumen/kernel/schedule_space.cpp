@@ -317,6 +317,13 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.reduce_splits = reduce_divisors(plain.kernel);
   f.lane_period = lane_period(plain.kernel, f.lanes);
   f.contraction = contraction_of(graph, node, materialized);
+  f.row_dim = rank - 2;
+  for (int d = rank - 2; d >= 0; --d) {
+    if (!n.shape[static_cast<size_t>(d)].is_const(1)) {
+      f.row_dim = d;
+      break;
+    }
+  }
   if (f.contraction < 0 || rank < 2 || !last_ok) return f;
   // Which operand of the product to pack: one that varies along n and k but is
   // not already contiguous along n with close reduction rows (B of a row-major
@@ -383,8 +390,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     k.parallel = -1;
     if (f.unit_reduce) k.reduce_lanes = f.lanes;
   } else if (f.tileable) {
-    int rank = static_cast<int>(f.shape.size());
-    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    const Expr& m = f.shape[static_cast<size_t>(f.row_dim)];
     // Columns: four vectors if they divide N, else the widest of 3 to 7
     // vectors that does (N = 784: 7), else two or one. Rows: up to 6, as many
     // as keep the accumulators within 24 registers.
@@ -506,7 +512,8 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
   if (k.nr > 0) {
     if (!f.tileable) fail("schedule space: kernel ", f.node, " takes no register tile");
     if (rank < 2) fail("schedule space: a tile needs two dims");
-    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    const int rows = f.row_dim;
+    const Expr& m = f.shape[static_cast<size_t>(rows)];
     if (k.pack) {
       if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
       apply(Action::pack(f.pack_operand, k.nr));
@@ -521,25 +528,25 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     bool split_n = !last.is_const() || k.nr < last.value();
     if (split_n) apply(Action::split(loop_of(rank - 1, false), k.nr));
     if (k.m_block > 1) {  // [M / (mr * b), N / nr, b, mr, nr]
-      int64_t rows = k.mr * k.m_block;
-      if (!k.n_outer || !m.is_const() || rows >= m.value() || !nearly_divides(rows, m.value())) {
-        fail("schedule space: an m block of ", rows, " rows needs n-outer tiles and a static M above it that it ",
+      int64_t block_rows = k.mr * k.m_block;
+      if (!k.n_outer || !m.is_const() || block_rows >= m.value() || !nearly_divides(block_rows, m.value())) {
+        fail("schedule space: an m block of ", block_rows, " rows needs n-outer tiles and a static M above it that it ",
              "nearly divides, M = ", m);
       }
-      apply(Action::split(loop_of(rank - 2, false), rows));
-      if (k.mr > 1) apply(Action::split(loop_of(rank - 2, true), k.mr));
-      int blocks = loop_of(rank - 2, false), panels = loop_of(rank - 1, false);
+      apply(Action::split(loop_of(rows, false), block_rows));
+      if (k.mr > 1) apply(Action::split(loop_of(rows, true), k.mr));
+      int blocks = loop_of(rows, false), panels = loop_of(rank - 1, false);
       if (split_n && panels != blocks + 1) apply(Action::reorder(panels, blocks + 1));
     } else {
-      if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rank - 2, false), k.mr));
-      if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
-        apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
+      if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rows, false), k.mr));
+      if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rows, false)) {
+        apply(Action::reorder(loop_of(rank - 1, false), loop_of(rows, false)));
       }
     }
-    int m_inner = loop_of(rank - 2, true), n_inner = loop_of(rank - 1, true);
+    int m_inner = loop_of(rows, true), n_inner = loop_of(rank - 1, true);
     if (k.mr > 1 && m_inner != n_inner - 1) apply(Action::reorder(m_inner, n_inner - 1));
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));  // innermost first: lanes nest inward
-    if (k.mr > 1) apply(Action::set_kind(loop_of(rank - 2, true), LoopKind::Unroll));
+    if (k.mr > 1) apply(Action::set_kind(loop_of(rows, true), LoopKind::Unroll));
   } else {
     if (k.block > 0) {  // [.., t / b, .., last / b, t % b, last % b]
       int t = f.transposed_dim;
@@ -613,7 +620,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     push(lanes);
   } else if (k.nr > 0) {
     const Expr& last = f.shape.back();
-    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    const Expr& m = f.shape[static_cast<size_t>(f.row_dim)];
     for (int64_t mr : tile_rows_in(m, {1, 2, 3, 4, 5, 6, 7, 8})) {
       Knobs n = k;
       n.mr = mr;
