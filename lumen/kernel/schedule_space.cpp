@@ -300,9 +300,9 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   const Expr& last = n.shape.back();
   int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
   bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
-  // A dynamic last dim the lanes may not divide (a row of past + 1 scores) is SIMD too: its last
-  // vector overhangs the row's end, masked.
-  bool overhangs = f.f32 && !last.is_const() && !last_ok;
+  // A last dim the lanes do not divide (a row of past + 1 scores, ViT's 197 positions) is SIMD
+  // too when it is dynamic or longer than a vector: its last vector overhangs the row's end, masked.
+  bool overhangs = f.f32 && !last_ok && (!last.is_const() || last.value() > f.lanes);
   f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var));
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);
@@ -442,7 +442,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   // cut into parts of about 128 rows, so a part's block stays in cache while
   // its column strips are walked, and the strips widened to 4 vectors (each
   // row read is 256 bytes). Column sum of 4096x4096, 1 thread: 15.5 -> 3.4 ms.
-  if (k.vector > 0 && !f.unit_reduce && f.loads >= (1 << 18)) {
+  // A reduction of at most 256 rows (ViT's 64-long q.k dot products) is not
+  // cut: its parts would hold a few dozen rows and add a combining pass.
+  if (k.vector > 0 && !f.unit_reduce && f.loads >= (1 << 18) && f.rfactor_extent > 256) {
     auto parts = rfactor_parts(f, 1);
     auto rows = [&](int64_t p) { return std::abs(static_cast<double>(f.rfactor_extent) / static_cast<double>(p) - 128); };
     if (!parts.empty()) k.rfactor = *std::min_element(parts.begin(), parts.end(), [&](int64_t a, int64_t b) { return rows(a) < rows(b); });
@@ -561,7 +563,8 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     }
     if (k.vector > 0) {
       int64_t factor = known_factor(last);
-      bool overhang = !last.is_const() && k.block == 0;  // the last vector of a dynamic row is masked
+      // The last vector of a dynamic row, or of a static one longer than it, is masked.
+      bool overhang = (!last.is_const() || last.value() > k.vector) && k.block == 0;
       if (!overhang && (factor == 0 || factor % k.vector != 0)) fail("schedule space: vector ", k.vector, " does not divide ", last);
       if (k.block > 0 && k.block % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide block ", k.block);
       const Expr& inner = s.loops()[static_cast<size_t>(loop_of(rank - 1, true))].extent;
@@ -670,7 +673,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
   } else {
     const Expr& last = f.shape.back();
     std::vector<int64_t> widths = divisors_in(known_factor(last), {l, 2 * l, 4 * l});
-    if (widths.empty() && f.vector_last) widths = {l};  // a dynamic row, its last vector masked
+    if (widths.empty() && f.vector_last) widths = {l};  // a row the lanes do not divide, its last vector masked
     for (int64_t v : widths) {
       Knobs n = k;
       n.vector = v;
