@@ -281,6 +281,16 @@ TEST(ScheduleSpace, UnevenRowTileIsTheHeuristicAndCorrect) {
   check_heuristic_and_neighbours(std::move(c));
 }
 
+// 49 rows (a convolution over 7 x 7 positions): 6-row tiles, the last
+// overhanging by 5 rows (10% more work), not 2-row tiles of 8 accumulators.
+TEST(ScheduleSpace, FortyNineRowsTakeSixRowTiles) {
+  Case c = matmul(49);
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_EQ(kernel::heuristic_knobs(f).mr, 6) << kernel::heuristic_knobs(f).to_string();
+  EXPECT_EQ(kernel::heuristic_knobs(output_facts(matmul(10), 16)).mr, 2);  // 12 rows for 10 is too many
+  check_heuristic_and_neighbours(std::move(c));
+}
+
 TEST(ScheduleSpace, OnlyAStaticDimsFirstSplitMayLeaveARemainder) {
   kernel::Schedule s({Expr(100), Expr(64)});
   s.apply(kernel::Action::split(0, 6));  // 17 x 6, the last tile overhangs
