@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 19;
+constexpr int kScheduleSpaceVersion = 20;  // 20: tile rows past size-1 dims, masked static rows
 
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
