@@ -1,10 +1,26 @@
 #include "lumen/kernel/kernel_roots.h"
 
+#include "lumen/core/simplify.h"
+#include "lumen/kernel/lower.h"
 #include "lumen/kernel/two_place_gather.h"
 
 namespace lumen::kernel {
 
 namespace {
+
+// Whether `e` reads, at each point of its consumer (of shape `consumer`), the
+// producer's point at the same flat position: a plain edge, a reshape, or a
+// permutation of size-1 dims (an ONNX export's [197, 1, 768] -> [1, 197, 768]
+// around a projection). An epilogue through such an edge computes the
+// producer's points in its own order, so a register tile still applies.
+bool reads_in_order(const Edge& e, const Shape& consumer, const Shape& producer) {
+  if (e.view.is_contiguous() && consumer == producer) return true;
+  if (e.view.has_mask() || !(e.view.shape() == consumer)) return false;
+  if (!(shape_numel(consumer) == shape_numel(producer))) return false;
+  std::vector<Expr> at = loop_indices(consumer);
+  View::Index i = e.view.index(at);
+  return i.valid.is_const(1) && simplify(i.index) == simplify(flat_index(consumer, at));
+}
 
 // The first node satisfying `wanted` that a kernel for `node` computes at its
 // output points: the node itself, or one reached through inlined elementwise
@@ -26,7 +42,7 @@ NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>
   for (const Edge& e : n.inputs) {
     if (materialized[static_cast<size_t>(e.node)]) continue;
     const Node& producer = graph.node(e.node);
-    if (producer.shape != n.shape || !e.view.is_contiguous()) continue;  // same points, same order
+    if (!reads_in_order(e, n.shape, producer.shape)) continue;  // same points, same order
     NodeId found = through_epilogue(graph, e.node, materialized, wanted);
     if (found >= 0) return found;
   }

@@ -195,13 +195,16 @@ std::vector<int64_t> divisors_in(int64_t n, std::initializer_list<int64_t> choic
 bool nearly_divides(int64_t c, int64_t n) { return c >= 1 && c <= n && ((n + c - 1) / c * c - n) * 25 <= n; }
 
 // Register-tile row counts for a dim of extent m: divisors, and for a static m
-// also counts that nearly divide it (a 6-row tile beats a 4-row one by ~20% on
-// AVX-512).
+// also counts whose last tile's overhanging rows (clamped, computed twice) add
+// at most an eighth of the work: a 6-row tile beats a 4-row one by ~20% on
+// AVX-512, so 49 positions (a 7 x 7 convolution) take 6 rows (54 computed)
+// rather than 2 (8 accumulators, half the FMA throughput).
 std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> choices) {
   if (!m.is_const()) return divisors_in(known_factor(m), choices);
   std::vector<int64_t> out;
   for (int64_t c : choices) {
-    if (nearly_divides(c, m.value())) out.push_back(c);
+    int64_t n = m.value();
+    if (c >= 1 && c <= n && ((n + c - 1) / c * c - n) * 8 <= n) out.push_back(c);
   }
   return out;
 }
@@ -300,9 +303,9 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   const Expr& last = n.shape.back();
   int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
   bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
-  // A dynamic last dim the lanes may not divide (a row of past + 1 scores) is SIMD too: its last
-  // vector overhangs the row's end, masked.
-  bool overhangs = f.f32 && !last.is_const() && !last_ok;
+  // A last dim the lanes do not divide (a row of past + 1 scores, ViT's 197 positions) is SIMD
+  // too when it is dynamic or longer than a vector: its last vector overhangs the row's end, masked.
+  bool overhangs = f.f32 && !last_ok && (!last.is_const() || last.value() > f.lanes);
   f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var));
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);
@@ -317,6 +320,13 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.reduce_splits = reduce_divisors(plain.kernel);
   f.lane_period = lane_period(plain.kernel, f.lanes);
   f.contraction = contraction_of(graph, node, materialized);
+  f.row_dim = rank - 2;
+  for (int d = rank - 2; d >= 0; --d) {
+    if (!n.shape[static_cast<size_t>(d)].is_const(1)) {
+      f.row_dim = d;
+      break;
+    }
+  }
   if (f.contraction < 0 || rank < 2 || !last_ok) return f;
   // Which operand of the product to pack: one that varies along n and k but is
   // not already contiguous along n with close reduction rows (B of a row-major
@@ -383,8 +393,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     k.parallel = -1;
     if (f.unit_reduce) k.reduce_lanes = f.lanes;
   } else if (f.tileable) {
-    int rank = static_cast<int>(f.shape.size());
-    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    const Expr& m = f.shape[static_cast<size_t>(f.row_dim)];
     // Columns: four vectors if they divide N, else the widest of 3 to 7
     // vectors that does (N = 784: 7), else two or one. Rows: up to 6, as many
     // as keep the accumulators within 24 registers.
@@ -436,7 +445,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   // cut into parts of about 128 rows, so a part's block stays in cache while
   // its column strips are walked, and the strips widened to 4 vectors (each
   // row read is 256 bytes). Column sum of 4096x4096, 1 thread: 15.5 -> 3.4 ms.
-  if (k.vector > 0 && !f.unit_reduce && f.loads >= (1 << 18)) {
+  // A reduction of at most 256 rows (ViT's 64-long q.k dot products) is not
+  // cut: its parts would hold a few dozen rows and add a combining pass.
+  if (k.vector > 0 && !f.unit_reduce && f.loads >= (1 << 18) && f.rfactor_extent > 256) {
     auto parts = rfactor_parts(f, 1);
     auto rows = [&](int64_t p) { return std::abs(static_cast<double>(f.rfactor_extent) / static_cast<double>(p) - 128); };
     if (!parts.empty()) k.rfactor = *std::min_element(parts.begin(), parts.end(), [&](int64_t a, int64_t b) { return rows(a) < rows(b); });
@@ -506,7 +517,8 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
   if (k.nr > 0) {
     if (!f.tileable) fail("schedule space: kernel ", f.node, " takes no register tile");
     if (rank < 2) fail("schedule space: a tile needs two dims");
-    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    const int rows = f.row_dim;
+    const Expr& m = f.shape[static_cast<size_t>(rows)];
     if (k.pack) {
       if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
       apply(Action::pack(f.pack_operand, k.nr));
@@ -521,25 +533,25 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     bool split_n = !last.is_const() || k.nr < last.value();
     if (split_n) apply(Action::split(loop_of(rank - 1, false), k.nr));
     if (k.m_block > 1) {  // [M / (mr * b), N / nr, b, mr, nr]
-      int64_t rows = k.mr * k.m_block;
-      if (!k.n_outer || !m.is_const() || rows >= m.value() || !nearly_divides(rows, m.value())) {
-        fail("schedule space: an m block of ", rows, " rows needs n-outer tiles and a static M above it that it ",
+      int64_t block_rows = k.mr * k.m_block;
+      if (!k.n_outer || !m.is_const() || block_rows >= m.value() || !nearly_divides(block_rows, m.value())) {
+        fail("schedule space: an m block of ", block_rows, " rows needs n-outer tiles and a static M above it that it ",
              "nearly divides, M = ", m);
       }
-      apply(Action::split(loop_of(rank - 2, false), rows));
-      if (k.mr > 1) apply(Action::split(loop_of(rank - 2, true), k.mr));
-      int blocks = loop_of(rank - 2, false), panels = loop_of(rank - 1, false);
+      apply(Action::split(loop_of(rows, false), block_rows));
+      if (k.mr > 1) apply(Action::split(loop_of(rows, true), k.mr));
+      int blocks = loop_of(rows, false), panels = loop_of(rank - 1, false);
       if (split_n && panels != blocks + 1) apply(Action::reorder(panels, blocks + 1));
     } else {
-      if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rank - 2, false), k.mr));
-      if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rank - 2, false)) {
-        apply(Action::reorder(loop_of(rank - 1, false), loop_of(rank - 2, false)));
+      if (k.mr > 1 && (!m.is_const() || k.mr < m.value())) apply(Action::split(loop_of(rows, false), k.mr));
+      if (k.n_outer && split_n && loop_of(rank - 1, false) > loop_of(rows, false)) {
+        apply(Action::reorder(loop_of(rank - 1, false), loop_of(rows, false)));
       }
     }
-    int m_inner = loop_of(rank - 2, true), n_inner = loop_of(rank - 1, true);
+    int m_inner = loop_of(rows, true), n_inner = loop_of(rank - 1, true);
     if (k.mr > 1 && m_inner != n_inner - 1) apply(Action::reorder(m_inner, n_inner - 1));
     apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));  // innermost first: lanes nest inward
-    if (k.mr > 1) apply(Action::set_kind(loop_of(rank - 2, true), LoopKind::Unroll));
+    if (k.mr > 1) apply(Action::set_kind(loop_of(rows, true), LoopKind::Unroll));
   } else {
     if (k.block > 0) {  // [.., t / b, .., last / b, t % b, last % b]
       int t = f.transposed_dim;
@@ -554,7 +566,8 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     }
     if (k.vector > 0) {
       int64_t factor = known_factor(last);
-      bool overhang = !last.is_const() && k.block == 0;  // the last vector of a dynamic row is masked
+      // The last vector of a dynamic row, or of a static one longer than it, is masked.
+      bool overhang = (!last.is_const() || last.value() > k.vector) && k.block == 0;
       if (!overhang && (factor == 0 || factor % k.vector != 0)) fail("schedule space: vector ", k.vector, " does not divide ", last);
       if (k.block > 0 && k.block % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide block ", k.block);
       const Expr& inner = s.loops()[static_cast<size_t>(loop_of(rank - 1, true))].extent;
@@ -613,7 +626,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     push(lanes);
   } else if (k.nr > 0) {
     const Expr& last = f.shape.back();
-    const Expr& m = f.shape[static_cast<size_t>(rank - 2)];
+    const Expr& m = f.shape[static_cast<size_t>(f.row_dim)];
     for (int64_t mr : tile_rows_in(m, {1, 2, 3, 4, 5, 6, 7, 8})) {
       Knobs n = k;
       n.mr = mr;
@@ -663,7 +676,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
   } else {
     const Expr& last = f.shape.back();
     std::vector<int64_t> widths = divisors_in(known_factor(last), {l, 2 * l, 4 * l});
-    if (widths.empty() && f.vector_last) widths = {l};  // a dynamic row, its last vector masked
+    if (widths.empty() && f.vector_last) widths = {l};  // a row the lanes do not divide, its last vector masked
     for (int64_t v : widths) {
       Knobs n = k;
       n.vector = v;

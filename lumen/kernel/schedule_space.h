@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 19;
+constexpr int kScheduleSpaceVersion = 20;  // 20: tile rows past size-1 dims, masked static rows
 
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
@@ -32,6 +32,8 @@ struct KernelFacts {
   NodeId contraction = -1;    // the sum of a product computed at the output points, if any
   int pack_operand = -1;      // the contraction operand worth packing, if any
   bool tileable = false;      // contraction that can take a register tile
+  int row_dim = -1;           // a tile's rows: the innermost dim before the last whose extent is not 1 (a
+                              // [197, 1, 2304] projection tiles its 197 rows), else rank - 2
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)

@@ -281,6 +281,16 @@ TEST(ScheduleSpace, UnevenRowTileIsTheHeuristicAndCorrect) {
   check_heuristic_and_neighbours(std::move(c));
 }
 
+// 49 rows (a convolution over 7 x 7 positions): 6-row tiles, the last
+// overhanging by 5 rows (10% more work), not 2-row tiles of 8 accumulators.
+TEST(ScheduleSpace, FortyNineRowsTakeSixRowTiles) {
+  Case c = matmul(49);
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_EQ(kernel::heuristic_knobs(f).mr, 6) << kernel::heuristic_knobs(f).to_string();
+  EXPECT_EQ(kernel::heuristic_knobs(output_facts(matmul(10), 16)).mr, 2);  // 12 rows for 10 is too many
+  check_heuristic_and_neighbours(std::move(c));
+}
+
 TEST(ScheduleSpace, OnlyAStaticDimsFirstSplitMayLeaveARemainder) {
   kernel::Schedule s({Expr(100), Expr(64)});
   s.apply(kernel::Action::split(0, 6));  // 17 x 6, the last tile overhangs
@@ -518,6 +528,87 @@ TEST(ScheduleSpace, PackedNibblesTakeReduceLanesSpanningTheirBlock) {
   EXPECT_EQ(plain.lane_period, 0);
   EXPECT_EQ(kernel::heuristic_knobs(plain).reduce_lanes, 16);
   check_heuristic_and_neighbours(matvec_nibbles());
+}
+
+// ONNX exports of attention read activations as [positions, 1, width]
+// (a transpose of [1, positions, width]): the projection's tile takes its
+// rows from the positions, not from the size-1 dim before the last.
+Case projection_of_positions_by_one(int64_t m = 50) {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(m), Expr(1), Expr(48)}), w = c.g.input("w", {Expr(48), Expr(64)});
+  Tensor b = c.g.input("b", {Expr(64)});
+  c.g.mark_output(x.matmul(w) + b, "y");
+  c.inputs["x"] = filled(DType::F32, {m, 1, 48}, 1);
+  c.inputs["w"] = filled(DType::F32, {48, 64}, 1);
+  c.inputs["b"] = filled(DType::F32, {64}, 1);
+  return c;
+}
+
+TEST(ScheduleSpace, ATileTakesItsRowsFromTheLastDimThatIsNotOne) {
+  Case c = projection_of_positions_by_one();
+  kernel::KernelFacts f = output_facts(c, 16);
+  ASSERT_TRUE(f.tileable);
+  EXPECT_EQ(f.row_dim, 0);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_GT(h.mr, 1) << h.to_string();  // 1 before: the rows were the size-1 dim
+  EXPECT_EQ(h.nr, 64) << h.to_string();
+  check_heuristic_and_neighbours(std::move(c));
+}
+
+// x + Linear(y) as an ONNX export writes it: the projection's [M, N] output
+// reshaped to [M, 1, N] and transposed to [1, M, N] before the residual add.
+// The add reads the contraction's points in their own order, so its kernel
+// is still the contraction's, with a register tile (it was a row kernel of
+// dot products, ~7x slower in ViT-B/16).
+Case residual_through_reshape(int64_t m = 50) {
+  Case c;
+  Tensor y = c.g.input("y", {Expr(m), Expr(48)}), w = c.g.input("w", {Expr(48), Expr(64)});
+  Tensor r = c.g.input("r", {Expr(1), Expr(m), Expr(64)});
+  Tensor projected = y.matmul(w).reshape({Expr(m), Expr(1), Expr(64)}).transpose(0, 1);
+  c.g.mark_output(r + projected, "y");
+  c.inputs["y"] = filled(DType::F32, {m, 48}, 1);
+  c.inputs["w"] = filled(DType::F32, {48, 64}, 1);
+  c.inputs["r"] = filled(DType::F32, {1, m, 64}, 1);
+  return c;
+}
+
+TEST(ScheduleSpace, AResidualAddThroughAReshapeKeepsTheContractionsTile) {
+  Case c = residual_through_reshape();
+  NodeId out = c.g.outputs().at(0).edge.node;
+  std::vector<bool> materialized(c.g.size(), false);
+  for (size_t i = 0; i < c.g.size(); ++i) materialized[i] = c.g.nodes()[i].op == Op::Input;
+  materialized[static_cast<size_t>(out)] = true;
+  EXPECT_GE(kernel::contraction_of(c.g, out, materialized), 0);
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, out, materialized, kernel::Target{16, 2});
+  ASSERT_TRUE(f.tileable);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_GT(h.mr, 1) << h.to_string();
+  EXPECT_EQ(h.nr, 64) << h.to_string();
+  check_heuristic_and_neighbours(std::move(c));
+}
+
+// Rows of 37 scores (q.k over a static length the lanes do not divide, as
+// ViT's 197 positions, its keys stored transposed): SIMD along the row, the
+// last vector masked, not scalar.
+Case scores_of_odd_length() {
+  Case c;
+  Tensor q = c.g.input("q", {Expr(2), Expr(40), Expr(16)}), kt = c.g.input("kt", {Expr(2), Expr(16), Expr(37)});
+  c.g.mark_output(q.matmul(kt) * 0.25, "y");
+  c.inputs["q"] = filled(DType::F32, {2, 40, 16}, 1);
+  c.inputs["kt"] = filled(DType::F32, {2, 16, 37}, 1);
+  return c;
+}
+
+TEST(ScheduleSpace, ARowTheLanesDoNotDivideIsSimdWithAMaskedLastVector) {
+  Case c = scores_of_odd_length();
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_TRUE(f.vector_last);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.vector, 16) << h.to_string();
+  EXPECT_EQ(h.rfactor, 1) << h.to_string();  // 16-long dot products are not cut into parts
+  check_heuristic_and_neighbours(std::move(c));
+  kernel::KernelFacts short_rows = output_facts(matmul(24, 12), 16);  // rows shorter than a vector stay scalar
+  EXPECT_FALSE(short_rows.vector_last);
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
