@@ -1,6 +1,7 @@
 #include "lumen/compile.h"
 
 #include <chrono>
+#include <cstdlib>
 
 #include "lumen/core/error.h"
 #include "lumen/backend/cpu/cpu_backend.h"
@@ -10,6 +11,7 @@
 #endif
 #include "lumen/compiler/compiler.h"
 #include "lumen/compiler/graph_search.h"
+#include "lumen/compiler/int8_dot.h"
 #include "lumen/runtime/candidate_rig.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "lumen/runtime/interp_executor.h"
@@ -35,6 +37,28 @@ Backend backend_named(const std::string& name) {
 }
 
 namespace {
+
+// The relative RMS error a program with int8 dot products may show against
+// the f32 program (CandidateRig::check_approximately). Rounding an activation
+// to 8 bits moves each element by at most half a step, max|x| / 254 of its
+// block, uniformly: a dot product over K terms errs by about
+// sqrt(K / 3) · (max|x| / 254) · rms(w) against a value of about
+// sqrt(K) · rms(x) · rms(w), a relative 0.2-0.5% for the random inputs of
+// the check (max|x| / rms(x) <= sqrt(3) for uniform values); 3% leaves room
+// for a few such layers in a row and still refuses a wrong program (an
+// error in a block's scale or a nibble's order moves outputs by tens of %).
+constexpr double kInt8DotRelativeRms = 3e-2;
+
+CompileOptions::Int8Dot int8_dot_mode(const CompileOptions& options) {
+  if (const char* v = std::getenv("LUMEN_INT8_DOT")) {
+    std::string s = v;
+    if (s == "on" || s == "1") return CompileOptions::Int8Dot::On;
+    if (s == "off" || s == "0") return CompileOptions::Int8Dot::Off;
+    if (s == "auto") return CompileOptions::Int8Dot::Auto;
+    fail("LUMEN_INT8_DOT='", s, "': expected on, off or auto");
+  }
+  return options.int8_dot;
+}
 
 // The Backend object a compiled backend names.
 std::shared_ptr<const backend::Backend> backend_object(Backend b) {
@@ -83,6 +107,23 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
   auto copy = std::make_shared<const Graph>(graph);
   std::vector<Edge> edges;
   for (const NamedOutput& o : named) edges.push_back(o.edge);
+  const CompileOptions::Int8Dot int8 = int8_dot_mode(options);
+  compiler::GraphSearchOptions graph_search_options;
+  if (int8 != CompileOptions::Int8Dot::Off) {
+    bool wanted = int8 == CompileOptions::Int8Dot::On ||
+                  (options.backend == Backend::Cpu && options.search_budget_s > 0 && options.graph_search);
+    if (wanted) {
+      compiler::Int8DotRewrite r = compiler::int8_dot_products(*copy, edges);
+      if (!r.rewritten.empty() && int8 == CompileOptions::Int8Dot::On) {
+        copy = std::make_shared<const Graph>(std::move(r.graph));
+        edges = r.outputs;
+        for (size_t i = 0; i < named.size(); ++i) named[i].edge = edges[i];
+      } else if (!r.rewritten.empty()) {
+        graph_search_options.extra.push_back(
+            {"int8 dot products (" + std::to_string(r.rewritten.size()) + " contractions)", std::move(r.graph), r.outputs});
+      }
+    }
+  }
   switch (options.backend) {
     case Backend::Interp:
       return Program(copy, named, std::make_unique<InterpExecutor>(copy, edges));
@@ -103,9 +144,12 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       if (options.graph_search) {
         auto rig = std::make_shared<CandidateRig>(copy, edges, options.tune_dims, options.tune_dim);
         check = [rig](const backend::CompiledProgram& program) { rig->check(program); };
+        graph_search_options.approximate_check = [rig](const backend::CompiledProgram& program) {
+          rig->check_approximately(program, kInt8DotRelativeRms);
+        };
       }
-      compiler::CompileResult compiled =
-          compiler::compile_with_graph_search(*copy, edges, cpu, backend_object(options.backend), check);
+      compiler::CompileResult compiled = compiler::compile_with_graph_search(*copy, edges, cpu, backend_object(options.backend),
+                                                                             check, graph_search_options);
       return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }

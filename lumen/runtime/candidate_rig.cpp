@@ -101,4 +101,36 @@ void CandidateRig::check(const backend::CompiledProgram& program) {
   }
 }
 
+namespace {
+
+void check_rms(const Array& want, const Array& got, double relative_rms, const std::string& what) {
+  if (want.numel() != got.numel()) fail("graph search: ", what, " has ", got.numel(), " elements, the reference ", want.numel());
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = want.get(i), b = got.get(i);
+    err += (a - b) * (a - b);
+    norm += a * a;
+  }
+  if (!(err <= relative_rms * relative_rms * norm)) {
+    fail("graph search: ", what, " differs from the reference by a relative RMS of ", std::sqrt(err / std::max(norm, 1e-300)),
+         " (allowed ", relative_rms, ")");
+  }
+}
+
+}  // namespace
+
+void CandidateRig::check_approximately(const backend::CompiledProgram& program, double relative_rms) {
+  prepare();
+  if (!checked_any_) fail("graph search: an approximate candidate was checked before the original (internal error)");
+  CompiledExecutor executor(program);
+  std::map<std::string, Array> inputs = run_inputs(*graph_, inputs_);
+  std::vector<Array> got = executor.execute(inputs, bindings_);
+  if (got.size() != reference_.size()) fail("graph search: a candidate has ", got.size(), " outputs, the graph ", reference_.size());
+  for (size_t k = 0; k < got.size(); ++k) check_rms(reference_[k], got[k], relative_rms, "output " + std::to_string(k));
+  for (NodeId id : graph_->state_ids()) {
+    const std::string& name = graph_->node(id).name;
+    if (is_float(graph_->node(id).dtype)) check_rms(reference_states_.at(name), inputs.at(name), relative_rms, "state '" + name + "'");
+  }
+}
+
 }  // namespace lumen

@@ -28,6 +28,12 @@ class CandidateRig {
   // Runs the program once; throws lumen::Error naming the output (or state)
   // and element where it disagrees with the reference.
   void check(const backend::CompiledProgram& program);
+  // For a candidate that changes numerics on purpose (int8 dot products:
+  // activations rounded to 8 bits): each output and state write within a
+  // relative RMS error of `relative_rms` of the reference (||got - want|| <=
+  // relative_rms · ||want||). The reference is taken from a program checked
+  // with check() first; throws like check().
+  void check_approximately(const backend::CompiledProgram& program, double relative_rms);
 
  private:
   void prepare();  // inputs and the interpreter's outputs, on first use

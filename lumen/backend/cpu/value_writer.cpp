@@ -356,6 +356,9 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
   if (half && v->kind == ValueKind::Load) {
     Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
     auto stride = lane_stride(index, combo.vl);
+    if (!(stride && *stride == 1)) {
+      if (auto r = repeated_load(v, combo, pad)) return *r;
+    }
     if (stride && *stride == 1 && !mentions(valid, combo.vl)) {
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
       std::string base = printer_.print(simplify(substitute(index, zero)));
@@ -395,6 +398,9 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
         }
       }
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
+      if (!(stride && *stride == 1)) {
+        if (auto r = repeated_load(v, combo, pad)) return *r;
+      }
       if (!vector_load || !stride || *stride != 1) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
       std::string at = "b" + std::to_string(v->buffer) + " + " + printer_.print(simplify(substitute(index, zero)));
@@ -426,6 +432,7 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
     }
     case ValueKind::Binary: {
       DType d = v->args[0]->dtype;
+      if (auto r = byte_dot(v, combo, pad)) return *r;
       if (v->op == Op::Mod) {
         if (auto bits = power_of_two_divisor(v); bits && (d == DType::I32 || is_storage_only(d))) {
           // Truncated remainder by 2^k in lanes: |a| & (2^k - 1) with a's sign put back (exact for

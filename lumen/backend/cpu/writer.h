@@ -80,6 +80,10 @@ class KernelWriter {
   Reg scalar_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
   Reg vector_value(const kernel::Value& v, const Combo& combo, const std::string& pad);
   Reg lanewise(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  // Idioms (byte_dot.cpp): a sum of byte products four a lane (vpdpbusd), a
+  // load whose index advances every c lanes (a block's scale over its lanes).
+  std::optional<Reg> byte_dot(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  std::optional<Reg> repeated_load(const kernel::Value& v, const Combo& combo, const std::string& pad);
   std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
   Reg splat(const Reg& r, const std::string& pad);

@@ -1,0 +1,179 @@
+// Two vector idioms of quantized matrix-vector products (the int8 dot
+// products of lumen/compiler/int8_dot.h), found in the loop IR by what the
+// values compute:
+//
+//  - an i32 sum whose terms are products u(A[4·l + t]) · B[4·l + t] of bytes
+//    at lane stride 4, for t = 0..3 (u: an unsigned byte, a low or high
+//    nibble, or a signed byte plus 128; B: a signed byte), is one vpdpbusd
+//    per group of four terms: lane l takes bytes 4l..4l+3 of 64 contiguous
+//    bytes of each operand (exact integer multiply-adds without VNNI);
+//  - a load whose index advances by one every c lanes (c = 2, 4, 8: a quant
+//    block's scale over the lanes of its block) reads LANES / c elements and
+//    spreads them.
+#include <algorithm>
+#include <cmath>
+
+#include "lumen/backend/cpu/writer.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::cpu {
+
+using namespace lumen::kernel;
+
+namespace {
+
+enum class ByteForm { Raw, Low, High, Flip, Signed };
+
+struct ByteRead {
+  int buffer = -1;
+  Expr base;  // the index at lane 0
+  ByteForm form = ByteForm::Raw;
+};
+
+bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
+
+// A load of one byte per lane at lane stride 4, always valid.
+std::optional<ByteRead> byte_load(const Value& v, DType dtype, const Combo& combo,
+                                  const std::function<Expr(const Expr&)>& subst) {
+  if (v->kind != ValueKind::Load || v->dtype != dtype) return std::nullopt;
+  if (!subst(v->valid).is_const(1)) return std::nullopt;
+  Expr index = subst(v->index);
+  if (lane_stride(index, combo.vl) != std::optional<int64_t>(4)) return std::nullopt;
+  std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+  return ByteRead{v->buffer, simplify(substitute(index, zero)), ByteForm::Raw};
+}
+
+// i32 of a load of `dtype`.
+std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
+  if (v->kind != ValueKind::Cast || v->dtype != DType::I32) return std::nullopt;
+  return byte_load(v->args[0], dtype, combo, subst);
+}
+
+std::optional<ByteRead> unsigned_byte(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
+  if (auto r = widened(v, DType::U8, combo, subst)) return r;
+  if (v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 16)) {
+    if (auto r = widened(v->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Low};
+  }
+  if (v->kind == ValueKind::Binary && v->op == Op::Add && v->dtype == DType::I32) {
+    for (int i = 0; i < 2; ++i) {
+      if (!is_number(v->args[static_cast<size_t>(1 - i)], 128)) continue;
+      if (auto r = widened(v->args[static_cast<size_t>(i)], DType::I8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Flip};
+    }
+  }
+  // i32(f32(byte) · 1/16): the high nibble (a float below 16, truncated)
+  if (v->kind == ValueKind::Cast && v->dtype == DType::I32) {
+    const Value& m = v->args[0];
+    if (m->kind == ValueKind::Binary && m->op == Op::Mul && m->dtype == DType::F32) {
+      for (int i = 0; i < 2; ++i) {
+        if (!is_number(m->args[static_cast<size_t>(1 - i)], 0.0625)) continue;
+        const Value& c = m->args[static_cast<size_t>(i)];
+        if (c->kind != ValueKind::Cast || c->dtype != DType::F32) continue;
+        if (auto r = byte_load(c->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::High};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+struct Product {
+  ByteRead u, s;
+};
+
+struct Group {
+  ByteRead u, s;  // the reads of the group's first term found
+  std::vector<int64_t> offsets;
+};
+
+}  // namespace
+
+std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, const std::string& pad) {
+  if (!combo.vector || v->kind != ValueKind::Binary || v->op != Op::Add || v->dtype != DType::I32) return std::nullopt;
+  auto sub = [&](const Expr& e) { return subst(e, combo); };
+  std::vector<Value> terms, others;
+  std::function<void(const Value&)> flatten = [&](const Value& x) {
+    if (x->kind == ValueKind::Binary && x->op == Op::Add && x->dtype == DType::I32 && !unsigned_byte(x, combo, sub)) {
+      flatten(x->args[0]);
+      flatten(x->args[1]);
+    } else {
+      terms.push_back(x);
+    }
+  };
+  flatten(v);
+  std::vector<Group> groups;
+  for (const Value& t : terms) {
+    std::optional<Product> p;
+    if (t->kind == ValueKind::Binary && t->op == Op::Mul && t->dtype == DType::I32) {
+      for (int i = 0; i < 2 && !p; ++i) {
+        auto u = unsigned_byte(t->args[static_cast<size_t>(i)], combo, sub);
+        auto s = u ? widened(t->args[static_cast<size_t>(1 - i)], DType::I8, combo, sub) : std::nullopt;
+        if (u && s) p = Product{*u, *s};
+      }
+    }
+    if (!p) {
+      others.push_back(t);
+      continue;
+    }
+    bool placed = false;
+    for (Group& g : groups) {
+      if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer) continue;
+      Expr du = simplify(p->u.base - g.u.base), ds = simplify(p->s.base - g.s.base);
+      if (!du.is_const() || !(du == ds) || std::abs(du.value()) > 3) continue;
+      g.offsets.push_back(du.value());
+      placed = true;
+      break;
+    }
+    if (!placed) groups.push_back(Group{p->u, p->s, {0}});
+  }
+  if (groups.empty()) return std::nullopt;
+  for (const Group& g : groups) {
+    std::vector<int64_t> o = g.offsets;
+    std::sort(o.begin(), o.end());
+    if (o.size() != 4 || o[1] != o[0] + 1 || o[2] != o[0] + 2 || o[3] != o[0] + 3) return std::nullopt;
+  }
+  uses_vectors_ = true;
+  Reg acc = emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
+  for (const Group& g : groups) {
+    int64_t first = *std::min_element(g.offsets.begin(), g.offsets.end());
+    auto at = [&](const ByteRead& r) { return "b" + std::to_string(r.buffer) + " + " + printer_.print(simplify(r.base + first)); };
+    std::string u = "lumen_load_bytes(" + at(g.u) + ")";
+    switch (g.u.form) {
+      case ByteForm::Low: u = "lumen_nibbles_low(" + u + ")"; break;
+      case ByteForm::High: u = "lumen_nibbles_high(" + u + ")"; break;
+      case ByteForm::Flip: u = "lumen_bytes_flip_sign(" + u + ")"; break;
+      default: break;
+    }
+    Reg ur = emit("lumen_i32v", u, true, DType::I32, pad);
+    Reg sr = emit("lumen_i32v", "lumen_load_bytes(" + at(g.s) + ")", true, DType::I32, pad);
+    acc = emit("lumen_i32v", "lumen_dot4_u8i8(" + acc.name + ", " + ur.name + ", " + sr.name + ")", true, DType::I32, pad);
+  }
+  for (const Value& o : others) {
+    Reg r = splat(value(o, combo, pad), pad);
+    acc = emit("lumen_i32v", acc.name + " + " + r.name, true, DType::I32, pad);
+  }
+  return acc;
+}
+
+std::optional<Reg> KernelWriter::repeated_load(const Value& v, const Combo& combo, const std::string& pad) {
+  if (!combo.vector || v->kind != ValueKind::Load) return std::nullopt;
+  if (v->dtype != DType::F32 && v->dtype != DType::F16) return std::nullopt;
+  if (!subst(v->valid, combo).is_const(1)) return std::nullopt;
+  Expr index = subst(v->index, combo);
+  std::unordered_map<Expr, Expr, ExprHash> at{{combo.vl, Expr(0)}};
+  Expr base = simplify(substitute(index, at));
+  int64_t c = 0;
+  for (int l = 1; l < simd_; ++l) {
+    at[combo.vl] = Expr(l);
+    Expr d = simplify(substitute(index, at) - base);
+    if (!d.is_const()) return std::nullopt;
+    if (c == 0 && d.value() == 1) c = l;
+    if (d.value() != (c ? l / c : 0)) return std::nullopt;
+  }
+  if (c != 2 && c != 4 && c != 8) return std::nullopt;
+  uses_vectors_ = true;
+  std::string f = v->dtype == DType::F32 ? "lumen_load_f32_rep<" : "lumen_load_f16_rep<";
+  return emit("lumen_f32v", f + std::to_string(c) + ">(b" + std::to_string(v->buffer) + " + " + printer_.print(base) + ")", true,
+              v->dtype, pad);
+}
+
+}  // namespace lumen::cpu

@@ -1,0 +1,398 @@
+#include "lumen/compiler/int8_dot.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "lumen/backend/interp/point_evaluator.h"
+#include "lumen/core/array.h"
+#include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
+#include "lumen/core/tensor.h"
+
+namespace lumen::compiler {
+
+namespace {
+
+constexpr int64_t kBlock = 32;  // elements per scale: the formats rewritten here
+
+// How a weight's quants sit in its byte array.
+enum class Form {
+  Signed,    // i8 q [N, K]: q·d (Q8_0, Q5_0)
+  Unsigned,  // u8 q [N, K]: q·d + m (Q5_1, Q5_K)
+  Nibbles,   // u8 [N, K/2], two quants a byte in groups of 2·half: (q - 8)·d, or q·d + m (Q4_0, Q4_1, Q4_K)
+};
+
+struct Format {
+  Form form;
+  int64_t half = 0;  // Nibbles: byte j of a group holds element j (low) and half + j (high)
+  bool mins = false;
+  std::string name() const {
+    if (form == Form::Signed) return "Q8_0 form";
+    if (form == Form::Unsigned) return "Q5_1 form";
+    return half == 16 ? (mins ? "Q4_1 form" : "Q4_0 form") : "Q4_K form";
+  }
+};
+
+struct QuantParams {
+  NodeId q = -1, scales = -1, mins = -1;
+};
+
+// Parameters named `base.q` / `.scales` / `.mins`, by base.
+std::map<std::string, QuantParams> quant_params(const Graph& g) {
+  std::map<std::string, QuantParams> out;
+  for (NodeId id : g.input_ids()) {
+    const Node& n = g.node(id);
+    if (!n.parameter) continue;
+    auto dot = n.name.rfind('.');
+    if (dot == std::string::npos) continue;
+    std::string base = n.name.substr(0, dot), suffix = n.name.substr(dot + 1);
+    if (suffix == "q") out[base].q = id;
+    else if (suffix == "scales") out[base].scales = id;
+    else if (suffix == "mins") out[base].mins = id;
+  }
+  return out;
+}
+
+// The inputs node `id` depends on.
+std::set<NodeId> leaf_inputs(const Graph& g, NodeId id) {
+  std::set<NodeId> seen, leaves;
+  std::vector<NodeId> stack{id};
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    const Node& node = g.node(n);
+    if (node.op == Op::Input) leaves.insert(n);
+    for (const Edge& e : node.inputs) stack.push_back(e.node);
+  }
+  return leaves;
+}
+
+std::optional<int64_t> static_dim(const Expr& e) {
+  Expr s = simplify(e);
+  if (!s.is_const()) return std::nullopt;
+  return s.value();
+}
+
+// The formats whose stored shapes and dtypes the parameters have.
+std::vector<Format> shape_formats(const Graph& g, const QuantParams& p, int64_t n, int64_t k) {
+  const Node& q = g.node(p.q);
+  const Node& s = g.node(p.scales);
+  auto shape_is = [](const Node& node, int64_t a, int64_t b) {
+    return node.shape.size() == 2 && static_dim(node.shape[0]) == a && static_dim(node.shape[1]) == b;
+  };
+  if (!shape_is(s, n, k / kBlock) || !is_float(s.dtype)) return {};
+  bool mins = p.mins >= 0;
+  if (mins && (!shape_is(g.node(p.mins), n, k / kBlock) || !is_float(g.node(p.mins).dtype))) return {};
+  if (q.dtype == DType::I8 && shape_is(q, n, k) && !mins) return {{Form::Signed, 0, false}};
+  if (q.dtype == DType::U8 && shape_is(q, n, k) && mins) return {{Form::Unsigned, 0, true}};
+  if (q.dtype == DType::U8 && shape_is(q, n, k / 2)) {
+    if (!mins) return {{Form::Nibbles, 16, false}};
+    return {{Form::Nibbles, 16, true}, {Form::Nibbles, 32, true}};
+  }
+  return {};
+}
+
+// Whether the weight node computes `f`'s dequantization: its value at
+// sampled points (the first and last rows; the first 128 and the last 64
+// columns) on random parameter values.
+bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const Format& f, int64_t n, int64_t k) {
+  std::mt19937 rng(1234);
+  const Node& qn = g.node(p.q);
+  int64_t kb = f.form == Form::Nibbles ? k / 2 : k, blocks = k / kBlock;
+  Array q(qn.dtype, {n, kb}), scales(g.node(p.scales).dtype, {n, blocks}), mins;
+  if (f.mins) mins = Array(g.node(p.mins).dtype, {n, blocks});
+  const double values[] = {0.5, 0.75, 1.25, 2.0, -1.5, 0.375};
+  std::vector<int64_t> rows{0, n - 1};
+  for (int64_t row : rows) {
+    for (int64_t j = 0; j < kb; ++j) q.set(row * kb + j, static_cast<double>(rng() % 256) - (qn.dtype == DType::I8 ? 128 : 0));
+    for (int64_t b = 0; b < blocks; ++b) {
+      scales.set(row * blocks + b, values[rng() % 6]);
+      if (f.mins) mins.set(row * blocks + b, values[rng() % 6] * 3);
+    }
+  }
+  std::map<NodeId, const Array*> buffers{{p.q, &q}, {p.scales, &scales}};
+  if (f.mins) buffers[p.mins] = &mins;
+  interp::PointEvaluator eval(g, buffers, Bindings{});
+  for (int64_t row : rows) {
+    for (int64_t col = 0; col < k; ++col) {
+      if (col >= 128 && col < k - 64) continue;
+      double d = scales.get(row * blocks + col / kBlock), want = 0;
+      if (f.form == Form::Nibbles) {
+        int64_t group = col / (2 * f.half), j = col % f.half;
+        auto byte = static_cast<int64_t>(q.get(row * kb + group * f.half + j));
+        int64_t nibble = (col / f.half) % 2 ? byte >> 4 : byte & 15;
+        want = static_cast<double>(nibble - (f.mins ? 0 : 8)) * d;
+      } else {
+        want = q.get(row * kb + col) * d;
+      }
+      if (f.mins) want += mins.get(row * blocks + col / kBlock);
+      std::vector<int64_t> at(g.node(weight).shape.size());
+      int64_t flat = row * k + col;
+      for (size_t d = at.size(); d-- > 0;) {
+        int64_t extent = simplify(g.node(weight).shape[d]).value();
+        at[d] = flat % extent;
+        flat /= extent;
+      }
+      double got = eval.value(weight, at).to_double();
+      if (!(std::abs(got - want) <= 1e-5 * (1 + std::abs(want)))) return false;
+    }
+  }
+  return true;
+}
+
+// A contraction the rewrite can take: out[.., m, n] = sum_k x[.., m, n, k] · W[n, k].
+struct Match {
+  NodeId sum = -1;
+  size_t weight_operand = 0;  // which operand of the product reads W
+  NodeId weight = -1;
+  std::string base;
+  QuantParams params;
+  Format format{};
+  int64_t n = 0, k = 0;
+};
+
+// Why `sum` is not a contraction of a quantized weight this rewrite takes
+// (empty when it is; "-" when it reads no quantized weight at all).
+std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantParams>& quants, Match& m) {
+  const Node& s = g.node(sum);
+  if (s.op != Op::SumReduce || s.dtype != DType::F32 || s.inputs.size() != 1) return "-";
+  const Edge& in = s.inputs[0];
+  const Node& prod = g.node(in.node);
+  if (prod.op != Op::Mul || prod.dtype != DType::F32) return "-";
+  const size_t rank = prod.shape.size();
+  for (size_t operand = 0; operand < 2; ++operand) {
+    const Edge& we = prod.inputs[operand];
+    std::set<NodeId> leaves = leaf_inputs(g, we.node);
+    for (const auto& [base, p] : quants) {
+      if (p.q < 0 || p.scales < 0 || !leaves.count(p.q)) continue;
+      std::set<NodeId> own{p.q, p.scales};
+      if (p.mins >= 0) own.insert(p.mins);
+      if (leaves != own) return base + ": the weight operand reads other inputs";
+      if (!in.view.is_contiguous() || rank < 3 || s.axis != static_cast<int>(rank) - 1) {
+        return base + ": not a sum over the weight's last dim in matmul form";
+      }
+      // The weight node W (any shape: dequantization ends in a reshape, a view) read as [n, k] at the product's last two dims.
+      const Node& w = g.node(we.node);
+      auto n = static_dim(prod.shape[rank - 2]), k = static_dim(prod.shape[rank - 1]);
+      std::optional<int64_t> numel = 1;
+      for (const Expr& d : w.shape) numel = numel && static_dim(d) ? std::optional<int64_t>(*numel * *static_dim(d)) : std::nullopt;
+      if (!n || !k || !numel || *numel != *n * *k || w.dtype != DType::F32) {
+        return base + ": the weight is not a static f32 value of n x k elements";
+      }
+      if (*k % 64 != 0) return base + ": K = " + std::to_string(*k) + " is not a multiple of 64";
+      // The product reads W[n, k] at [.., n, k] and the activation independently of n.
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < rank; ++d) idx.push_back(Expr::var("i" + std::to_string(d), 0, 1 << 30));
+      View::Index wi = we.view.index(idx);
+      if (!simplify(wi.valid).is_const(1) || !simplify(wi.index - (idx[rank - 2] * *k + idx[rank - 1])).is_const(0)) {
+        return base + ": the product does not read the weight as [n, k] at its last two dims";
+      }
+      const Edge& xe = prod.inputs[1 - operand];
+      if (g.node(xe.node).dtype != DType::F32) return base + ": the activation is not f32";
+      View::Index xi = xe.view.index(idx);
+      auto vars = expr_vars(simplify(xi.index));
+      auto vvars = expr_vars(simplify(xi.valid));
+      vars.insert(vars.end(), vvars.begin(), vvars.end());
+      for (const Expr& v : vars) {
+        if (v == idx[rank - 2]) return base + ": the activation varies along n";
+      }
+      std::vector<Format> formats = shape_formats(g, p, *n, *k);
+      if (formats.empty()) return base + ": its parameters have no known block format's shapes";
+      for (const Format& f : formats) {
+        if (computes_format(g, we.node, p, f, *n, *k)) {
+          m = Match{sum, operand, we.node, base, p, f, *n, *k};
+          return "";
+        }
+      }
+      return base + ": the weight expression is not a known block format's dequantization";
+    }
+  }
+  return "-";
+}
+
+Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
+
+// The activation quantized per block of 32, in the weight's byte order.
+struct QuantizedActivation {
+  Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
+  Tensor sums;   // i32 [lead.., H, Kb / 4]: the sum of each four bytes
+  Tensor scale;  // f32 [lead.., K / 32]: d, rounded to f16
+};
+
+QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
+  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = lead;
+    for (int64_t e : tail) s.push_back(Expr(e));
+    return s;
+  };
+  const int64_t blocks = k / kBlock;
+  Tensor xb = x.reshape(with({blocks, kBlock}));
+  std::vector<std::pair<Expr, Expr>> pad_low(xb.rank(), {Expr(0), Expr(0)}), pad_high = pad_low;
+  pad_low.back() = {Expr(0), Expr(kBlock)};
+  pad_high.back() = {Expr(kBlock), Expr(0)};
+  Tensor both = xb.pad(pad_low).add(xb.mul(xb.scalar(-1)).pad(pad_high));  // [.., blocks, 64]: x and -x
+  Tensor amax = both.max_reduce(-1);                                          // max |x| per block
+  Tensor d = amax.mul(amax.scalar(1.0f / 127.0f));
+  Tensor inverse = d.add(d.less_than(d.scalar(1e-30)).cast(DType::F32)).recip();  // 1/d; a block of zeros gets 1
+  Tensor t = xb.mul(inverse.unsqueeze(-1));
+  // round half away from zero (roundf): truncate t + 0.5 - [t < 0]
+  Tensor rounded = t.add(t.scalar(0.5)).add(t.less_than(t.scalar(0)).cast(DType::F32).mul(t.scalar(-1)));
+  Tensor q = rounded.cast(DType::I8);  // |q| <= 127
+  Tensor ordered;
+  int64_t h = 1, kb = k;
+  if (f.form == Form::Nibbles) {
+    h = 2;
+    kb = k / 2;
+    // [.., K] as [.., K / 2half, 2, half] -> [.., 2, K / 2half, half]: the low quants of every group, then the high.
+    Tensor g = q.reshape(with({k / (2 * f.half), 2, f.half}));
+    std::vector<int> order;
+    for (size_t i = 0; i < lead.size(); ++i) order.push_back(static_cast<int>(i));
+    int at = static_cast<int>(lead.size());
+    order.insert(order.end(), {at + 1, at, at + 2});
+    ordered = g.permute(order).reshape(with({2, kb}));
+  } else {
+    ordered = q.reshape(with({1, kb}));
+  }
+  QuantizedActivation out;
+  out.bytes = ordered.contiguous();
+  out.sums = out.bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32).sum_reduce(-1).contiguous();
+  out.scale = d.cast(DType::F16).cast(DType::F32).contiguous();
+  return out;
+}
+
+// Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
+// per-block tensor [.., K / 32] of the block that group's `half` (0 low, 1
+// high) belongs to.
+Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t k) {
+  Shape lead(blocks.shape().begin(), blocks.shape().end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = lead;
+    for (int64_t e : tail) s.push_back(Expr(e));
+    return s;
+  };
+  const int64_t nb = k / kBlock;
+  const Tensor& t = blocks;
+  if (f.form == Form::Nibbles && f.half == 32) {
+    // groups of 64 quants: the low ones are block 2g, the high ones block 2g + 1; 8 byte groups a block
+    Tensor pair = t.reshape(with({nb / 2, 2})).slice(static_cast<int>(lead.size()) + 1, Expr(half_index), Expr(half_index + 1));
+    return pair.expand(with({nb / 2, 8})).reshape(with({nb * 4}));
+  }
+  int64_t lanes = f.form == Form::Nibbles ? 4 : 8;  // byte groups of four a block: 16 or 32 bytes
+  return t.reshape(with({nb, 1})).expand(with({nb, lanes})).reshape(with({nb * lanes}));
+}
+
+// out[.., m, n] of the match, from the activation x [.., m, 1, K].
+Tensor int8_contraction(Graph& g, const Tensor& x, const Match& m) {
+  const Format& f = m.format;
+  const int64_t k = m.k, n = m.n;
+  const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
+  QuantizedActivation a = quantize(x, f, k);
+  const size_t lead = x.rank() - 1;  // [.., m, 1]
+  auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
+  Tensor wq = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)}).cast(DType::I32);
+  Tensor scales = f32(g.tensor(m.params.scales));  // [N, K/32]
+  Tensor mins = m.format.mins ? f32(g.tensor(m.params.mins)) : Tensor();
+  const int chains = f.form == Form::Nibbles ? 2 : 1;
+  Tensor total;
+  auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
+  Tensor dot, sums;  // Q4_0 / Q4_1: the two chains share their block, so one sum
+  for (int h = 0; h < chains; ++h) {
+    Tensor u;  // the weight quants as unsigned bytes
+    if (f.form == Form::Signed) u = wq.add(number(wq, 128, DType::I32));
+    else if (f.form == Form::Unsigned) u = wq;
+    else if (h == 0) u = wq.mod(number(wq, 16, DType::I32));
+    else {  // the high nibble, floor(byte / 16), exactly (a float below 16)
+      Tensor bytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)}).cast(DType::F32);
+      u = bytes.mul(bytes.scalar(0.0625)).cast(DType::I32);
+    }
+    Tensor xq = a.bytes.slice(static_cast<int>(lead), Expr(h), Expr(h + 1)).squeeze(static_cast<int>(lead))
+                    .reshape([&] { Shape s(a.bytes.shape().begin(), a.bytes.shape().begin() + static_cast<long>(lead)); s.push_back(Expr(groups)); s.push_back(Expr(4)); return s; }())
+                    .cast(DType::I32);                 // [.., m, 1, R, 4]
+    Tensor prod = u.mul(xq);                           // [.., m, N, R, 4]
+    int t_axis = static_cast<int>(prod.rank()) - 1;
+    Tensor four;
+    for (int t = 0; t < 4; ++t) add(four, prod.slice(t_axis, Expr(t), Expr(t + 1)));
+    four = four.squeeze(t_axis);  // [.., m, N, R]: one vpdpbusd lane each
+    Tensor s = a.sums.slice(static_cast<int>(lead), Expr(h), Expr(h + 1)).squeeze(static_cast<int>(lead));  // [.., m, 1, R]
+    const bool shared = f.form == Form::Nibbles && f.half == 16;
+    if (shared) {
+      add(dot, four);
+      add(sums, s);
+      if (h == 0) continue;
+    } else {
+      dot = four;
+      sums = s;
+    }
+    int64_t offset = f.form == Form::Signed ? 128 : (f.form == Form::Nibbles && !f.mins) ? 8 : 0;
+    Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
+    Tensor dx = per_group(a.scale, f, h, k);                         // [.., m, 1, R]
+    Tensor term = f32(integer).mul(per_group(scales, f, h, k));      // [.., m, N, R]
+    if (f.mins) term = term.add(f32(sums).mul(per_group(mins, f, h, k)));
+    add(total, term.mul(dx));
+  }
+  return total.sum_reduce(-1);  // [.., m, N]
+}
+
+}  // namespace
+
+Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs) {
+  Int8DotRewrite out;
+  auto quants = quant_params(graph);
+  std::map<NodeId, Match> matches;
+  if (!quants.empty()) {
+    for (NodeId id = 0; id < static_cast<NodeId>(graph.size()); ++id) {
+      Match m;
+      std::string why = match(graph, id, quants, m);
+      if (why.empty()) matches[id] = m;
+      else if (why != "-") out.refused.push_back(why);
+    }
+  }
+  if (matches.empty()) {
+    out.graph = graph;
+    out.outputs = outputs;
+    return out;
+  }
+  Graph& g = out.graph;
+  for (const std::string& d : graph.dim_names()) g.dim(d);
+  std::vector<NodeId> to(graph.size(), -1);
+  auto moved = [&](const Edge& e) { return Edge{to[static_cast<size_t>(e.node)], e.view}; };
+  for (NodeId id = 0; id < static_cast<NodeId>(graph.size()); ++id) {
+    const Node& node = graph.node(id);
+    auto it = matches.find(id);
+    if (it == matches.end()) {
+      Node copy = node;
+      for (Edge& e : copy.inputs) e = moved(e);
+      to[static_cast<size_t>(id)] = g.add(std::move(copy));
+      continue;
+    }
+    const Match& m = it->second;
+    const Node& prod = graph.node(node.inputs[0].node);
+    Edge xe = moved(prod.inputs[1 - m.weight_operand]);
+    Tensor x = Tensor(&g, xe.node, xe.view);
+    int n_axis = static_cast<int>(x.rank()) - 2;
+    x = x.slice(n_axis, Expr(0), Expr(1));  // [.., m, 1, K]: the activation does not vary along n
+    Tensor result = int8_contraction(g, x, m);
+    if (!(result.view().is_contiguous()) || result.shape() != node.shape) {
+      fail("int8 dot products: the rewrite of '", m.base, "' gave ", to_string(result.shape()), " for ", to_string(node.shape),
+           " (internal error)");
+    }
+    to[static_cast<size_t>(id)] = result.node_id();
+    out.rewritten.push_back(m.base + " (" + m.format.name() + ")");
+  }
+  for (const NamedOutput& o : graph.outputs()) g.mark_output(Tensor(&g, to[static_cast<size_t>(o.edge.node)], o.edge.view), o.name);
+  for (const StateUpdate& u : graph.updates()) {
+    Edge v = moved(u.value);
+    g.assign(Tensor(&g, to[static_cast<size_t>(u.state)], u.view), Tensor(&g, v.node, v.view));
+  }
+  for (const DimConstraint& c : graph.constraints()) g.require(c.condition, c.message);
+  for (const Edge& e : outputs) out.outputs.push_back(moved(e));
+  return out;
+}
+
+}  // namespace lumen::compiler
