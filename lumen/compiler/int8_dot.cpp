@@ -217,11 +217,24 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
 
 Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
 
-// The activation quantized per block of 32, in the weight's byte order.
+// The sum over t < 4 of the last axis of `v` [.., 4]: one i32 lane of vpdpbusd (or, for the
+// activation's bytes alone, of vpdpbusd with bytes of ones).
+Tensor four_sum(const Tensor& v) {
+  int axis = static_cast<int>(v.rank()) - 1;
+  Tensor sum;
+  for (int t = 0; t < 4; ++t) {
+    Tensor term = v.slice(axis, Expr(t), Expr(t + 1));
+    sum = sum.defined() ? sum.add(term) : term;
+  }
+  return sum.squeeze(axis);
+}
+
+// The activation quantized per block of 32, in the weight's byte order: two
+// kernels (the scales, a row reduction; the bytes, elementwise).
 struct QuantizedActivation {
   Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
-  Tensor sums;   // i32 [lead.., H, Kb / 4]: the sum of each four bytes
-  Tensor scale;  // f32 [lead.., K / 32]: d, rounded to f16
+  Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
+  Tensor scale;  // f32 [lead.., K / 32]: d = max|x| / 127, rounded to f16 (as ggml's block_q8_0 keeps it)
 };
 
 QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
@@ -237,33 +250,32 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   pad_low.back() = {Expr(0), Expr(kBlock)};
   pad_high.back() = {Expr(kBlock), Expr(0)};
   Tensor both = xb.pad(pad_low).add(xb.mul(xb.scalar(-1)).pad(pad_high));  // [.., blocks, 64]: x and -x
-  Tensor amax = both.max_reduce(-1);                                          // max |x| per block
-  Tensor d = amax.mul(amax.scalar(1.0f / 127.0f));
-  Tensor inverse = d.add(d.less_than(d.scalar(1e-30)).cast(DType::F32)).recip();  // 1/d; a block of zeros gets 1
+  // The scale the quants are made with is the one they are multiplied by (ggml rounds d to f16 after
+  // quantizing with the f32 d: a difference of at most 2^-11 of a step).
+  Tensor amax = both.max_reduce(-1);  // max |x| per block
+  Tensor d = amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32).contiguous();
+  // 1/max(d, 1e-30) (a block of zeros quantizes to zeros either way).
+  Tensor inverse = d.add(d.less_than(d.scalar(1e-30)).cast(DType::F32).mul(d.scalar(1e-30))).recip();
   Tensor t = xb.mul(inverse.unsqueeze(-1));
   // round half away from zero (roundf): truncate t + 0.5 - [t < 0]
   Tensor rounded = t.add(t.scalar(0.5)).add(t.less_than(t.scalar(0)).cast(DType::F32).mul(t.scalar(-1)));
-  Tensor q = rounded.cast(DType::I8);  // |q| <= 127
+  Tensor q = rounded.cast(DType::I8);  // |q| <= 127 (|x| / d <= 127 up to d's rounding; the cast saturates)
   Tensor ordered;
-  int64_t h = 1, kb = k;
   if (f.form == Form::Nibbles) {
-    h = 2;
-    kb = k / 2;
     // [.., K] as [.., K / 2half, 2, half] -> [.., 2, K / 2half, half]: the low quants of every group, then the high.
     Tensor g = q.reshape(with({k / (2 * f.half), 2, f.half}));
     std::vector<int> order;
     for (size_t i = 0; i < lead.size(); ++i) order.push_back(static_cast<int>(i));
     int at = static_cast<int>(lead.size());
     order.insert(order.end(), {at + 1, at, at + 2});
-    ordered = g.permute(order).reshape(with({2, kb}));
+    ordered = g.permute(order).reshape(with({2, k / 2}));
   } else {
-    ordered = q.reshape(with({1, kb}));
+    ordered = q.reshape(with({1, k}));
   }
-  QuantizedActivation out;
-  out.bytes = ordered.contiguous();
-  out.sums = out.bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32).sum_reduce(-1).contiguous();
-  out.scale = d.cast(DType::F16).cast(DType::F32).contiguous();
-  return out;
+  Tensor bytes = ordered.contiguous();
+  int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
+  Tensor sums = four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)).contiguous();
+  return QuantizedActivation{bytes, sums, d};
 }
 
 // Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
@@ -287,54 +299,53 @@ Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t 
   return t.reshape(with({nb, 1})).expand(with({nb, lanes})).reshape(with({nb * lanes}));
 }
 
-// out[.., m, n] of the match, from the activation x [.., m, 1, K].
-Tensor int8_contraction(Graph& g, const Tensor& x, const Match& m) {
+// out[.., m, n] of the match, from the activation x [.., m, 1, K] quantized as `a`.
+Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, const Match& m) {
   const Format& f = m.format;
   const int64_t k = m.k, n = m.n;
   const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
-  QuantizedActivation a = quantize(x, f, k);
-  const size_t lead = x.rank() - 1;  // [.., m, 1]
   auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
-  Tensor wq = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)}).cast(DType::I32);
+  Tensor wbytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)});
+  Tensor wq = wbytes.cast(DType::I32);
   Tensor scales = f32(g.tensor(m.params.scales));  // [N, K/32]
   Tensor mins = m.format.mins ? f32(g.tensor(m.params.mins)) : Tensor();
   const int chains = f.form == Form::Nibbles ? 2 : 1;
-  Tensor total;
+  const bool shared = f.form == Form::Nibbles && f.half == 16;  // Q4_0 / Q4_1: both chains of a group in one block
+  Tensor total, dot, sums;
   auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
-  Tensor dot, sums;  // Q4_0 / Q4_1: the two chains share their block, so one sum
   for (int h = 0; h < chains; ++h) {
     Tensor u;  // the weight quants as unsigned bytes
-    if (f.form == Form::Signed) u = wq.add(number(wq, 128, DType::I32));
-    else if (f.form == Form::Unsigned) u = wq;
-    else if (h == 0) u = wq.mod(number(wq, 16, DType::I32));
-    else {  // the high nibble, floor(byte / 16), exactly (a float below 16)
-      Tensor bytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)}).cast(DType::F32);
-      u = bytes.mul(bytes.scalar(0.0625)).cast(DType::I32);
+    if (f.form == Form::Signed) {
+      u = wq.add(number(wq, 128, DType::I32));
+    } else if (f.form == Form::Unsigned) {
+      u = wq;
+    } else if (h == 0) {
+      u = wq.mod(number(wq, 16, DType::I32));
+    } else {  // the high nibble, floor(byte / 16), exactly (a float below 16)
+      Tensor b = wbytes.cast(DType::F32);
+      u = b.mul(b.scalar(0.0625)).cast(DType::I32);
     }
-    Tensor xq = a.bytes.slice(static_cast<int>(lead), Expr(h), Expr(h + 1)).squeeze(static_cast<int>(lead))
-                    .reshape([&] { Shape s(a.bytes.shape().begin(), a.bytes.shape().begin() + static_cast<long>(lead)); s.push_back(Expr(groups)); s.push_back(Expr(4)); return s; }())
-                    .cast(DType::I32);                 // [.., m, 1, R, 4]
-    Tensor prod = u.mul(xq);                           // [.., m, N, R, 4]
-    int t_axis = static_cast<int>(prod.rank()) - 1;
-    Tensor four;
-    for (int t = 0; t < 4; ++t) add(four, prod.slice(t_axis, Expr(t), Expr(t + 1)));
-    four = four.squeeze(t_axis);  // [.., m, N, R]: one vpdpbusd lane each
-    Tensor s = a.sums.slice(static_cast<int>(lead), Expr(h), Expr(h + 1)).squeeze(static_cast<int>(lead));  // [.., m, 1, R]
-    const bool shared = f.form == Form::Nibbles && f.half == 16;
-    if (shared) {
-      add(dot, four);
-      add(sums, s);
-      if (h == 0) continue;
-    } else {
-      dot = four;
-      sums = s;
-    }
+    Shape xs_shape(a.bytes.shape().begin(), a.bytes.shape().begin() + static_cast<long>(lead));
+    xs_shape.push_back(Expr(groups));
+    xs_shape.push_back(Expr(4));
+    Tensor xq = a.bytes.slice(static_cast<int>(lead), Expr(h), Expr(h + 1))
+                    .squeeze(static_cast<int>(lead))
+                    .reshape(xs_shape)
+                    .cast(DType::I32);              // [.., m, 1, R, 4]
+    Tensor chain = four_sum(u.mul(xq));             // [.., m, N, R]
+    // [.., m, 1, R] expanded to the chain's [.., m, N, R] before any op on it: an op on the
+    // unexpanded sums would be a node read once per n, which fusion materialises (a kernel).
+    Tensor chain_sum = a.sums.slice(static_cast<int>(lead), Expr(h), Expr(h + 1)).squeeze(static_cast<int>(lead)).expand(chain.shape());
+    add(dot, chain);
+    add(sums, chain_sum);
+    if (shared && h == 0) continue;
     int64_t offset = f.form == Form::Signed ? 128 : (f.form == Form::Nibbles && !f.mins) ? 8 : 0;
     Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
-    Tensor dx = per_group(a.scale, f, h, k);                         // [.., m, 1, R]
-    Tensor term = f32(integer).mul(per_group(scales, f, h, k));      // [.., m, N, R]
+    Tensor term = f32(integer).mul(per_group(scales, f, h, k));  // [.., m, N, R]
     if (f.mins) term = term.add(f32(sums).mul(per_group(mins, f, h, k)));
-    add(total, term.mul(dx));
+    add(total, term.mul(per_group(a.scale, f, h, k)));
+    dot = Tensor();
+    sums = Tensor();
   }
   return total.sum_reduce(-1);  // [.., m, N]
 }
@@ -361,6 +372,7 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
   Graph& g = out.graph;
   for (const std::string& d : graph.dim_names()) g.dim(d);
   std::vector<NodeId> to(graph.size(), -1);
+  std::map<std::string, QuantizedActivation> quantized;
   auto moved = [&](const Edge& e) { return Edge{to[static_cast<size_t>(e.node)], e.view}; };
   for (NodeId id = 0; id < static_cast<NodeId>(graph.size()); ++id) {
     const Node& node = graph.node(id);
@@ -377,7 +389,12 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
     Tensor x = Tensor(&g, xe.node, xe.view);
     int n_axis = static_cast<int>(x.rank()) - 2;
     x = x.slice(n_axis, Expr(0), Expr(1));  // [.., m, 1, K]: the activation does not vary along n
-    Tensor result = int8_contraction(g, x, m);
+    // One quantization per activation and byte order (q, k and v read the same normed x).
+    std::string key = std::to_string(x.node_id()) + " " + x.view().to_string() + " " + std::to_string(m.k) + " " +
+                      std::to_string(static_cast<int>(m.format.form)) + " " + std::to_string(m.format.half);
+    auto q = quantized.find(key);
+    if (q == quantized.end()) q = quantized.emplace(key, quantize(x, m.format, m.k)).first;
+    Tensor result = int8_contraction(g, q->second, x.rank() - 1, m);
     if (!(result.view().is_contiguous()) || result.shape() != node.shape) {
       fail("int8 dot products: the rewrite of '", m.base, "' gave ", to_string(result.shape()), " for ", to_string(node.shape),
            " (internal error)");

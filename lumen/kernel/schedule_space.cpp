@@ -156,6 +156,30 @@ double load_count(const Kernel& k) {
 }
 
 // Every load ignores `var` or walks it with unit stride, and one walks it.
+// Whether some reduction walks bytes four at a time (8-bit loads with coefficient 4 on its
+// variable, every other load of it linear with coefficient 0, 1 or 4, or not linear in it: a
+// block's scale r / c): the int8 dot products of lumen/compiler/int8_dot.h, where SIMD lanes
+// along the reduction are lanes of vpdpbusd.
+bool byte_group_reduction(const Kernel& k) {
+  std::map<std::string, bool> bytes, other;  // per reduction variable: a byte load at 4; a load it disqualifies
+  walk_loads(
+      k, [](const Stmt&) {},
+      [&](const ValueNode& load) {
+        auto form = LinearForm::of(load.index);
+        if (!form) return;
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() != ExprKind::Var || term.name().empty() || term.name()[0] != 'r') continue;
+          bool is_byte = load.dtype == DType::I8 || load.dtype == DType::U8;
+          if (is_byte && c == 4) bytes[term.name()] = true;
+          else if (c != 0 && c != 1 && c != 4) other[term.name()] = true;
+        }
+      });
+  for (const auto& [var, found] : bytes) {
+    if (found && !other.count(var)) return true;
+  }
+  return false;
+}
+
 bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
   auto it = strides.find(var);
   if (it == strides.end()) return false;
@@ -284,6 +308,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   for (const auto& [var, coefs] : strides) {
     if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
   }
+  if (!f.unit_reduce && byte_group_reduction(plain.kernel)) f.unit_reduce = true;
   if (NodeId r = outer_reduction_of(graph, node, materialized); r >= 0) {
     const Node& reduction = graph.node(r);
     f.rfactor_extent = known_factor(reduction.inputs[0].view.shape()[static_cast<size_t>(reduction.axis)]);

@@ -95,12 +95,12 @@ std::vector<double> reference_int8(const StoredWeight& w, const Array& x, int64_
     for (int64_t b = 0; b < blocks; ++b) {
       float amax = 0;
       for (int64_t j = 0; j < 32; ++j) amax = std::max(amax, std::abs(static_cast<float>(x.get(m * k + b * 32 + j))));
-      float dd = amax * (1.0f / 127.0f);
-      float inv = dd == 0 ? 1.0f : 1.0f / dd;
-      for (int64_t j = 0; j < 32; ++j) q[static_cast<size_t>(b * 32 + j)] = static_cast<int>(std::round(static_cast<float>(x.get(m * k + b * 32 + j)) * inv));
       Array h(DType::F16, {1});
-      h.set(0, dd);
-      d[static_cast<size_t>(b)] = static_cast<float>(h.get(0));
+      h.set(0, amax * (1.0f / 127.0f));
+      float dd = static_cast<float>(h.get(0));  // lumen quantizes with the f16 d it multiplies by
+      float inv = 1.0f / (dd < 1e-30f ? dd + 1e-30f : dd);
+      for (int64_t j = 0; j < 32; ++j) q[static_cast<size_t>(b * 32 + j)] = static_cast<int>(std::round(static_cast<float>(x.get(m * k + b * 32 + j)) * inv));
+      d[static_cast<size_t>(b)] = dd;
     }
     for (int64_t row = 0; row < n; ++row) {
       double acc = 0;

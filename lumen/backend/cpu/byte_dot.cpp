@@ -23,12 +23,13 @@ using namespace lumen::kernel;
 
 namespace {
 
-enum class ByteForm { Raw, Low, High, Flip, Signed };
+enum class ByteForm { Raw, Low, High, Flip, Ones };  // Ones: no load, bytes of 1 (a sum of the signed bytes alone)
 
 struct ByteRead {
   int buffer = -1;
   Expr base;  // the index at lane 0
   ByteForm form = ByteForm::Raw;
+  Expr valid;  // where the lane reads (1: everywhere; else a mask of the lane: a vector's tail past the end)
 };
 
 bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
@@ -37,11 +38,11 @@ bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number &
 std::optional<ByteRead> byte_load(const Value& v, DType dtype, const Combo& combo,
                                   const std::function<Expr(const Expr&)>& subst) {
   if (v->kind != ValueKind::Load || v->dtype != dtype) return std::nullopt;
-  if (!subst(v->valid).is_const(1)) return std::nullopt;
+  Expr valid = subst(v->valid);
   Expr index = subst(v->index);
   if (lane_stride(index, combo.vl) != std::optional<int64_t>(4)) return std::nullopt;
   std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
-  return ByteRead{v->buffer, simplify(substitute(index, zero)), ByteForm::Raw};
+  return ByteRead{v->buffer, simplify(substitute(index, zero)), ByteForm::Raw, valid};
 }
 
 // i32 of a load of `dtype`.
@@ -53,12 +54,12 @@ std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo,
 std::optional<ByteRead> unsigned_byte(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
   if (auto r = widened(v, DType::U8, combo, subst)) return r;
   if (v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 16)) {
-    if (auto r = widened(v->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Low};
+    if (auto r = widened(v->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Low, r->valid};
   }
   if (v->kind == ValueKind::Binary && v->op == Op::Add && v->dtype == DType::I32) {
     for (int i = 0; i < 2; ++i) {
       if (!is_number(v->args[static_cast<size_t>(1 - i)], 128)) continue;
-      if (auto r = widened(v->args[static_cast<size_t>(i)], DType::I8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Flip};
+      if (auto r = widened(v->args[static_cast<size_t>(i)], DType::I8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Flip, r->valid};
     }
   }
   // i32(f32(byte) · 1/16): the high nibble (a float below 16, truncated)
@@ -69,7 +70,7 @@ std::optional<ByteRead> unsigned_byte(const Value& v, const Combo& combo, const 
         if (!is_number(m->args[static_cast<size_t>(1 - i)], 0.0625)) continue;
         const Value& c = m->args[static_cast<size_t>(i)];
         if (c->kind != ValueKind::Cast || c->dtype != DType::F32) continue;
-        if (auto r = byte_load(c->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::High};
+        if (auto r = byte_load(c->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::High, r->valid};
       }
     }
   }
@@ -111,13 +112,16 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
       }
     }
     if (!p) {
+      if (auto s = widened(t, DType::I8, combo, sub)) p = Product{ByteRead{-1, s->base, ByteForm::Ones, Expr(1)}, *s};
+    }
+    if (!p) {
       others.push_back(t);
       continue;
     }
     bool placed = false;
     for (Group& g : groups) {
       if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer) continue;
-      Expr du = simplify(p->u.base - g.u.base), ds = simplify(p->s.base - g.s.base);
+      Expr ds = simplify(p->s.base - g.s.base), du = p->u.form == ByteForm::Ones ? ds : simplify(p->u.base - g.u.base);
       if (!du.is_const() || !(du == ds) || std::abs(du.value()) > 3) continue;
       g.offsets.push_back(du.value());
       placed = true;
@@ -131,12 +135,31 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     std::sort(o.begin(), o.end());
     if (o.size() != 4 || o[1] != o[0] + 1 || o[2] != o[0] + 2 || o[3] != o[0] + 3) return std::nullopt;
   }
+  // A lane reads its four bytes or none: the masks of a group's terms are the mask of its first
+  // term's lane (masks depend on the lane, not on the byte within it), written as i32 lane masks.
+  std::vector<std::string> masks;
+  for (const Group& g : groups) {
+    for (const ByteRead* r : {&g.u, &g.s}) {
+      if (r->form == ByteForm::Ones || r->valid.is_const(1)) {
+        masks.push_back("");
+        continue;
+      }
+      auto m = mentions(r->valid, combo.vl) ? index_vector(r->valid, combo) : std::nullopt;
+      if (!m) return std::nullopt;
+      masks.push_back(*m);
+    }
+  }
   uses_vectors_ = true;
   Reg acc = emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
+  size_t mask_at = 0;
   for (const Group& g : groups) {
     int64_t first = *std::min_element(g.offsets.begin(), g.offsets.end());
-    auto at = [&](const ByteRead& r) { return "b" + std::to_string(r.buffer) + " + " + printer_.print(simplify(r.base + first)); };
-    std::string u = "lumen_load_bytes(" + at(g.u) + ")";
+    auto load = [&](const ByteRead& r) {
+      const std::string& mask = masks[mask_at++];
+      std::string at = "b" + std::to_string(r.buffer) + " + " + printer_.print(simplify(r.base + first));
+      return mask.empty() ? "lumen_load_bytes(" + at + ")" : "lumen_maskload_i32((const int32_t*)(" + at + "), " + mask + ")";
+    };
+    std::string u = g.u.form == ByteForm::Ones ? (mask_at++, std::string("lumen_splat_i32(0x01010101)")) : load(g.u);
     switch (g.u.form) {
       case ByteForm::Low: u = "lumen_nibbles_low(" + u + ")"; break;
       case ByteForm::High: u = "lumen_nibbles_high(" + u + ")"; break;
@@ -144,7 +167,7 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
       default: break;
     }
     Reg ur = emit("lumen_i32v", u, true, DType::I32, pad);
-    Reg sr = emit("lumen_i32v", "lumen_load_bytes(" + at(g.s) + ")", true, DType::I32, pad);
+    Reg sr = emit("lumen_i32v", load(g.s), true, DType::I32, pad);
     acc = emit("lumen_i32v", "lumen_dot4_u8i8(" + acc.name + ", " + ur.name + ", " + sr.name + ")", true, DType::I32, pad);
   }
   for (const Value& o : others) {
