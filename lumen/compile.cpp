@@ -1,8 +1,10 @@
 #include "lumen/compile.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
+#include "lumen/core/debug_flags.h"
 #include "lumen/core/error.h"
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/backend/cuda/cuda_backend.h"
@@ -114,6 +116,11 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
                   (options.backend == Backend::Cpu && options.search_budget_s > 0 && options.graph_search);
     if (wanted) {
       compiler::Int8DotRewrite r = compiler::int8_dot_products(*copy, edges);
+      if (debug_enabled("int8")) {
+        std::fprintf(stderr, "int8 dot products: %zu contractions rewritten, %zu refused\n", r.rewritten.size(), r.refused.size());
+        for (const std::string& w : r.rewritten) std::fprintf(stderr, "  rewritten: %s\n", w.c_str());
+        for (const std::string& w : r.refused) std::fprintf(stderr, "  refused: %s\n", w.c_str());
+      }
       if (!r.rewritten.empty() && int8 == CompileOptions::Int8Dot::On) {
         copy = std::make_shared<const Graph>(std::move(r.graph));
         edges = r.outputs;

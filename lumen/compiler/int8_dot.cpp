@@ -172,7 +172,7 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
       if (p.q < 0 || p.scales < 0 || !leaves.count(p.q)) continue;
       std::set<NodeId> own{p.q, p.scales};
       if (p.mins >= 0) own.insert(p.mins);
-      if (leaves != own) return base + ": the weight operand reads other inputs";
+      if (leaves != own) continue;  // an activation computed from the weight (an embedding), not a weight
       if (!in.view.is_contiguous() || rank < 3 || s.axis != static_cast<int>(rank) - 1) {
         return base + ": not a sum over the weight's last dim in matmul form";
       }
@@ -217,6 +217,30 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
 
 Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
 
+// `index` along `axis` of a contiguous node's output, read through one strided view (index
+// linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
+// and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
+Tensor linear_slice(const Tensor& contiguous, int axis, int64_t index) {
+  Graph* g = contiguous.graph();
+  if (!contiguous.view().is_contiguous()) fail("int8 dot products: a strided slice of a non-contiguous view (internal error)");
+  const Shape& base = contiguous.shape();  // a contiguous view: its row-major layout is the node's
+  std::vector<Expr> strides(base.size());
+  Expr stride(1);
+  for (size_t d = base.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = simplify(stride * base[d]);
+  }
+  Shape shape;
+  std::vector<Expr> kept;
+  for (size_t d = 0; d < base.size(); ++d) {
+    if (static_cast<int>(d) == axis) continue;
+    shape.push_back(base[d]);
+    kept.push_back(strides[d]);
+  }
+  return Tensor(g, contiguous.node_id(),
+                View::strided(g->node(contiguous.node_id()).shape, shape, kept, simplify(strides[static_cast<size_t>(axis)] * index)));
+}
+
 // The sum over t < 4 of the last axis of `v` [.., 4]: one i32 lane of vpdpbusd (or, for the
 // activation's bytes alone, of vpdpbusd with bytes of ones).
 Tensor four_sum(const Tensor& v) {
@@ -232,7 +256,7 @@ Tensor four_sum(const Tensor& v) {
 // The activation quantized per block of 32, in the weight's byte order: two
 // kernels (the scales, a row reduction; the bytes, elementwise).
 struct QuantizedActivation {
-  Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
+  Tensor bytes;  // i8 [lead.., H, Kb / 4, 4]: H = 2 for nibbles (the low and the high quants of each group)
   Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
   Tensor scale;  // f32 [lead.., K / 32]: d = max|x| / 127, rounded to f16 (as ggml's block_q8_0 keeps it)
 };
@@ -272,9 +296,11 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   } else {
     ordered = q.reshape(with({1, k}));
   }
-  Tensor bytes = ordered.contiguous();
+  // Stored as [.., H, R, 4] (and the sums as [.., H, R]) so that the dot kernel reads them through
+  // slices alone: its index stays linear in the group r where a vector overhangs R.
   int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
-  Tensor sums = four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)).contiguous();
+  Tensor bytes = ordered.reshape(with({h, kb / 4, 4})).contiguous();
+  Tensor sums = four_sum(bytes.cast(DType::I32)).contiguous();
   return QuantizedActivation{bytes, sums, d};
 }
 
@@ -325,17 +351,11 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
       Tensor b = wbytes.cast(DType::F32);
       u = b.mul(b.scalar(0.0625)).cast(DType::I32);
     }
-    Shape xs_shape(a.bytes.shape().begin(), a.bytes.shape().begin() + static_cast<long>(lead));
-    xs_shape.push_back(Expr(groups));
-    xs_shape.push_back(Expr(4));
-    Tensor xq = a.bytes.slice(static_cast<int>(lead), Expr(h), Expr(h + 1))
-                    .squeeze(static_cast<int>(lead))
-                    .reshape(xs_shape)
-                    .cast(DType::I32);              // [.., m, 1, R, 4]
+    Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h).cast(DType::I32);  // [.., m, 1, R, 4]
     Tensor chain = four_sum(u.mul(xq));             // [.., m, N, R]
     // [.., m, 1, R] expanded to the chain's [.., m, N, R] before any op on it: an op on the
     // unexpanded sums would be a node read once per n, which fusion materialises (a kernel).
-    Tensor chain_sum = a.sums.slice(static_cast<int>(lead), Expr(h), Expr(h + 1)).squeeze(static_cast<int>(lead)).expand(chain.shape());
+    Tensor chain_sum = linear_slice(a.sums, static_cast<int>(lead), h).expand(chain.shape());
     add(dot, chain);
     add(sums, chain_sum);
     if (shared && h == 0) continue;

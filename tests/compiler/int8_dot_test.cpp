@@ -160,7 +160,8 @@ class Int8Dot : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
   const Case c = GetParam();
-  const int64_t n = 37, k = 192, rows = 3;  // n odd: a last row tile that overhangs
+  const int64_t n = std::getenv("INT8_N") ? std::atoll(std::getenv("INT8_N")) : 37, k = std::getenv("INT8_K") ? std::atoll(std::getenv("INT8_K")) : 192;
+  const int64_t rows = std::getenv("INT8_ROWS") ? std::atoll(std::getenv("INT8_ROWS")) : 3;  // n odd: a last row tile that overhangs
   StoredWeight w = random_weight(c.format, n, k, 7);
   auto l = quantized_linear(w, rows, 11);
   compiler::Int8DotRewrite r = compiler::int8_dot_products(l->g, outputs_of(l->g));

@@ -34,13 +34,78 @@ struct ByteRead {
 
 bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
 
+// Whether `valid` implies 0 <= a < e, checked on every point of the (few) variables involved.
+bool implies_below(const Expr& valid, const Expr& a, int64_t e) {
+  std::vector<Expr> vars = expr_vars(a);
+  for (const Expr& v : expr_vars(valid)) {
+    if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
+  }
+  double points = 1;
+  for (const Expr& v : vars) points *= static_cast<double>(v.hi() - v.lo() + 1);
+  if (points > 4096) return false;
+  Bindings at;
+  std::function<bool(size_t)> all = [&](size_t i) -> bool {
+    if (i == vars.size()) {
+      if (evaluate(valid, at) == 0) return true;
+      int64_t x = evaluate(a, at);
+      return x >= 0 && x < e;
+    }
+    for (int64_t x = vars[i].lo(); x <= vars[i].hi(); ++x) {
+      at[vars[i].name()] = x;
+      if (!all(i + 1)) return false;
+    }
+    return true;
+  };
+  return all(0);
+}
+
+// A reduction's vector overhanging its end reads r % E (and r / E) under the mask r < E: where
+// the mask holds that is r (and 0). The index with such wraps removed, if each is proven so.
+}  // namespace
+
+std::optional<Expr> unwrap_overhang(const Expr& index, const Expr& valid, const Expr& vl) {
+  if (valid.is_const(1)) return std::nullopt;
+  bool ok = true;
+  std::function<Expr(const Expr&)> walk = [&](const Expr& e) -> Expr {
+    if (!ok || !e.defined() || !mentions(e, vl)) return e;
+    switch (e.kind()) {
+      case ExprKind::Add:
+      case ExprKind::Mul: return make_binary(e.kind(), walk(e.a()), walk(e.b()));
+      case ExprKind::Mod:
+      case ExprKind::Div: {
+        Expr a = simplify(walk(e.a()));
+        if (!e.b().is_const() || !mentions(a, vl)) return make_binary(e.kind(), a, e.b());
+        if (!implies_below(valid, a, e.b().value())) return make_binary(e.kind(), a, e.b());  // a digit of the lane: kept
+        return e.kind() == ExprKind::Mod ? a : Expr(0);
+      }
+      default: return e;
+    }
+  };
+  Expr out = simplify(walk(index));
+  if (!ok || out == simplify(index)) return std::nullopt;
+  return out;
+}
+
+namespace {
+
 // A load of one byte per lane at lane stride 4, always valid.
 std::optional<ByteRead> byte_load(const Value& v, DType dtype, const Combo& combo,
                                   const std::function<Expr(const Expr&)>& subst) {
   if (v->kind != ValueKind::Load || v->dtype != dtype) return std::nullopt;
   Expr valid = subst(v->valid);
   Expr index = subst(v->index);
-  if (lane_stride(index, combo.vl) != std::optional<int64_t>(4)) return std::nullopt;
+  if (lane_stride(index, combo.vl) != std::optional<int64_t>(4)) {
+    // A vector overhanging the reduction's end reads through min(r, R - 1): its lanes past the end
+    // read nothing (masked: 0, so their products add nothing).
+    if (auto u = unclamp(index, combo.vl); u && lane_stride(u->index, combo.vl) == std::optional<int64_t>(4)) {
+      index = u->index;
+      valid = simplify(logical_and(valid, u->in_bounds));
+    } else if (auto w = unwrap_overhang(index, valid, combo.vl); w && lane_stride(*w, combo.vl) == std::optional<int64_t>(4)) {
+      index = *w;
+    } else {
+      return std::nullopt;
+    }
+  }
   std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
   return ByteRead{v->buffer, simplify(substitute(index, zero)), ByteForm::Raw, valid};
 }
@@ -180,8 +245,19 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
 std::optional<Reg> KernelWriter::repeated_load(const Value& v, const Combo& combo, const std::string& pad) {
   if (!combo.vector || v->kind != ValueKind::Load) return std::nullopt;
   if (v->dtype != DType::F32 && v->dtype != DType::F16) return std::nullopt;
-  if (!subst(v->valid, combo).is_const(1)) return std::nullopt;
+  Expr valid = subst(v->valid, combo);
   Expr index = subst(v->index, combo);
+  if (auto u = unclamp(index, combo.vl)) {  // a vector overhanging the end: the lanes past it read nothing
+    index = u->index;
+    valid = simplify(logical_and(valid, u->in_bounds));
+  } else if (!valid.is_const(1)) {
+    if (auto w = unwrap_overhang(index, valid, combo.vl)) index = *w;
+  }
+  std::optional<std::string> mask;
+  if (!valid.is_const(1)) {
+    mask = mentions(valid, combo.vl) ? index_vector(valid, combo) : std::nullopt;
+    if (!mask) return std::nullopt;
+  }
   std::unordered_map<Expr, Expr, ExprHash> at{{combo.vl, Expr(0)}};
   Expr base = simplify(substitute(index, at));
   int64_t c = 0;
@@ -194,9 +270,10 @@ std::optional<Reg> KernelWriter::repeated_load(const Value& v, const Combo& comb
   }
   if (c != 2 && c != 4 && c != 8) return std::nullopt;
   uses_vectors_ = true;
-  std::string f = v->dtype == DType::F32 ? "lumen_load_f32_rep<" : "lumen_load_f16_rep<";
-  return emit("lumen_f32v", f + std::to_string(c) + ">(b" + std::to_string(v->buffer) + " + " + printer_.print(base) + ")", true,
-              v->dtype, pad);
+  std::string f = v->dtype == DType::F32 ? "lumen_load_f32_rep" : "lumen_load_f16_rep";
+  std::string at_base = "b" + std::to_string(v->buffer) + " + " + printer_.print(base);
+  if (mask) return emit("lumen_f32v", f + "_masked<" + std::to_string(c) + ">(" + at_base + ", " + *mask + ")", true, v->dtype, pad);
+  return emit("lumen_f32v", f + "<" + std::to_string(c) + ">(" + at_base + ")", true, v->dtype, pad);
 }
 
 }  // namespace lumen::cpu

@@ -284,7 +284,61 @@ inline lumen_f32v lumen_load_f16_rep(const uint16_t* p) {
   for (int i = 0; i < LANES; ++i) r[i] = lumen_f16_to_f32(p[i / C]);
   return r;
 }
+// The same where lanes may be past a row's end (mask lane 0): an element is read only
+// where the first lane it feeds is in bounds (masks of a row's end are prefixes).
+template <int C>
+inline lumen_f32v lumen_load_f32_rep_masked(const float* p, lumen_i32v m) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = m[i / C * C] ? p[i / C] : 0.0f;
+  return r;
+}
+template <int C>
+inline lumen_f32v lumen_load_f16_rep_masked(const uint16_t* p, lumen_i32v m) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = m[i / C * C] ? lumen_f16_to_f32(p[i / C]) : 0.0f;
+  return r;
+}
 #if LANES == 16 && defined(__AVX512F__)
+// Bit e set where lane e·C of the mask is.
+template <int C>
+inline unsigned lumen_rep_element_mask(lumen_i32v m) {
+  unsigned lanes = _mm512_test_epi32_mask((__m512i)m, (__m512i)m), out = 0;
+  for (int e = 0; e < 16 / C; ++e) out |= ((lanes >> (e * C)) & 1u) << e;
+  return out;
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<2>(const float* p, lumen_i32v m) {
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                                           _mm512_castps256_ps512(_mm256_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<2>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<4>(const float* p, lumen_i32v m) {
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
+                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<4>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<8>(const float* p, lumen_i32v m) {
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
+                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<8>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<2>(const uint16_t* p, lumen_i32v m) {
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<2>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<4>(const uint16_t* p, lumen_i32v m) {
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<4>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<8>(const uint16_t* p, lumen_i32v m) {
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<8>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
 inline __m512i lumen_rep_index(int c) {
   return _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), __builtin_ctz(c));
 }
@@ -303,7 +357,9 @@ template <>
 inline lumen_f32v lumen_load_f16_rep<4>(const uint16_t* p) { return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(4), lumen_f16x8_to_f32(_mm_loadl_epi64((const __m128i*)p))); }
 template <>
 inline lumen_f32v lumen_load_f16_rep<8>(const uint16_t* p) {
-  return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(8), lumen_f16x8_to_f32(_mm_cvtsi32_si128(*(const int32_t*)p)));
+  int32_t two;
+  memcpy(&two, p, sizeof two);
+  return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(8), lumen_f16x8_to_f32(_mm_cvtsi32_si128(two)));
 }
 #endif
 

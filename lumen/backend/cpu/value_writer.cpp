@@ -395,6 +395,9 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
           index = u->index;  // lanes past the clamp read nothing (masked) and are never stored
           valid = simplify(logical_and(valid, u->in_bounds));
           stride = 1;
+        } else if (auto w = unwrap_overhang(index, valid, combo.vl); w && lane_stride(*w, combo.vl) == std::optional<int64_t>(1)) {
+          index = *w;  // a reduction's overhanging vector: masked lanes read nothing
+          stride = 1;
         }
       }
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);

@@ -28,6 +28,11 @@ struct Reg {
   DType dtype = DType::F32;
 };
 
+// A reduction's vector overhanging its end reads r % E (and r / E) under the mask r < E; where
+// the mask holds that is r (and 0). `index` without such wraps, each proven by enumerating the
+// variables involved (byte_dot.cpp); nothing where one cannot be.
+std::optional<Expr> unwrap_overhang(const Expr& index, const Expr& valid, const Expr& vl);
+
 // The unrolled lane variables in effect, and the SIMD lane if any.
 struct LaneState {
   std::vector<Expr> vars;        // unrolled (including vector chunks)
