@@ -217,6 +217,17 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
 
 Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
 
+// `t` in a buffer of its own: a Contiguous node even where its view is contiguous already (fusion
+// always materialises those; Tensor::contiguous() would return `t` itself).
+Tensor materialized(const Tensor& t) {
+  Node n;
+  n.op = Op::Contiguous;
+  n.dtype = t.dtype();
+  n.shape = t.shape();
+  n.inputs = {t.edge()};
+  return t.graph()->tensor(t.graph()->add(std::move(n)));
+}
+
 // `index` along `axis` of a contiguous node's output, read through one strided view (index
 // linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
 // and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
@@ -277,7 +288,7 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // The scale the quants are made with is the one they are multiplied by (ggml rounds d to f16 after
   // quantizing with the f32 d: a difference of at most 2^-11 of a step).
   Tensor amax = both.max_reduce(-1);  // max |x| per block
-  Tensor d = amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32).contiguous();
+  Tensor d = materialized(amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32));
   // 1/max(d, 1e-30) (a block of zeros quantizes to zeros either way).
   Tensor inverse = d.add(d.less_than(d.scalar(1e-30)).cast(DType::F32).mul(d.scalar(1e-30))).recip();
   Tensor t = xb.mul(inverse.unsqueeze(-1));
@@ -299,8 +310,8 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // Stored as [.., H, R, 4] (and the sums as [.., H, R]) so that the dot kernel reads them through
   // slices alone: its index stays linear in the group r where a vector overhangs R.
   int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
-  Tensor bytes = ordered.reshape(with({h, kb / 4, 4})).contiguous();
-  Tensor sums = four_sum(bytes.cast(DType::I32)).contiguous();
+  Tensor bytes = materialized(ordered.reshape(with({h, kb / 4, 4})));
+  Tensor sums = materialized(four_sum(bytes.cast(DType::I32)));
   return QuantizedActivation{bytes, sums, d};
 }
 

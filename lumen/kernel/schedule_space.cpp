@@ -458,7 +458,8 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   // 11008 from a numpy array, 2 threads: 5.67 -> 5.48 ms). On one thread too.
   bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || (k.rows > 1 && f.reads_parameter)) && k.reduce_lanes > 1 &&
                             k.rfactor == 1;
-  if (rows_of_reductions && f.work >= (1 << 20)) k.prefetch = 2;
+  // (Integer dot products over weight bytes count few ops for the bytes they read: their loads decide.)
+  if (rows_of_reductions && (f.work >= (1 << 20) || (f.reads_parameter && k.rows > 1 && f.loads >= (1 << 16)))) k.prefetch = 2;
   return k;
 }
 

@@ -7,7 +7,9 @@
 // 16-bit multiply-add fallback), see tests/CMakeLists.txt.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -188,6 +190,20 @@ TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
   for (const auto& [name, a] : l->inputs) p.set(name, a);
   p.run();
   EXPECT_LT(max_relative(values(int8_ref), p.get("y")), 1e-5);
+  if (std::getenv("INT8_TIME")) {  // a manual A/B: the f32 program against the int8 one, interleaved
+    compiler::CompileResult f32c = compiler::compile(l->g, outputs_of(l->g), o, cpu::CpuBackend::shared());
+    Program f(std::make_shared<const Graph>(l->g), {{"y", outputs_of(l->g)[0]}},
+              std::make_unique<CompiledExecutor>(std::move(f32c.program)));
+    for (const auto& [name, a] : l->inputs) f.set(name, a);
+    for (int rep = 0; rep < 3; ++rep) {
+      for (Program* q : {&f, &p}) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 200; ++i) q->run();
+        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200;
+        std::printf("%s: %.1f us per run\n", q == &f ? "f32 dequant" : "int8 dot   ", us);
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Int8Dot,

@@ -476,6 +476,14 @@ void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const st
     if (x->kind == ValueKind::Load) {
       Expr index = subst(x->index, combo);
       auto stride = lane_stride(index, combo.vl);
+      if (!stride) {  // a reduction's vector overhanging its end
+        if (auto w = unwrap_overhang(index, subst(x->valid, combo), combo.vl)) {
+          index = *w;
+          stride = lane_stride(index, combo.vl);
+        }
+      }
+      // Bytes read four a lane (int8 dot products) walk their row as contiguously as floats.
+      if (stride && *stride == 4 && (x->dtype == DType::I8 || x->dtype == DType::U8)) stride = 1;
       Expr row;
       for (const Expr& l : loops) {
         if (mentions(index, l)) row = l;
