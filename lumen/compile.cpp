@@ -7,6 +7,7 @@
 #include "lumen/core/debug_flags.h"
 #include "lumen/core/error.h"
 #include "lumen/backend/cpu/cpu_backend.h"
+#include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cuda/cuda_backend.h"
 #ifdef LUMEN_HAVE_OPENCL
 #include "lumen/backend/opencl/opencl_backend.h"
@@ -111,6 +112,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
   for (const NamedOutput& o : named) edges.push_back(o.edge);
   const CompileOptions::Int8Dot int8 = int8_dot_mode(options);
   compiler::GraphSearchOptions graph_search_options;
+  std::string int8_note;  // for program.report()
   if (int8 != CompileOptions::Int8Dot::Off) {
     bool wanted = int8 == CompileOptions::Int8Dot::On ||
                   (options.backend == Backend::Cpu && options.search_budget_s > 0 && options.graph_search);
@@ -120,6 +122,13 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
         std::fprintf(stderr, "int8 dot products: %zu contractions rewritten, %zu refused\n", r.rewritten.size(), r.refused.size());
         for (const std::string& w : r.rewritten) std::fprintf(stderr, "  rewritten: %s\n", w.c_str());
         for (const std::string& w : r.refused) std::fprintf(stderr, "  refused: %s\n", w.c_str());
+      }
+      if (!r.rewritten.empty()) {
+        const cpu::Isa& isa = cpu::host_isa();
+        int8_note = "int8 dot products: " + std::to_string(r.rewritten.size()) + " contractions of quantized weights " +
+                    (int8 == CompileOptions::Int8Dot::On ? "rewritten" : "rewritten in a graph-search candidate") +
+                    (options.backend != Backend::Cpu ? "" : isa.avx512vnni ? " (vpdpbusd, AVX512-VNNI)"
+                                                            : " (no AVX512-VNNI here: exact 16-bit multiply-adds)") + "\n";
       }
       if (!r.rewritten.empty() && int8 == CompileOptions::Int8Dot::On) {
         copy = std::make_shared<const Graph>(std::move(r.graph));
@@ -157,6 +166,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       }
       compiler::CompileResult compiled = compiler::compile_with_graph_search(*copy, edges, cpu, backend_object(options.backend),
                                                                              check, graph_search_options);
+      compiled.program.report = int8_note + compiled.program.report;
       return Program(copy, named, std::make_unique<CompiledExecutor>(std::move(compiled.program)));
     }
   }
