@@ -18,6 +18,7 @@
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/interp/interpreter.h"
 #include "lumen/compiler/compiler.h"
+#include "lumen/compile.h"
 #include "lumen/compiler/int8_dot.h"
 #include "lumen/core/tensor.h"
 #include "lumen/io/weight_store.h"
@@ -292,6 +293,28 @@ TEST(Int8DotRewrite, LeavesOtherGraphsAlone) {
     ASSERT_EQ(r.refused.size(), 1u);
     EXPECT_NE(r.refused[0].find("[n, k]"), std::string::npos) << r.refused[0];
   }
+}
+
+// With a search budget (Int8Dot::Auto), the rewritten program is a graph-search candidate:
+// checked within the stated relative RMS against the f32 program, timed, and chosen only if faster.
+TEST(Int8DotSearch, IsACandidateTheGraphSearchMeasures) {
+  StoredWeight w = random_weight(WeightFormat::Q4_1, 512, 512, 9);
+  auto l = quantized_linear(w, 1, 4);
+  CompileOptions o;
+  o.search_budget_s = 0.5;
+  o.tuning_cache = false;
+  Program p = compile(l->g, {l->y}, o);
+  std::string report = p.report();
+  EXPECT_NE(report.find("int8 dot products: 1 contractions of quantized weights rewritten in a graph-search candidate"),
+            std::string::npos) << report;
+  auto at = report.find("(int8 dot products (1 contractions), changes numerics");
+  ASSERT_NE(at, std::string::npos) << report;
+  std::string line = report.substr(at, report.find('\n', at) - at);
+  EXPECT_EQ(line.find("rejected"), std::string::npos) << line;  // it passed the approximate check
+  EXPECT_NE(line.find(" ms"), std::string::npos) << line;       // and was timed
+  // Off: no candidate.
+  o.int8_dot = CompileOptions::Int8Dot::Off;
+  EXPECT_EQ(compile(l->g, {l->y}, o).report().find("int8 dot products"), std::string::npos);
 }
 
 }  // namespace
