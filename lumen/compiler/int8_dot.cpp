@@ -231,7 +231,7 @@ Tensor materialized(const Tensor& t) {
 // `index` along `axis` of a contiguous node's output, read through one strided view (index
 // linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
 // and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
-Tensor linear_slice(const Tensor& contiguous, int axis, int64_t index) {
+Tensor linear_slice(const Tensor& contiguous, int axis, int64_t index, int64_t split_last = 0) {
   Graph* g = contiguous.graph();
   if (!contiguous.view().is_contiguous()) fail("int8 dot products: a strided slice of a non-contiguous view (internal error)");
   const Shape& base = contiguous.shape();  // a contiguous view: its row-major layout is the node's
@@ -247,6 +247,13 @@ Tensor linear_slice(const Tensor& contiguous, int axis, int64_t index) {
     if (static_cast<int>(d) == axis) continue;
     shape.push_back(base[d]);
     kept.push_back(strides[d]);
+  }
+  if (split_last > 0) {  // the last dim read as [last / split_last, split_last]
+    Expr last = shape.back();
+    shape.back() = simplify(last / split_last);
+    shape.push_back(Expr(split_last));
+    kept.back() = Expr(split_last);
+    kept.push_back(Expr(1));
   }
   return Tensor(g, contiguous.node_id(),
                 View::strided(g->node(contiguous.node_id()).shape, shape, kept, simplify(strides[static_cast<size_t>(axis)] * index)));
@@ -267,7 +274,7 @@ Tensor four_sum(const Tensor& v) {
 // The activation quantized per block of 32, in the weight's byte order: two
 // kernels (the scales, a row reduction; the bytes, elementwise).
 struct QuantizedActivation {
-  Tensor bytes;  // i8 [lead.., H, Kb / 4, 4]: H = 2 for nibbles (the low and the high quants of each group)
+  Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
   Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
   Tensor scale;  // f32 [lead.., K / 32]: d = max|x| / 127, rounded to f16 (as ggml's block_q8_0 keeps it)
 };
@@ -310,8 +317,8 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // Stored as [.., H, R, 4] (and the sums as [.., H, R]) so that the dot kernel reads them through
   // slices alone: its index stays linear in the group r where a vector overhangs R.
   int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
-  Tensor bytes = materialized(ordered.reshape(with({h, kb / 4, 4})));
-  Tensor sums = materialized(four_sum(bytes.cast(DType::I32)));
+  Tensor bytes = materialized(ordered.reshape(with({h, kb})));  // a last dim of Kb: SIMD stores
+  Tensor sums = materialized(four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)));
   return QuantizedActivation{bytes, sums, d};
 }
 
@@ -362,7 +369,7 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
       Tensor b = wbytes.cast(DType::F32);
       u = b.mul(b.scalar(0.0625)).cast(DType::I32);
     }
-    Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h).cast(DType::I32);  // [.., m, 1, R, 4]
+    Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h, 4).cast(DType::I32);  // [.., m, 1, R, 4]
     Tensor chain = four_sum(u.mul(xq));             // [.., m, N, R]
     // [.., m, 1, R] expanded to the chain's [.., m, N, R] before any op on it: an op on the
     // unexpanded sums would be a node read once per n, which fusion materialises (a kernel).

@@ -318,7 +318,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   std::string last_var = "i" + std::to_string(rank - 1);
   const Expr& last = n.shape.back();
   int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
-  bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
+  // (i8 outputs too: a quantized activation's bytes, stored 16 lanes at a time.)
+  bool last_ok = (f.f32 || n.dtype == DType::I8) && last_factor > 0 && last_factor % f.lanes == 0;
   // A dynamic last dim the lanes may not divide (a row of past + 1 scores) is SIMD too: its last
   // vector overhangs the row's end, masked.
   bool overhangs = f.f32 && !last.is_const() && !last_ok;

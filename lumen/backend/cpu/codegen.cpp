@@ -522,6 +522,14 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
       return;
     }
   }
+  if (stride && *stride == 1 && storage == DType::I8 && !is_float(r.dtype) && r.dtype != DType::Bool) {
+    // i8 lanes (a quantized activation): saturated to bytes, as a scalar store's cast would.
+    Reg v = splat(r, pad);
+    std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+    out_ << pad << "lumen_store_i8(" << buffer << " + " << printer_.print(simplify(substitute(index, zero))) << ", " << v.name
+         << ");\n";
+    return;
+  }
   if (unit_stride) {
     Reg v = splat(r, pad);
     // Row kernels that prefetch their reads also start the stores' line

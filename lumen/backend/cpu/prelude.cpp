@@ -238,6 +238,17 @@ inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {  // NaN-propagating
   return a != a ? a : r;
 }
 #endif
+// i32 lanes saturated to i8 (as lumen_sat_i8), and stored as bytes.
+inline lumen_i32v lumen_sat_i8v(lumen_i32v v) {
+  v = v < -128 ? lumen_splat_i32(-128) : v;
+  return v > 127 ? lumen_splat_i32(127) : v;
+}
+#if LANES == 16 && defined(__AVX512F__)
+inline void lumen_store_i8(int8_t* p, lumen_i32v v) { _mm_storeu_si128((__m128i*)p, _mm512_cvtsepi32_epi8((__m512i)v)); }
+#else
+inline void lumen_store_i8(int8_t* p, lumen_i32v v) { for (int i = 0; i < LANES; ++i) p[i] = (int8_t)lumen_sat_i8(v[i]); }
+#endif
+
 // ---- byte dot products (int8 quantized matrix-vector products) ----
 // A vector's bytes: lane i holds bytes 4i..4i+3 (little endian).
 inline lumen_i32v lumen_load_bytes(const void* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
@@ -300,45 +311,13 @@ inline lumen_f32v lumen_load_f16_rep_masked(const uint16_t* p, lumen_i32v m) {
 }
 #if LANES == 16 && defined(__AVX512F__)
 // Bit e set where lane e·C of the mask is.
+// (Masks of a row's end are prefixes of n lanes: elements 0 .. ceil(n / C) - 1.)
 template <int C>
 inline unsigned lumen_rep_element_mask(lumen_i32v m) {
-  unsigned lanes = _mm512_test_epi32_mask((__m512i)m, (__m512i)m), out = 0;
-  for (int e = 0; e < 16 / C; ++e) out |= ((lanes >> (e * C)) & 1u) << e;
-  return out;
+  unsigned n = (unsigned)__builtin_popcount((unsigned)_mm512_test_epi32_mask((__m512i)m, (__m512i)m));
+  return (1u << ((n + C - 1) / C)) - 1u;
 }
-template <>
-inline lumen_f32v lumen_load_f32_rep_masked<2>(const float* p, lumen_i32v m) {
-  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
-                                           _mm512_castps256_ps512(_mm256_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<2>(m), p)));
-}
-template <>
-inline lumen_f32v lumen_load_f32_rep_masked<4>(const float* p, lumen_i32v m) {
-  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
-                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<4>(m), p)));
-}
-template <>
-inline lumen_f32v lumen_load_f32_rep_masked<8>(const float* p, lumen_i32v m) {
-  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
-                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<8>(m), p)));
-}
-template <>
-inline lumen_f32v lumen_load_f16_rep_masked<2>(const uint16_t* p, lumen_i32v m) {
-  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<2>(m), p);
-  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
-                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
-}
-template <>
-inline lumen_f32v lumen_load_f16_rep_masked<4>(const uint16_t* p, lumen_i32v m) {
-  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<4>(m), p);
-  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
-                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
-}
-template <>
-inline lumen_f32v lumen_load_f16_rep_masked<8>(const uint16_t* p, lumen_i32v m) {
-  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<8>(m), p);
-  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
-                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
-}
+inline bool lumen_all_lanes(lumen_i32v m) { return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0xffff; }
 inline __m512i lumen_rep_index(int c) {
   return _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), __builtin_ctz(c));
 }
@@ -360,6 +339,45 @@ inline lumen_f32v lumen_load_f16_rep<8>(const uint16_t* p) {
   int32_t two;
   memcpy(&two, p, sizeof two);
   return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(8), lumen_f16x8_to_f32(_mm_cvtsi32_si128(two)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<2>(const float* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f32_rep<2>(p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                                           _mm512_castps256_ps512(_mm256_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<2>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<4>(const float* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f32_rep<4>(p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
+                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<4>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<8>(const float* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f32_rep<8>(p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
+                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<8>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<2>(const uint16_t* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f16_rep<2>(p);
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<2>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<4>(const uint16_t* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f16_rep<4>(p);
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<4>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<8>(const uint16_t* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f16_rep<8>(p);
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<8>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
 }
 #endif
 

@@ -470,6 +470,7 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       if (from == DType::Bool) return emit(type, a + " & 1", true, to, pad);
       if (to == DType::I32 && is_storage_only(from)) return Reg{a, true, to};  // already widened on load
       if (from == DType::F32 && to == DType::I32) return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
+      if (from == DType::F32 && to == DType::I8) return emit(type, "lumen_sat_i8v(lumen_f2iv(" + a + "))", true, to, pad);
       return lanewise(v, combo, pad);
     }
     case ValueKind::Select: {
