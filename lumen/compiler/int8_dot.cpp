@@ -18,6 +18,7 @@ namespace lumen::compiler {
 namespace {
 
 constexpr int64_t kBlock = 32;  // elements per scale: the formats rewritten here
+constexpr double kMaxRows = 8;   // activation rows of a contraction rewritten (decode: 1)
 
 // How a weight's quants sit in its byte array.
 enum class Form {
@@ -194,6 +195,15 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
       }
       const Edge& xe = prod.inputs[1 - operand];
       if (g.node(xe.node).dtype != DType::F32) return base + ": the activation is not f32";
+      // Matrix-vector products only (decode): the int8 kernels are row kernels; a matrix product (prefill)
+      // keeps its tiled f32 kernel.
+      double rows = 1;
+      for (size_t d = 0; d + 2 < rank; ++d) {
+        auto e = static_dim(prod.shape[d]);
+        rows = e ? rows * static_cast<double>(*e) : 1e18;
+      }
+      if (rows > kMaxRows) return base + ": " + (rows >= 1e18 ? std::string("a dynamic number of") : std::to_string(static_cast<int64_t>(rows))) +
+                                " rows (matrix products keep their f32 kernels; the int8 kernels are matrix-vector kernels)";
       View::Index xi = xe.view.index(idx);
       auto vars = expr_vars(simplify(xi.index));
       auto vvars = expr_vars(simplify(xi.valid));
@@ -296,8 +306,10 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // quantizing with the f32 d: a difference of at most 2^-11 of a step).
   Tensor amax = both.max_reduce(-1);  // max |x| per block
   Tensor d = materialized(amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32));
-  // 1/max(d, 1e-30) (a block of zeros quantizes to zeros either way).
-  Tensor inverse = d.add(d.less_than(d.scalar(1e-30)).cast(DType::F32).mul(d.scalar(1e-30))).recip();
+  // 1/d. A block of zeros has d = 0: x · (1/d) is 0 · inf = NaN there, and NaN casts to 0 (the
+  // interpreter's and the kernels' cast), the right quant. One op, so that fusion computes it in the
+  // quantizing kernel rather than in a kernel of its own.
+  Tensor inverse = d.recip();
   Tensor t = xb.mul(inverse.unsqueeze(-1));
   // round half away from zero (roundf): truncate t + 0.5 - [t < 0]
   Tensor rounded = t.add(t.scalar(0.5)).add(t.less_than(t.scalar(0)).cast(DType::F32).mul(t.scalar(-1)));

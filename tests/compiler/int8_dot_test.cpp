@@ -101,7 +101,7 @@ std::vector<double> reference_int8(const StoredWeight& w, const Array& x, int64_
       Array h(DType::F16, {1});
       h.set(0, amax * (1.0f / 127.0f));
       float dd = static_cast<float>(h.get(0));  // lumen quantizes with the f16 d it multiplies by
-      float inv = 1.0f / (dd < 1e-30f ? dd + 1e-30f : dd);
+      float inv = dd == 0 ? 0.0f : 1.0f / dd;  // (lumen: 0 · inf = NaN, cast to 0: the same quant)
       for (int64_t j = 0; j < 32; ++j) q[static_cast<size_t>(b * 32 + j)] = static_cast<int>(std::round(static_cast<float>(x.get(m * k + b * 32 + j)) * inv));
       d[static_cast<size_t>(b)] = dd;
     }
