@@ -385,6 +385,8 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
     Tensor chain = four_sum(u.mul(xq));             // [.., m, N, R]
     // [.., m, 1, R] expanded to the chain's [.., m, N, R] before any op on it: an op on the
     // unexpanded sums would be a node read once per n, which fusion materialises (a kernel).
+    // (Summing the bytes in the dot kernel instead, one vpdpbusd with bytes of ones a vector, saves
+    // a kernel an activation: measured on SmolLM2 decode, 5% faster at 2 threads, 8% slower at 1.)
     Tensor chain_sum = linear_slice(a.sums, static_cast<int>(lead), h).expand(chain.shape());
     add(dot, chain);
     add(sums, chain_sum);

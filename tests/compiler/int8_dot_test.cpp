@@ -229,8 +229,13 @@ TEST(Int8DotKernels, UseTheByteDotIdiom) {
   EXPECT_NE(source.find("lumen_dot4_u8i8("), std::string::npos) << source;
   EXPECT_NE(source.find("lumen_nibbles_high("), std::string::npos) << source;
   EXPECT_NE(source.find("lumen_load_f16_rep<4>("), std::string::npos) << source;
-  // The flag that makes lumen_dot4_u8i8 a vpdpbusd follows the CPU.
+  // The flag that makes lumen_dot4_u8i8 a vpdpbusd follows the CPU (LUMEN_ISA=avx512 hides it), and the
+  // feature is part of the backend's fingerprint, so tuning-cache entries do not cross between the two.
   EXPECT_EQ(cpu::host_isa().compiler_flags().find("-mavx512vnni") != std::string::npos, cpu::host_isa().avx512vnni);
+  EXPECT_EQ(cpu::CpuBackend::shared()->fingerprint().find("avx512vnni") != std::string::npos, cpu::host_isa().avx512vnni);
+  if (const char* limit = std::getenv("LUMEN_ISA")) {
+    EXPECT_FALSE(cpu::host_isa().avx512vnni) << limit;
+  }
 }
 
 TEST(Int8DotRewrite, LeavesOtherGraphsAlone) {
@@ -280,6 +285,18 @@ TEST(Int8DotRewrite, LeavesOtherGraphsAlone) {
     EXPECT_TRUE(r.rewritten.empty());
     ASSERT_EQ(r.refused.size(), 1u);
     EXPECT_NE(r.refused[0].find("multiple of 64"), std::string::npos) << r.refused[0];
+  }
+  // A matrix product with a dynamic number of rows (a prefill): its tiled f32 kernel stays.
+  {
+    StoredWeight w = random_weight(WeightFormat::Q4_1, 64, 64, 3);
+    Graph g;
+    Tensor x = g.input("x", {g.dim("seq"), Expr(64)});
+    Tensor weight = io::dequantize(g, "w", w, DType::F32);
+    g.mark_output(x.matmul(weight.transpose(0, 1)), "y");
+    compiler::Int8DotRewrite r = compiler::int8_dot_products(g, outputs_of(g));
+    EXPECT_TRUE(r.rewritten.empty());
+    ASSERT_EQ(r.refused.size(), 1u);
+    EXPECT_NE(r.refused[0].find("dynamic number of rows"), std::string::npos) << r.refused[0];
   }
   // The weight contracted over its first dim (xᵀ-style: x [.., n] · W [n, k]) is not this form.
   {
