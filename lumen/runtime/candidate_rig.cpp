@@ -76,7 +76,10 @@ void CandidateRig::prepare() {
     if (is_reduce(n.op)) elements *= static_cast<double>(evaluate(n.inputs[0].view.shape()[static_cast<size_t>(n.axis)], bindings_));
     steps += elements;
   }
-  if (steps <= kMaxInterpreterSteps) reference_ = interp::Interpreter(*graph_).run(inputs_, outputs_, bindings_);
+  if (steps <= kMaxInterpreterSteps) {
+    reference_ = interp::Interpreter(*graph_).run(inputs_, outputs_, bindings_);
+    interpreted_ = true;
+  }
   prepared_ = true;
 }
 
@@ -130,6 +133,14 @@ void CandidateRig::check_approximately(const backend::CompiledProgram& program, 
   for (NodeId id : graph_->state_ids()) {
     const std::string& name = graph_->node(id).name;
     if (is_float(graph_->node(id).dtype)) check_rms(reference_states_.at(name), inputs.at(name), relative_rms, "state '" + name + "'");
+  }
+  // Where the interpreter ran the original, it runs the candidate's own graph too: the program must
+  // compute what that graph says (its rounding included) within the exact check's tolerance.
+  if (interpreted_ && program.graph) {
+    std::vector<Array> own = interp::Interpreter(*program.graph).run(inputs_, program.outputs, bindings_);
+    for (size_t k = 0; k < got.size() && k < own.size(); ++k) {
+      check_close(own[k], got[k], "output " + std::to_string(k) + " (against the interpreter on the candidate's graph)");
+    }
   }
 }
 

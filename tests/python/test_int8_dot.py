@@ -34,8 +34,8 @@ def model_path(tmp_path_factory):
 
 
 def runner(path, mode, monkeypatch):
-    monkeypatch.setenv("LUMEN_INT8_DOT", mode)
-    return lumen.models.Llama(str(path), capacity=64)
+    monkeypatch.delenv("LUMEN_INT8_DOT", raising=False)  # it would override the argument
+    return lumen.models.Llama(str(path), capacity=64, int8_dot=mode)
 
 
 def greedy(step, first_logits, n):
@@ -50,7 +50,6 @@ def greedy(step, first_logits, n):
 def test_int8_logits_near_f32_path_and_llama_cpp(model_path, qtype, monkeypatch):
     tmp, path = model_path
     f = export_llama(path, tmp / f"m_{qtype}.gguf", qtype)
-    # Each runner is used while its mode is set (programs for new lengths compile on first use).
     # The prompt goes in token by token: decode steps, the matrix-vector products the rewrite
     # takes (a prefill's matrix products keep their f32 kernels).
     f32 = runner(f, "off", monkeypatch)
@@ -89,3 +88,10 @@ def test_int8_off_without_a_search_budget(model_path, monkeypatch):
     f = export_llama(path, tmp / "m_auto.gguf", "q4_1")
     monkeypatch.delenv("LUMEN_INT8_DOT", raising=False)
     assert "int8 dot products" not in lumen.models.Llama(str(f), capacity=64).report()
+
+
+def test_int8_dot_argument_is_checked(model_path):
+    tmp, path = model_path
+    f = export_llama(path, tmp / "m_arg.gguf", "q8_0")
+    with pytest.raises(lumen.Error, match="int8_dot='fast'"):
+        lumen.models.Llama(str(f), capacity=64, int8_dot="fast")
