@@ -95,3 +95,30 @@ def test_int8_dot_argument_is_checked(model_path):
     f = export_llama(path, tmp / "m_arg.gguf", "q8_0")
     with pytest.raises(lumen.Error, match="int8_dot='fast'"):
         lumen.models.Llama(str(f), capacity=64, int8_dot="fast")
+
+
+def test_int8_q4_k_m_from_llama_cpp_quantizer(tmp_path):
+    # Q4_K_M as llama.cpp's quantizer writes it: Q4_K matrices are rewritten (Q4_1's form on blocks of
+    # 32, f32 scales and mins), Q6_K ones (blocks of 16) keep their f32 kernels.
+    import ctypes
+
+    llama_cpp = pytest.importorskip("llama_cpp")
+    _, path = make_model(tmp_path, hidden_size=256, intermediate_size=512, tie_word_embeddings=True)
+    f32 = export_llama(path, tmp_path / "m_f32.gguf", "f32")
+    out = tmp_path / "m_q4km.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    params.nthread = 1
+    assert llama_cpp.llama_model_quantize(str(f32).encode(), str(out).encode(), ctypes.byref(params)) == 0
+    logits = {}
+    for mode in ["off", "on"]:
+        r = lumen.models.Llama(str(out), capacity=64, int8_dot=mode)
+        rewritten = [line for line in r.report().splitlines() if line.startswith("int8 dot products")]
+        assert bool(rewritten) == (mode == "on")
+        if mode == "on":
+            count = int(rewritten[0].split(": ")[1].split()[0])
+            assert 0 < count < 15  # some, not all: the Q6_K ones stay
+        logits[mode] = np.stack([r.forward([t]) for t in PROMPT])
+    a, b = logits["off"], logits["on"]
+    assert 1e-6 < np.abs(a - b).max() / np.abs(a).max() < TOLERANCE
+    np.testing.assert_array_equal(a.argmax(-1), b.argmax(-1))
