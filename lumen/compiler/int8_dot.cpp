@@ -402,9 +402,44 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
   return total.sum_reduce(-1);  // [.., m, N]
 }
 
+// The probe of a match: the weight expression's nodes copied into a graph of their own.
+Int8DotProbe make_probe(const Graph& graph, const Match& m) {
+  Int8DotProbe probe;
+  probe.label = m.base + " (" + m.format.name() + ") " + std::to_string(m.n) + " x " + std::to_string(m.k);
+  Graph& g = probe.graph;
+  std::set<NodeId> needed;
+  std::vector<NodeId> stack{m.weight};
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    if (!needed.insert(n).second) continue;
+    for (const Edge& e : graph.node(n).inputs) stack.push_back(e.node);
+  }
+  std::map<NodeId, NodeId> to;
+  for (NodeId id : needed) {  // ascending: producers first
+    Node copy = graph.node(id);
+    for (Edge& e : copy.inputs) e.node = to.at(e.node);
+    to[id] = g.add(std::move(copy));
+  }
+  Tensor w = g.tensor(to.at(m.weight)).reshape({Expr(m.n), Expr(m.k)});
+  Tensor x = g.input("x", {Expr(1), Expr(m.k)});
+  Tensor y = x.matmul(w.transpose(0, 1));
+  g.mark_output(y, "y");
+  probe.outputs = {y.edge()};
+  Int8DotRewrite r = int8_dot_products(g, probe.outputs, false);
+  if (r.rewritten.size() != 1) fail("int8 dot products: the probe of '", m.base, "' was not rewritten (internal error)");
+  probe.rewritten = std::move(r.graph);
+  probe.rewritten_outputs = r.outputs;
+  return probe;
+}
+
 }  // namespace
 
 Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs) {
+  return int8_dot_products(graph, outputs, true);
+}
+
+Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs, bool with_probes) {
   Int8DotRewrite out;
   auto quants = quant_params(graph);
   std::map<NodeId, Match> matches;
@@ -425,6 +460,7 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
   for (const std::string& d : graph.dim_names()) g.dim(d);
   std::vector<NodeId> to(graph.size(), -1);
   std::map<std::string, QuantizedActivation> quantized;
+  std::set<std::string> probed;  // formats and shapes with a probe
   auto moved = [&](const Edge& e) { return Edge{to[static_cast<size_t>(e.node)], e.view}; };
   for (NodeId id = 0; id < static_cast<NodeId>(graph.size()); ++id) {
     const Node& node = graph.node(id);
@@ -435,7 +471,11 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
       to[static_cast<size_t>(id)] = g.add(std::move(copy));
       continue;
     }
-    const Match& m = it->second;
+    // The match in the new graph's ids (rewrites before it added nodes: ids after them moved).
+    Match m = it->second;
+    m.params.q = to[static_cast<size_t>(m.params.q)];
+    m.params.scales = to[static_cast<size_t>(m.params.scales)];
+    if (m.params.mins >= 0) m.params.mins = to[static_cast<size_t>(m.params.mins)];
     const Node& prod = graph.node(node.inputs[0].node);
     Edge xe = moved(prod.inputs[1 - m.weight_operand]);
     Tensor x = Tensor(&g, xe.node, xe.view);
@@ -453,6 +493,10 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
     }
     to[static_cast<size_t>(id)] = result.node_id();
     out.rewritten.push_back(m.base + " (" + m.format.name() + ")");
+    if (with_probes) {
+      std::string shape = "(" + m.format.name() + ") " + std::to_string(m.n) + " x " + std::to_string(m.k);
+      if (probed.insert(shape).second) out.probes.push_back(make_probe(graph, it->second));
+    }
   }
   for (const NamedOutput& o : graph.outputs()) g.mark_output(Tensor(&g, to[static_cast<size_t>(o.edge.node)], o.edge.view), o.name);
   for (const StateUpdate& u : graph.updates()) {

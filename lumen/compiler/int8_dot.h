@@ -38,13 +38,27 @@
 
 namespace lumen::compiler {
 
+// One rewritten contraction's shape and format on its own: `graph` computes
+// y [1, N] = x [1, K] · Wᵀ with W dequantized by a copy of the original weight
+// expression (inputs "x" and the weight's parameters); `rewritten` is the same
+// after the rewrite. The compiler checks candidates of graphs too large to
+// interpret on these (lumen/compile.cpp).
+struct Int8DotProbe {
+  std::string label;  // "name (format) N x K"
+  Graph graph, rewritten;
+  std::vector<Edge> outputs, rewritten_outputs;
+};
+
 struct Int8DotRewrite {
   Graph graph;               // the rewritten graph (a copy of the input when nothing was rewritten)
   std::vector<Edge> outputs;  // the outputs in it
   std::vector<std::string> rewritten;  // "name (format)" per rewritten contraction
   std::vector<std::string> refused;    // contractions of quantized parameters left alone, with why
+  std::vector<Int8DotProbe> probes;    // one per distinct format and shape rewritten
 };
 
 Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs);
+// with_probes false: without the probes (a probe's own rewrite).
+Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs, bool with_probes);
 
 }  // namespace lumen::compiler

@@ -38,6 +38,11 @@ class CandidateRig {
   // graphs with the rig's random weights the RMS test is strict: random
   // layers amplify any rounding (SmolLM2's 30: 0.25 for int8 activations).
   void check_approximately(const backend::CompiledProgram& program, double relative_rms);
+  // Whether the reference comes from the interpreter (the graph is small enough to run it).
+  bool interprets() {
+    prepare();
+    return interpreted_;
+  }
 
  private:
   void prepare();  // inputs and the interpreter's outputs, on first use

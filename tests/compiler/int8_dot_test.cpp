@@ -334,5 +334,39 @@ TEST(Int8DotSearch, IsACandidateTheGraphSearchMeasures) {
   EXPECT_EQ(compile(l->g, {l->y}, o).report().find("int8 dot products"), std::string::npos);
 }
 
+// One probe per distinct format and shape: the weight expression on its own, before and after the rewrite.
+TEST(Int8DotRewrite, ProbesEachFormatAndShapeOnce) {
+  StoredWeight a = random_weight(WeightFormat::Q4_1, 64, 128, 1), b = random_weight(WeightFormat::Q4_1, 64, 128, 2),
+               c = random_weight(WeightFormat::Q8_0, 32, 128, 3);
+  Graph g;
+  Tensor x = g.input("x", {Expr(1), Expr(128)});
+  Tensor y = x.matmul(io::dequantize(g, "a", a, DType::F32).transpose(0, 1)) +
+             x.matmul(io::dequantize(g, "b", b, DType::F32).transpose(0, 1));
+  g.mark_output(y, "y");
+  g.mark_output(x.matmul(io::dequantize(g, "c", c, DType::F32).transpose(0, 1)), "z");
+  compiler::Int8DotRewrite r = compiler::int8_dot_products(g, outputs_of(g));
+  ASSERT_EQ(r.rewritten.size(), 3u);
+  ASSERT_EQ(r.probes.size(), 2u);
+  // (a or b, whichever the graph holds first: both are Q4_1 64 x 128.)
+  EXPECT_NE(r.probes[0].label.find(" (Q4_1 form) 64 x 128"), std::string::npos) << r.probes[0].label;
+  EXPECT_EQ(r.probes[1].label, "c (Q8_0 form) 32 x 128");
+  for (const compiler::Int8DotProbe& p : r.probes) {
+    std::map<std::string, Array> in;
+    const StoredWeight& w = p.label[0] == 'a' ? a : p.label[0] == 'b' ? b : c;
+    std::string base = p.label.substr(0, 1);
+    in[base + ".q"] = w.data;
+    in[base + ".scales"] = w.scales;
+    if (w.mins.defined()) in[base + ".mins"] = w.mins;
+    Array xa(DType::F32, {1, 128});
+    for (int64_t i = 0; i < 128; ++i) xa.set(i, std::sin(0.37 * static_cast<double>(i)));
+    in["x"] = xa;
+    Array want = interp::Interpreter(p.graph).run(in, p.outputs).at(0);
+    Array got = interp::Interpreter(p.rewritten).run(in, p.rewritten_outputs).at(0);
+    double drift = relative_rms(values(want), got);
+    EXPECT_GT(drift, 1e-6) << p.label;
+    EXPECT_LT(drift, 3e-2) << p.label;
+  }
+}
+
 }  // namespace
 }  // namespace lumen
