@@ -6,8 +6,7 @@
 // The same binary runs again with LUMEN_ISA=avx512 (VNNI hidden: the exact
 // 16-bit multiply-add fallback), see tests/CMakeLists.txt.
 // Manual A/B of one matrix-vector product, f32 dequantization against int8:
-//   INT8_TIME=1 INT8_N=1536 INT8_K=576 INT8_ROWS=1 LUMEN_THREADS=1 \
-//     build/tests/compiler_int8_dot_test --gtest_filter='*Q4_1'
+//   INT8_TIME=1 INT8_N=1536 INT8_K=576 INT8_ROWS=1 LUMEN_THREADS=1 build/tests/compiler_int8_dot_test --gtest_filter='*Q4_1'
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -188,6 +188,8 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
       if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer) continue;
       Expr ds = simplify(p->s.base - g.s.base), du = p->u.form == ByteForm::Ones ? ds : simplify(p->u.base - g.u.base);
       if (!du.is_const() || !(du == ds) || std::abs(du.value()) > 3) continue;
+      // One mask for the group's four terms: each must read under the same condition.
+      if (!(p->u.valid == g.u.valid) || !(p->s.valid == g.s.valid)) return std::nullopt;
       g.offsets.push_back(du.value());
       placed = true;
       break;
@@ -200,8 +202,8 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     std::sort(o.begin(), o.end());
     if (o.size() != 4 || o[1] != o[0] + 1 || o[2] != o[0] + 2 || o[3] != o[0] + 3) return std::nullopt;
   }
-  // A lane reads its four bytes or none: the masks of a group's terms are the mask of its first
-  // term's lane (masks depend on the lane, not on the byte within it), written as i32 lane masks.
+  // A lane reads its four bytes or none: the group's terms share one condition (checked above),
+  // a condition of the lane, written as an i32 lane mask.
   std::vector<std::string> masks;
   for (const Group& g : groups) {
     for (const ByteRead* r : {&g.u, &g.s}) {
