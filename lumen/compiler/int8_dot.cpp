@@ -281,8 +281,9 @@ Tensor four_sum(const Tensor& v) {
   return sum.squeeze(axis);
 }
 
-// The activation quantized per block of 32, in the weight's byte order: two
-// kernels (the scales, a row reduction; the bytes, elementwise).
+// The activation quantized per block of 32, in the weight's byte order: three
+// small kernels (the scales, a row reduction; the bytes, elementwise, 1/d
+// inline; the sums of every four bytes).
 struct QuantizedActivation {
   Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
   Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
@@ -326,8 +327,9 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   } else {
     ordered = q.reshape(with({1, k}));
   }
-  // Stored as [.., H, R, 4] (and the sums as [.., H, R]) so that the dot kernel reads them through
-  // slices alone: its index stays linear in the group r where a vector overhangs R.
+  // Bytes stored as [.., H, Kb] (SIMD stores along Kb) and read as [.., R, 4] through a strided view
+  // (linear_slice), the sums as [.., H, R]: the dot kernel's index stays linear in the group r where
+  // a vector overhangs R.
   int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
   Tensor bytes = materialized(ordered.reshape(with({h, kb})));  // a last dim of Kb: SIMD stores
   Tensor sums = materialized(four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)));
