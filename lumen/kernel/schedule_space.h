@@ -34,6 +34,7 @@ struct KernelFacts {
   bool tileable = false;      // contraction that can take a register tile
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
+  bool byte_groups = false;   // some reduction reads bytes four at a time (int8 dot products)
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
   int64_t lane_period = 0;    // digits (r / d) % m of a reduction r repeat every lane_period (kMaxLaneChunks
                               // vectors at most): reduce lanes that span it make them constants; 0: none
