@@ -36,6 +36,15 @@ struct CompileOptions {
   // interpreter included, runs the rewritten graph. passes::precision_named
   // reads "fp32" / "bf16" / "fp16".
   DType precision = DType::F32;
+  // Integer dot products for block-quantized weights (lumen/compiler/int8_dot.h:
+  // the activation rounded to 8 bits per block of 32, then u8 x i8 dot
+  // products, vpdpbusd where the CPU has AVX512-VNNI). Auto: with a search
+  // budget and the graph search on, the rewritten program is a candidate the
+  // graph search verifies and times against the f32 one; with budget 0 it is
+  // not used (exact f32 numerics). On: always rewrite; Off: never.
+  // LUMEN_INT8_DOT=on|off|auto overrides it.
+  enum class Int8Dot { Auto, On, Off };
+  Int8Dot int8_dot = Int8Dot::Auto;
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,

@@ -30,6 +30,7 @@ struct Extracted {
   egraph::EGraph egraph;
   egraph::GraphRoots roots;
   std::vector<egraph::Candidate> candidates;
+  std::vector<bool> approximate;  // per candidate: an extra one (checked approximately)
 };
 
 // Saturates and extracts, filling the report's e-graph figures.
@@ -50,7 +51,20 @@ std::unique_ptr<Extracted> extract(const Graph& graph, const std::vector<Edge>& 
   report.extract_seconds = seconds_since(start);
   // The original first: it is measured first and is the reference for state writes.
   std::stable_partition(x->candidates.begin(), x->candidates.end(), [](const egraph::Candidate& c) { return c.original; });
-  for (const egraph::Candidate& c : x->candidates) report.candidates.push_back({c.label, c.cost, c.original, c.hash, -1, "", ""});
+  x->approximate.assign(x->candidates.size(), false);
+  for (const ExtraCandidate& e : options.extra) {
+    egraph::Candidate c;
+    c.graph = e.graph;
+    c.outputs = e.outputs;
+    c.hash = egraph::graph_hash(c.graph, c.outputs);
+    c.label = e.label;
+    x->candidates.push_back(std::move(c));
+    x->approximate.push_back(true);
+  }
+  for (size_t i = 0; i < x->candidates.size(); ++i) {
+    const egraph::Candidate& c = x->candidates[i];
+    report.candidates.push_back({c.label, c.cost, c.original, x->approximate[i], c.hash, -1, "", ""});
+  }
   return x;
 }
 
@@ -68,7 +82,7 @@ CompilerOptions heuristic_only(const CompilerOptions& options) {
 // itself could not be checked.
 int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOptions& options,
                        const std::shared_ptr<const backend::Backend>& backend, const ProgramCheck& check,
-                       GraphSearchReport& report) {
+                       const ProgramCheck& approximate_check, GraphSearchReport& report) {
   auto start = Clock::now();
   std::vector<backend::CompiledProgram> programs;
   std::vector<size_t> which;  // candidate index of each program
@@ -76,7 +90,8 @@ int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOpt
   for (size_t i = 0; i < x.candidates.size(); ++i) {
     const egraph::Candidate& c = x.candidates[i];
     GraphCandidateReport& r = report.candidates[i];
-    if (i >= 2 && seconds_since(start) > options.search.budget_s) {  // the original and one rewrite at least
+    const bool approximate = x.approximate[i];
+    if (i >= 2 && !approximate && seconds_since(start) > options.search.budget_s) {  // the original and one rewrite at least
       r.skipped = "not measured: the graph search used up the search budget";
       continue;
     }
@@ -89,7 +104,13 @@ int measure_candidates(const Extracted& x, const Graph& graph, const CompilerOpt
         fail("slices ", compiled.program.groups.size(), " kernel groups where the original slices ", original_groups,
              " (a buffer the original holds one chunk at a time would be materialised whole)");
       }
-      check(compiled.program);
+      if (!approximate) {
+        check(compiled.program);
+      } else if (approximate_check) {
+        approximate_check(compiled.program);
+      } else {
+        fail("changes numerics and no approximate check was given");
+      }
       programs.push_back(std::move(compiled.program));
       which.push_back(i);
     } catch (const Error& e) {
@@ -127,8 +148,10 @@ std::string GraphSearchReport::to_string() const {
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
     const GraphCandidateReport& c = candidates[i];
-    out << "  " << (static_cast<int>(i) == winner ? "* " : "  ") << "candidate " << i << " (" << c.label << ", cost "
-        << c.cost << ", graph " << hex(c.hash) << "): ";
+    out << "  " << (static_cast<int>(i) == winner ? "* " : "  ") << "candidate " << i << " (" << c.label;
+    if (c.approximate) out << ", changes numerics";
+    else out << ", cost " << c.cost;
+    out << ", graph " << hex(c.hash) << "): ";
     if (!c.rejected.empty()) out << "rejected: " << c.rejected;
     else if (!c.skipped.empty()) out << c.skipped;
     else if (c.ms >= 0) out << c.ms << " ms";
@@ -150,6 +173,7 @@ std::string graph_choice_key(const Graph& graph, const std::vector<Edge>& output
   key << " | " << hex(egraph::graph_hash(graph, outputs)) << " | " << backend.fingerprint() << " threads "
       << caps.threads << " | limits " << options.limits.max_nodes << "/"
       << options.limits.max_iterations << " candidates " << options.candidates;
+  for (const ExtraCandidate& e : options.extra) key << " | extra " << e.label << " " << hex(egraph::graph_hash(e.graph, e.outputs));
   return key.str();
 }
 
@@ -181,7 +205,7 @@ void choose_program(const Graph& graph, const std::vector<Edge>& outputs, const 
     report.note = "no rewrite gave another program; kept the original";
     return;
   }
-  report.winner = measure_candidates(*x, graph, options, backend, check, report);
+  report.winner = measure_candidates(*x, graph, options, backend, check, search.approximate_check, report);
   if (report.winner < 0 || !cache) return;
   const GraphCandidateReport& w = report.candidates[static_cast<size_t>(report.winner)];
   search::TuningEntry entry;

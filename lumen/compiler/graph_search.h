@@ -28,15 +28,32 @@
 
 namespace lumen::compiler {
 
+// A program the e-graph does not derive, measured beside its candidates: a
+// rewrite that changes numerics (int8 dot products), so it is checked by the
+// approximate check, not against the reference's exact tolerance.
+struct ExtraCandidate {
+  std::string label;
+  Graph graph;
+  std::vector<Edge> outputs;
+};
+
+// Runs a compiled candidate once and throws lumen::Error when its outputs or
+// state writes disagree with the reference on random inputs. The original
+// graph's program is always checked first.
+using ProgramCheck = std::function<void(const backend::CompiledProgram& program)>;
+
 struct GraphSearchOptions {
   egraph::Limits limits;
   size_t candidates = 3;  // programs measured, the original included
+  std::vector<ExtraCandidate> extra;
+  ProgramCheck approximate_check;  // checks the extra candidates; without it they are not measured
 };
 
 struct GraphCandidateReport {
   std::string label;     // "original", "best", or which class changed
   double cost = 0;       // the cost model's estimate
   bool original = false;
+  bool approximate = false;  // an extra candidate that changes numerics
   uint64_t hash = 0;     // egraph::graph_hash of the candidate
   double ms = -1;        // median of interleaved whole-program runs; -1: not timed
   std::string rejected;  // why it could not win (verification, compile error)
@@ -54,11 +71,6 @@ struct GraphSearchReport {
   std::string note;  // e.g. why the original was kept without measuring
   std::string to_string() const;
 };
-
-// Runs a compiled candidate once and throws lumen::Error when its outputs or
-// state writes disagree with the reference on random inputs. The original
-// graph's program is always checked first.
-using ProgramCheck = std::function<void(const backend::CompiledProgram& program)>;
 
 // Raised whenever the way a rewrite is accepted changes (the slicing test,
 // the noise margin, the check), so cached choices made under the old tests

@@ -156,6 +156,30 @@ double load_count(const Kernel& k) {
 }
 
 // Every load ignores `var` or walks it with unit stride, and one walks it.
+// Whether some reduction walks bytes four at a time (8-bit loads with coefficient 4 on its
+// variable, every other load of it linear with coefficient 0, 1 or 4, or not linear in it: a
+// block's scale r / c): the int8 dot products of lumen/compiler/int8_dot.h, where SIMD lanes
+// along the reduction are lanes of vpdpbusd.
+bool byte_group_reduction(const Kernel& k) {
+  std::map<std::string, bool> bytes, other;  // per reduction variable: a byte load at 4; a load it disqualifies
+  walk_loads(
+      k, [](const Stmt&) {},
+      [&](const ValueNode& load) {
+        auto form = LinearForm::of(load.index);
+        if (!form) return;
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() != ExprKind::Var || term.name().empty() || term.name()[0] != 'r') continue;
+          bool is_byte = load.dtype == DType::I8 || load.dtype == DType::U8;
+          if (is_byte && c == 4) bytes[term.name()] = true;
+          else if (c != 0 && c != 1 && c != 4) other[term.name()] = true;
+        }
+      });
+  for (const auto& [var, found] : bytes) {
+    if (found && !other.count(var)) return true;
+  }
+  return false;
+}
+
 bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
   auto it = strides.find(var);
   if (it == strides.end()) return false;
@@ -293,6 +317,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   for (const auto& [var, coefs] : strides) {
     if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
   }
+  f.byte_groups = byte_group_reduction(plain.kernel);
+  if (f.byte_groups) f.unit_reduce = true;
   if (NodeId r = outer_reduction_of(graph, node, materialized); r >= 0) {
     const Node& reduction = graph.node(r);
     f.rfactor_extent = known_factor(reduction.inputs[0].view.shape()[static_cast<size_t>(reduction.axis)]);
@@ -302,7 +328,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   std::string last_var = "i" + std::to_string(rank - 1);
   const Expr& last = n.shape.back();
   int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
-  bool last_ok = f.f32 && last_factor > 0 && last_factor % f.lanes == 0;
+  // (i8 outputs too: a quantized activation's bytes, stored 16 lanes at a time.)
+  bool last_ok = (f.f32 || n.dtype == DType::I8) && last_factor > 0 && last_factor % f.lanes == 0;
   // A last dim the lanes do not divide (a row of past + 1 scores, ViT's 197 positions) is SIMD
   // too when it is dynamic or longer than a vector: its last vector overhangs the row's end, masked.
   bool overhangs = f.f32 && !last_ok && (!last.is_const() || last.value() > f.lanes);
@@ -427,6 +454,10 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // Matrix-vector products: four rows at a time share each load of the vector.
     int64_t last_factor = known_factor(f.shape.back());
     if (!f.vector_last && f.unit_reduce && f.contraction >= 0 && last_factor > 0 && last_factor % 4 == 0) k.rows = 4;
+    // Integer dot products share more per row than float ones (the activation's bytes, sums and
+    // block scales): eight rows (SmolLM2 Q4_1 decode, 1 thread, all kernels: 6.98 -> 5.75 ms and
+    // 7.70 -> 6.69 ms against four rows; sixteen were slower than eight).
+    if (k.rows == 4 && f.byte_groups && last_factor % 8 == 0) k.rows = 8;
   }
   // Work counts evaluations of computed nodes; a reduction of an input counts
   // once per output, so the elements it loads count too.
@@ -469,7 +500,8 @@ Knobs heuristic_knobs(const KernelFacts& f) {
   // 11008 from a numpy array, 2 threads: 5.67 -> 5.48 ms). On one thread too.
   bool rows_of_reductions = k.nr == 0 && (k.vector > 0 || (k.rows > 1 && f.reads_parameter)) && k.reduce_lanes > 1 &&
                             k.rfactor == 1;
-  if (rows_of_reductions && f.work >= (1 << 20)) k.prefetch = 2;
+  // (Integer dot products over weight bytes count few ops for the bytes they read: their loads decide.)
+  if (rows_of_reductions && (f.work >= (1 << 20) || (f.reads_parameter && k.rows > 1 && f.loads >= (1 << 16)))) k.prefetch = 2;
   return k;
 }
 

@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 20;  // 20: tile rows past size-1 dims, masked static rows
+constexpr int kScheduleSpaceVersion = 21;  // 20: tile rows past size-1 dims, masked static rows; 21: int8 byte-dot kernels
 
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
@@ -36,6 +36,7 @@ struct KernelFacts {
                               // [197, 1, 2304] projection tiles its 197 rows), else rank - 2
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
+  bool byte_groups = false;   // some reduction reads bytes four at a time (int8 dot products)
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
   int64_t lane_period = 0;    // digits (r / d) % m of a reduction r repeat every lane_period (kMaxLaneChunks
                               // vectors at most): reduce lanes that span it make them constants; 0: none

@@ -76,7 +76,10 @@ void CandidateRig::prepare() {
     if (is_reduce(n.op)) elements *= static_cast<double>(evaluate(n.inputs[0].view.shape()[static_cast<size_t>(n.axis)], bindings_));
     steps += elements;
   }
-  if (steps <= kMaxInterpreterSteps) reference_ = interp::Interpreter(*graph_).run(inputs_, outputs_, bindings_);
+  if (steps <= kMaxInterpreterSteps) {
+    reference_ = interp::Interpreter(*graph_).run(inputs_, outputs_, bindings_);
+    interpreted_ = true;
+  }
   prepared_ = true;
 }
 
@@ -98,6 +101,46 @@ void CandidateRig::check(const backend::CompiledProgram& program) {
     const std::string& name = graph_->node(id).name;
     if (first) reference_states_[name] = inputs.at(name).clone();
     else check_close(reference_states_.at(name), inputs.at(name), "state '" + name + "'");
+  }
+}
+
+namespace {
+
+void check_rms(const Array& want, const Array& got, double relative_rms, const std::string& what) {
+  if (want.numel() != got.numel()) fail("graph search: ", what, " has ", got.numel(), " elements, the reference ", want.numel());
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = want.get(i), b = got.get(i);
+    err += (a - b) * (a - b);
+    norm += a * a;
+  }
+  if (!(err <= relative_rms * relative_rms * norm)) {
+    fail("graph search: ", what, " differs from the reference by a relative RMS of ", std::sqrt(err / std::max(norm, 1e-300)),
+         " (allowed ", relative_rms, ")");
+  }
+}
+
+}  // namespace
+
+void CandidateRig::check_approximately(const backend::CompiledProgram& program, double relative_rms) {
+  prepare();
+  if (!checked_any_) fail("graph search: an approximate candidate was checked before the original (internal error)");
+  CompiledExecutor executor(program);
+  std::map<std::string, Array> inputs = run_inputs(*graph_, inputs_);
+  std::vector<Array> got = executor.execute(inputs, bindings_);
+  if (got.size() != reference_.size()) fail("graph search: a candidate has ", got.size(), " outputs, the graph ", reference_.size());
+  for (size_t k = 0; k < got.size(); ++k) check_rms(reference_[k], got[k], relative_rms, "output " + std::to_string(k));
+  for (NodeId id : graph_->state_ids()) {
+    const std::string& name = graph_->node(id).name;
+    if (is_float(graph_->node(id).dtype)) check_rms(reference_states_.at(name), inputs.at(name), relative_rms, "state '" + name + "'");
+  }
+  // Where the interpreter ran the original, it runs the candidate's own graph too: the program must
+  // compute what that graph says (its rounding included) within the exact check's tolerance.
+  if (interpreted_ && program.graph) {
+    std::vector<Array> own = interp::Interpreter(*program.graph).run(inputs_, program.outputs, bindings_);
+    for (size_t k = 0; k < got.size() && k < own.size(); ++k) {
+      check_close(own[k], got[k], "output " + std::to_string(k) + " (against the interpreter on the candidate's graph)");
+    }
   }
 }
 

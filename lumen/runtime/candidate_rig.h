@@ -28,6 +28,21 @@ class CandidateRig {
   // Runs the program once; throws lumen::Error naming the output (or state)
   // and element where it disagrees with the reference.
   void check(const backend::CompiledProgram& program);
+  // For a candidate that changes numerics on purpose (int8 dot products:
+  // activations rounded to 8 bits): each output and state write within a
+  // relative RMS error of `relative_rms` of the reference (||got - want|| <=
+  // relative_rms · ||want||). The reference is taken from a program checked
+  // with check() first; where the graph is small enough to interpret, the
+  // program must also match the interpreter on its own graph (which computes
+  // the same rounding) as check() requires. Throws like check(). On deep
+  // graphs with the rig's random weights the RMS test is strict: random
+  // layers amplify any rounding (SmolLM2's 30: 0.25 for int8 activations).
+  void check_approximately(const backend::CompiledProgram& program, double relative_rms);
+  // Whether the reference comes from the interpreter (the graph is small enough to run it).
+  bool interprets() {
+    prepare();
+    return interpreted_;
+  }
 
  private:
   void prepare();  // inputs and the interpreter's outputs, on first use
@@ -40,6 +55,7 @@ class CandidateRig {
   std::vector<Array> reference_;
   std::map<std::string, Array> reference_states_;  // after the first checked program's run
   bool checked_any_ = false;
+  bool interpreted_ = false;  // the reference came from the interpreter (the graph is small enough)
 };
 
 }  // namespace lumen

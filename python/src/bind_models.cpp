@@ -17,11 +17,20 @@ namespace lumen::python {
 namespace {
 
 // A Hugging Face model directory: config.json plus safetensors weights.
+// "auto", "on" or "off" (CompileOptions::int8_dot).
+CompileOptions::Int8Dot int8_dot_named(const std::string& name) {
+  if (name == "auto") return CompileOptions::Int8Dot::Auto;
+  if (name == "on") return CompileOptions::Int8Dot::On;
+  if (name == "off") return CompileOptions::Int8Dot::Off;
+  fail("llama: int8_dot='", name, "': expected 'auto', 'on' or 'off'");
+}
+
 std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
                                                 double budget_s, bool tuning_cache, const std::string& cache_path,
-                                                const std::string& precision = "fp32") {
+                                                const std::string& precision = "fp32", const std::string& int8_dot = "off") {
   namespace fs = std::filesystem;
   models::LlamaRunnerOptions o;
+  o.compile.int8_dot = int8_dot_named(int8_dot);
   o.capacity = capacity;
   o.compile.precision = passes::precision_named(precision);
   o.compile.backend = backend_named(backend);
@@ -86,13 +95,17 @@ void bind_models(nb::module_& m) {
   nb::class_<models::LlamaRunner>(models, "Llama", "A Llama-family decoder compiled with a persistent KV cache.")
       .def("__init__",
            [](models::LlamaRunner* self, const std::string& path, int64_t capacity, const std::string& backend,
-              double budget_s, bool tuning_cache, const std::string& cache_path, const std::string& precision) {
-             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision);
+              double budget_s, bool tuning_cache, const std::string& cache_path, const std::string& precision,
+              const std::string& int8_dot) {
+             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision, int8_dot);
              new (self) models::LlamaRunner(std::move(*r));
            },
            nb::arg("path"), nb::arg("capacity") = 0, nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
            nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("precision") = "fp32",
-           "precision: \"fp32\", \"bf16\" or \"fp16\" (matmuls take operands rounded to it, accumulated in fp32).")
+           nb::arg("int8_dot") = "off",
+           "precision: \"fp32\", \"bf16\" or \"fp16\" (matmuls take operands rounded to it, accumulated in fp32). "
+           "int8_dot: integer dot products for quantized weights (decode): 'off' (the default), 'auto' (a candidate "
+           "the graph search measures when budget_s > 0) or 'on'. LUMEN_INT8_DOT overrides it.")
       .def("forward",
            [](models::LlamaRunner& r, const std::vector<int32_t>& tokens) {
              std::vector<float> logits;

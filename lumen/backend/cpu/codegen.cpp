@@ -496,6 +496,14 @@ void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const st
     if (x->kind == ValueKind::Load) {
       Expr index = subst(x->index, combo);
       auto stride = lane_stride(index, combo.vl);
+      if (!stride) {  // a reduction's vector overhanging its end
+        if (auto w = unwrap_overhang(index, subst(x->valid, combo), combo.vl)) {
+          index = *w;
+          stride = lane_stride(index, combo.vl);
+        }
+      }
+      // Bytes read four a lane (int8 dot products) walk their row as contiguously as floats.
+      if (stride && *stride == 4 && (x->dtype == DType::I8 || x->dtype == DType::U8)) stride = 1;
       Expr row;
       for (const Expr& l : loops) {
         if (mentions(index, l)) row = l;
@@ -545,6 +553,14 @@ void KernelWriter::write_store(const Stmt& s, const std::string& pad, const Comb
     } else {
       out_ << pad << "lumen_store_bf16_stride2(" << buffer << ", " << base << ", " << v.name << ");\n";
     }
+    return;
+  }
+  if (stride && *stride == 1 && storage == DType::I8 && !is_float(r.dtype) && r.dtype != DType::Bool) {
+    // i8 lanes (a quantized activation): saturated to bytes, as a scalar store's cast would.
+    Reg v = splat(r, pad);
+    std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+    out_ << pad << "lumen_store_i8(" << buffer << " + " << printer_.print(simplify(substitute(index, zero))) << ", " << v.name
+         << ");\n";
     return;
   }
   if (unit_stride) {

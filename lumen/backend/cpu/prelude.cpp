@@ -309,6 +309,149 @@ inline lumen_f32v lumen_maxv(lumen_f32v a, lumen_f32v b) {  // NaN-propagating
   return a != a ? a : r;
 }
 #endif
+// i32 lanes saturated to i8 (as lumen_sat_i8), and stored as bytes.
+inline lumen_i32v lumen_sat_i8v(lumen_i32v v) {
+  v = v < -128 ? lumen_splat_i32(-128) : v;
+  return v > 127 ? lumen_splat_i32(127) : v;
+}
+#if LANES == 16 && defined(__AVX512F__)
+inline void lumen_store_i8(int8_t* p, lumen_i32v v) { _mm_storeu_si128((__m128i*)p, _mm512_cvtsepi32_epi8((__m512i)v)); }
+#else
+inline void lumen_store_i8(int8_t* p, lumen_i32v v) { for (int i = 0; i < LANES; ++i) p[i] = (int8_t)lumen_sat_i8(v[i]); }
+#endif
+
+// ---- byte dot products (int8 quantized matrix-vector products) ----
+// A vector's bytes: lane i holds bytes 4i..4i+3 (little endian).
+inline lumen_i32v lumen_load_bytes(const void* p) { lumen_i32v v; memcpy(&v, p, sizeof v); return v; }
+typedef uint32_t lumen_u32v __attribute__((vector_size(BYTES)));
+inline lumen_i32v lumen_nibbles_low(lumen_i32v b) { return b & 0x0f0f0f0f; }
+inline lumen_i32v lumen_nibbles_high(lumen_i32v b) { return (lumen_i32v)(((lumen_u32v)b >> 4) & 0x0f0f0f0fu); }
+inline lumen_i32v lumen_bytes_flip_sign(lumen_i32v b) { return b ^ (int32_t)0x80808080u; }  // i8 q -> u8 q + 128
+// acc + in each i32 lane, the sum of the four products of its bytes of u
+// (unsigned) and s (signed): vpdpbusd with AVX512-VNNI, exact 16-bit
+// multiply-adds (vpmaddwd) without it (vpmaddubsw would saturate).
+inline lumen_i32v lumen_dot4_u8i8(lumen_i32v acc, lumen_i32v u, lumen_i32v s) {
+#if LANES == 16 && defined(__AVX512VNNI__)
+  return (lumen_i32v)_mm512_dpbusd_epi32((__m512i)acc, (__m512i)u, (__m512i)s);
+#elif LANES == 16 && defined(__AVX512BW__)
+  __m512i even_u = _mm512_and_si512((__m512i)u, _mm512_set1_epi16(0x00ff)), odd_u = _mm512_srli_epi16((__m512i)u, 8);
+  __m512i even_s = _mm512_srai_epi16(_mm512_slli_epi16((__m512i)s, 8), 8), odd_s = _mm512_srai_epi16((__m512i)s, 8);
+  return acc + (lumen_i32v)_mm512_add_epi32(_mm512_madd_epi16(even_u, even_s), _mm512_madd_epi16(odd_u, odd_s));
+#elif LANES == 8 && defined(__AVX2__)
+  __m256i even_u = _mm256_and_si256((__m256i)u, _mm256_set1_epi16(0x00ff)), odd_u = _mm256_srli_epi16((__m256i)u, 8);
+  __m256i even_s = _mm256_srai_epi16(_mm256_slli_epi16((__m256i)s, 8), 8), odd_s = _mm256_srai_epi16((__m256i)s, 8);
+  return acc + (lumen_i32v)_mm256_add_epi32(_mm256_madd_epi16(even_u, even_s), _mm256_madd_epi16(odd_u, odd_s));
+#else
+  uint8_t ub[sizeof u];
+  int8_t sb[sizeof s];
+  memcpy(ub, &u, sizeof u);
+  memcpy(sb, &s, sizeof s);
+  for (int i = 0; i < LANES; ++i) {
+    for (int j = 0; j < 4; ++j) acc[i] += (int32_t)ub[4 * i + j] * (int32_t)sb[4 * i + j];
+  }
+  return acc;
+#endif
+}
+// Lane i reads p[i / C]: a per-block value (a quant block's scale) spread over
+// the lanes of its block. Reads LANES / C elements only.
+template <int C>
+inline lumen_f32v lumen_load_f32_rep(const float* p) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = p[i / C];
+  return r;
+}
+template <int C>
+inline lumen_f32v lumen_load_f16_rep(const uint16_t* p) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = lumen_f16_to_f32(p[i / C]);
+  return r;
+}
+// The same where lanes may be past a row's end (mask lane 0): an element is read only
+// where the first lane it feeds is in bounds (masks of a row's end are prefixes).
+template <int C>
+inline lumen_f32v lumen_load_f32_rep_masked(const float* p, lumen_i32v m) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = m[i / C * C] ? p[i / C] : 0.0f;
+  return r;
+}
+template <int C>
+inline lumen_f32v lumen_load_f16_rep_masked(const uint16_t* p, lumen_i32v m) {
+  lumen_f32v r;
+  for (int i = 0; i < LANES; ++i) r[i] = m[i / C * C] ? lumen_f16_to_f32(p[i / C]) : 0.0f;
+  return r;
+}
+#if LANES == 16 && defined(__AVX512F__)
+// Bit e set where lane e·C of the mask is.
+// (Masks of a row's end are prefixes of n lanes: elements 0 .. ceil(n / C) - 1.)
+template <int C>
+inline unsigned lumen_rep_element_mask(lumen_i32v m) {
+  unsigned n = (unsigned)__builtin_popcount((unsigned)_mm512_test_epi32_mask((__m512i)m, (__m512i)m));
+  return (1u << ((n + C - 1) / C)) - 1u;
+}
+inline bool lumen_all_lanes(lumen_i32v m) { return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0xffff; }
+inline __m512i lumen_rep_index(int c) {
+  return _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), __builtin_ctz(c));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep<2>(const float* p) { return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(2), _mm512_castps256_ps512(_mm256_loadu_ps(p))); }
+template <>
+inline lumen_f32v lumen_load_f32_rep<4>(const float* p) { return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(4), _mm512_castps128_ps512(_mm_loadu_ps(p))); }
+template <>
+inline lumen_f32v lumen_load_f32_rep<8>(const float* p) {
+  return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(8), _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double*)p))));
+}
+inline __m512 lumen_f16x8_to_f32(__m128i h) { return _mm512_castps256_ps512(_mm256_cvtph_ps(h)); }
+template <>
+inline lumen_f32v lumen_load_f16_rep<2>(const uint16_t* p) { return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(2), lumen_f16x8_to_f32(_mm_loadu_si128((const __m128i*)p))); }
+template <>
+inline lumen_f32v lumen_load_f16_rep<4>(const uint16_t* p) { return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(4), lumen_f16x8_to_f32(_mm_loadl_epi64((const __m128i*)p))); }
+template <>
+inline lumen_f32v lumen_load_f16_rep<8>(const uint16_t* p) {
+  int32_t two;
+  memcpy(&two, p, sizeof two);
+  return (lumen_f32v)_mm512_permutexvar_ps(lumen_rep_index(8), lumen_f16x8_to_f32(_mm_cvtsi32_si128(two)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<2>(const float* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f32_rep<2>(p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                                           _mm512_castps256_ps512(_mm256_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<2>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<4>(const float* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f32_rep<4>(p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
+                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<4>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f32_rep_masked<8>(const float* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f32_rep<8>(p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
+                                           _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)lumen_rep_element_mask<8>(m), p)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<2>(const uint16_t* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f16_rep<2>(p);
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<2>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<4>(const uint16_t* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f16_rep<4>(p);
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<4>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+template <>
+inline lumen_f32v lumen_load_f16_rep_masked<8>(const uint16_t* p, lumen_i32v m) {
+  if (__builtin_expect(lumen_all_lanes(m), 1)) return lumen_load_f16_rep<8>(p);
+  __m128i h = _mm_maskz_loadu_epi16((__mmask8)lumen_rep_element_mask<8>(m), p);
+  return (lumen_f32v)_mm512_permutexvar_ps(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 3),
+                                           _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+#endif
+
 inline lumen_f32v lumen_absv(lumen_f32v x) { return (lumen_f32v)((lumen_i32v)x & 0x7fffffff); }
 inline lumen_i32v lumen_maxv_i32(lumen_i32v a, lumen_i32v b) { return a > b ? a : b; }
 

@@ -357,6 +357,9 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
   if (half && v->kind == ValueKind::Load) {
     Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
     auto stride = lane_stride(index, combo.vl);
+    if (!(stride && *stride == 1)) {
+      if (auto r = repeated_load(v, combo, pad)) return *r;
+    }
     if (stride && *stride == 1 && !mentions(valid, combo.vl)) {
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
       std::string base = printer_.print(simplify(substitute(index, zero)));
@@ -399,9 +402,15 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
           index = u->index;  // lanes past the clamp read nothing (masked) and are never stored
           valid = simplify(logical_and(valid, u->in_bounds));
           stride = 1;
+        } else if (auto w = unwrap_overhang(index, valid, combo.vl); w && lane_stride(*w, combo.vl) == std::optional<int64_t>(1)) {
+          index = *w;  // a reduction's overhanging vector: masked lanes read nothing
+          stride = 1;
         }
       }
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
+      if (!(stride && *stride == 1)) {
+        if (auto r = repeated_load(v, combo, pad)) return *r;
+      }
       if (!vector_load || !stride || *stride != 1) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
       std::string at = "b" + std::to_string(v->buffer) + " + " + printer_.print(simplify(substitute(index, zero)));
@@ -433,6 +442,7 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
     }
     case ValueKind::Binary: {
       DType d = v->args[0]->dtype;
+      if (auto r = byte_dot(v, combo, pad)) return *r;
       if (v->op == Op::Mod) {
         if (auto bits = power_of_two_divisor(v); bits && (d == DType::I32 || is_storage_only(d))) {
           // Truncated remainder by 2^k in lanes: |a| & (2^k - 1) with a's sign put back (exact for
@@ -467,6 +477,7 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       if (from == DType::Bool) return emit(type, a + " & 1", true, to, pad);
       if (to == DType::I32 && is_storage_only(from)) return Reg{a, true, to};  // already widened on load
       if (from == DType::F32 && to == DType::I32) return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
+      if (from == DType::F32 && to == DType::I8) return emit(type, "lumen_sat_i8v(lumen_f2iv(" + a + "))", true, to, pad);
       return lanewise(v, combo, pad);
     }
     case ValueKind::Select: {

@@ -28,6 +28,11 @@ struct Reg {
   DType dtype = DType::F32;
 };
 
+// A reduction's vector overhanging its end reads r % E (and r / E) under the mask r < E; where
+// the mask holds that is r (and 0). `index` without such wraps, each proven by enumerating the
+// variables involved (byte_dot.cpp); nothing where one cannot be.
+std::optional<Expr> unwrap_overhang(const Expr& index, const Expr& valid, const Expr& vl);
+
 // The unrolled lane variables in effect, and the SIMD lane if any.
 struct LaneState {
   std::vector<Expr> vars;        // unrolled (including vector chunks)
@@ -83,6 +88,10 @@ class KernelWriter {
   // A PairDot's operands as (broadcast pair, panel pairs) vectors for lumen_dot_bf16_pairs.
   std::optional<std::pair<std::string, std::string>> bf16_pairs(const kernel::Value& v, const Combo& combo,
                                                                 const std::string& pad);
+  // Idioms (byte_dot.cpp): a sum of byte products four a lane (vpdpbusd), a
+  // load whose index advances every c lanes (a block's scale over its lanes).
+  std::optional<Reg> byte_dot(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  std::optional<Reg> repeated_load(const kernel::Value& v, const Combo& combo, const std::string& pad);
   std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
   Reg splat(const Reg& r, const std::string& pad);

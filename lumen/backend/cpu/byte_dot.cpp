@@ -1,0 +1,281 @@
+// Two vector idioms of quantized matrix-vector products (the int8 dot
+// products of lumen/compiler/int8_dot.h), found in the loop IR by what the
+// values compute:
+//
+//  - an i32 sum whose terms are products u(A[4·l + t]) · B[4·l + t] of bytes
+//    at lane stride 4, for t = 0..3 (u: an unsigned byte, a low or high
+//    nibble, or a signed byte plus 128; B: a signed byte), is one vpdpbusd
+//    per group of four terms: lane l takes bytes 4l..4l+3 of 64 contiguous
+//    bytes of each operand (exact integer multiply-adds without VNNI);
+//  - a load whose index advances by one every c lanes (c = 2, 4, 8: a quant
+//    block's scale over the lanes of its block) reads LANES / c elements and
+//    spreads them.
+#include <algorithm>
+#include <cmath>
+
+#include "lumen/backend/cpu/writer.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/simplify.h"
+
+namespace lumen::cpu {
+
+using namespace lumen::kernel;
+
+namespace {
+
+enum class ByteForm { Raw, Low, High, Flip, Ones };  // Ones: no load, bytes of 1 (a sum of the signed bytes alone)
+
+struct ByteRead {
+  int buffer = -1;
+  Expr base;  // the index at lane 0
+  ByteForm form = ByteForm::Raw;
+  Expr valid;  // where the lane reads (1: everywhere; else a mask of the lane: a vector's tail past the end)
+};
+
+bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
+
+// Whether `valid` implies 0 <= a < e, checked on every point of the (few) variables involved.
+bool implies_below(const Expr& valid, const Expr& a, int64_t e) {
+  std::vector<Expr> vars = expr_vars(a);
+  for (const Expr& v : expr_vars(valid)) {
+    if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
+  }
+  double points = 1;
+  for (const Expr& v : vars) points *= static_cast<double>(v.hi() - v.lo() + 1);
+  if (points > 4096) return false;
+  Bindings at;
+  std::function<bool(size_t)> all = [&](size_t i) -> bool {
+    if (i == vars.size()) {
+      if (evaluate(valid, at) == 0) return true;
+      int64_t x = evaluate(a, at);
+      return x >= 0 && x < e;
+    }
+    for (int64_t x = vars[i].lo(); x <= vars[i].hi(); ++x) {
+      at[vars[i].name()] = x;
+      if (!all(i + 1)) return false;
+    }
+    return true;
+  };
+  return all(0);
+}
+
+// A reduction's vector overhanging its end reads r % E (and r / E) under the mask r < E: where
+// the mask holds that is r (and 0). The index with such wraps removed, if each is proven so.
+}  // namespace
+
+std::optional<Expr> unwrap_overhang(const Expr& index, const Expr& valid, const Expr& vl) {
+  if (valid.is_const(1)) return std::nullopt;
+  bool ok = true;
+  std::function<Expr(const Expr&)> walk = [&](const Expr& e) -> Expr {
+    if (!ok || !e.defined() || !mentions(e, vl)) return e;
+    switch (e.kind()) {
+      case ExprKind::Add:
+      case ExprKind::Mul: return make_binary(e.kind(), walk(e.a()), walk(e.b()));
+      case ExprKind::Mod:
+      case ExprKind::Div: {
+        Expr a = simplify(walk(e.a()));
+        if (!e.b().is_const() || !mentions(a, vl)) return make_binary(e.kind(), a, e.b());
+        if (!implies_below(valid, a, e.b().value())) return make_binary(e.kind(), a, e.b());  // a digit of the lane: kept
+        return e.kind() == ExprKind::Mod ? a : Expr(0);
+      }
+      default: return e;
+    }
+  };
+  Expr out = simplify(walk(index));
+  if (!ok || out == simplify(index)) return std::nullopt;
+  return out;
+}
+
+namespace {
+
+// A load of one byte per lane at lane stride 4, always valid.
+std::optional<ByteRead> byte_load(const Value& v, DType dtype, const Combo& combo,
+                                  const std::function<Expr(const Expr&)>& subst) {
+  if (v->kind != ValueKind::Load || v->dtype != dtype) return std::nullopt;
+  Expr valid = subst(v->valid);
+  Expr index = subst(v->index);
+  if (lane_stride(index, combo.vl) != std::optional<int64_t>(4)) {
+    // A vector overhanging the reduction's end reads through min(r, R - 1): its lanes past the end
+    // read nothing (masked: 0, so their products add nothing).
+    if (auto u = unclamp(index, combo.vl); u && lane_stride(u->index, combo.vl) == std::optional<int64_t>(4)) {
+      index = u->index;
+      valid = simplify(logical_and(valid, u->in_bounds));
+    } else if (auto w = unwrap_overhang(index, valid, combo.vl); w && lane_stride(*w, combo.vl) == std::optional<int64_t>(4)) {
+      index = *w;
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+  return ByteRead{v->buffer, simplify(substitute(index, zero)), ByteForm::Raw, valid};
+}
+
+// i32 of a load of `dtype`.
+std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
+  if (v->kind != ValueKind::Cast || v->dtype != DType::I32) return std::nullopt;
+  return byte_load(v->args[0], dtype, combo, subst);
+}
+
+std::optional<ByteRead> unsigned_byte(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
+  if (auto r = widened(v, DType::U8, combo, subst)) return r;
+  if (v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 16)) {
+    if (auto r = widened(v->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Low, r->valid};
+  }
+  if (v->kind == ValueKind::Binary && v->op == Op::Add && v->dtype == DType::I32) {
+    for (int i = 0; i < 2; ++i) {
+      if (!is_number(v->args[static_cast<size_t>(1 - i)], 128)) continue;
+      if (auto r = widened(v->args[static_cast<size_t>(i)], DType::I8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Flip, r->valid};
+    }
+  }
+  // i32(f32(byte) · 1/16): the high nibble (a float below 16, truncated)
+  if (v->kind == ValueKind::Cast && v->dtype == DType::I32) {
+    const Value& m = v->args[0];
+    if (m->kind == ValueKind::Binary && m->op == Op::Mul && m->dtype == DType::F32) {
+      for (int i = 0; i < 2; ++i) {
+        if (!is_number(m->args[static_cast<size_t>(1 - i)], 0.0625)) continue;
+        const Value& c = m->args[static_cast<size_t>(i)];
+        if (c->kind != ValueKind::Cast || c->dtype != DType::F32) continue;
+        if (auto r = byte_load(c->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::High, r->valid};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+struct Product {
+  ByteRead u, s;
+};
+
+struct Group {
+  ByteRead u, s;  // the reads of the group's first term found
+  std::vector<int64_t> offsets;
+};
+
+}  // namespace
+
+std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, const std::string& pad) {
+  if (!combo.vector || v->kind != ValueKind::Binary || v->op != Op::Add || v->dtype != DType::I32) return std::nullopt;
+  auto sub = [&](const Expr& e) { return subst(e, combo); };
+  std::vector<Value> terms, others;
+  std::function<void(const Value&)> flatten = [&](const Value& x) {
+    if (x->kind == ValueKind::Binary && x->op == Op::Add && x->dtype == DType::I32 && !unsigned_byte(x, combo, sub)) {
+      flatten(x->args[0]);
+      flatten(x->args[1]);
+    } else {
+      terms.push_back(x);
+    }
+  };
+  flatten(v);
+  std::vector<Group> groups;
+  for (const Value& t : terms) {
+    std::optional<Product> p;
+    if (t->kind == ValueKind::Binary && t->op == Op::Mul && t->dtype == DType::I32) {
+      for (int i = 0; i < 2 && !p; ++i) {
+        auto u = unsigned_byte(t->args[static_cast<size_t>(i)], combo, sub);
+        auto s = u ? widened(t->args[static_cast<size_t>(1 - i)], DType::I8, combo, sub) : std::nullopt;
+        if (u && s) p = Product{*u, *s};
+      }
+    }
+    if (!p) {
+      if (auto s = widened(t, DType::I8, combo, sub)) p = Product{ByteRead{-1, s->base, ByteForm::Ones, Expr(1)}, *s};
+    }
+    if (!p) {
+      others.push_back(t);
+      continue;
+    }
+    bool placed = false;
+    for (Group& g : groups) {
+      if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer) continue;
+      Expr ds = simplify(p->s.base - g.s.base), du = p->u.form == ByteForm::Ones ? ds : simplify(p->u.base - g.u.base);
+      if (!du.is_const() || !(du == ds) || std::abs(du.value()) > 3) continue;
+      // One mask for the group's four terms: each must read under the same condition.
+      if (!(p->u.valid == g.u.valid) || !(p->s.valid == g.s.valid)) return std::nullopt;
+      g.offsets.push_back(du.value());
+      placed = true;
+      break;
+    }
+    if (!placed) groups.push_back(Group{p->u, p->s, {0}});
+  }
+  if (groups.empty()) return std::nullopt;
+  for (const Group& g : groups) {
+    std::vector<int64_t> o = g.offsets;
+    std::sort(o.begin(), o.end());
+    if (o.size() != 4 || o[1] != o[0] + 1 || o[2] != o[0] + 2 || o[3] != o[0] + 3) return std::nullopt;
+  }
+  // A lane reads its four bytes or none: the group's terms share one condition (checked above),
+  // a condition of the lane, written as an i32 lane mask.
+  std::vector<std::string> masks;
+  for (const Group& g : groups) {
+    for (const ByteRead* r : {&g.u, &g.s}) {
+      if (r->form == ByteForm::Ones || r->valid.is_const(1)) {
+        masks.push_back("");
+        continue;
+      }
+      auto m = mentions(r->valid, combo.vl) ? index_vector(r->valid, combo) : std::nullopt;
+      if (!m) return std::nullopt;
+      masks.push_back(*m);
+    }
+  }
+  uses_vectors_ = true;
+  Reg acc = emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
+  size_t mask_at = 0;
+  for (const Group& g : groups) {
+    int64_t first = *std::min_element(g.offsets.begin(), g.offsets.end());
+    auto load = [&](const ByteRead& r) {
+      const std::string& mask = masks[mask_at++];
+      std::string at = "b" + std::to_string(r.buffer) + " + " + printer_.print(simplify(r.base + first));
+      return mask.empty() ? "lumen_load_bytes(" + at + ")" : "lumen_maskload_i32((const int32_t*)(" + at + "), " + mask + ")";
+    };
+    std::string u = g.u.form == ByteForm::Ones ? (mask_at++, std::string("lumen_splat_i32(0x01010101)")) : load(g.u);
+    switch (g.u.form) {
+      case ByteForm::Low: u = "lumen_nibbles_low(" + u + ")"; break;
+      case ByteForm::High: u = "lumen_nibbles_high(" + u + ")"; break;
+      case ByteForm::Flip: u = "lumen_bytes_flip_sign(" + u + ")"; break;
+      default: break;
+    }
+    Reg ur = emit("lumen_i32v", u, true, DType::I32, pad);
+    Reg sr = emit("lumen_i32v", load(g.s), true, DType::I32, pad);
+    acc = emit("lumen_i32v", "lumen_dot4_u8i8(" + acc.name + ", " + ur.name + ", " + sr.name + ")", true, DType::I32, pad);
+  }
+  for (const Value& o : others) {
+    Reg r = splat(value(o, combo, pad), pad);
+    acc = emit("lumen_i32v", acc.name + " + " + r.name, true, DType::I32, pad);
+  }
+  return acc;
+}
+
+std::optional<Reg> KernelWriter::repeated_load(const Value& v, const Combo& combo, const std::string& pad) {
+  if (!combo.vector || v->kind != ValueKind::Load) return std::nullopt;
+  if (v->dtype != DType::F32 && v->dtype != DType::F16) return std::nullopt;
+  Expr valid = subst(v->valid, combo);
+  Expr index = subst(v->index, combo);
+  if (auto u = unclamp(index, combo.vl)) {  // a vector overhanging the end: the lanes past it read nothing
+    index = u->index;
+    valid = simplify(logical_and(valid, u->in_bounds));
+  } else if (!valid.is_const(1)) {
+    if (auto w = unwrap_overhang(index, valid, combo.vl)) index = *w;
+  }
+  std::optional<std::string> mask;
+  if (!valid.is_const(1)) {
+    mask = mentions(valid, combo.vl) ? index_vector(valid, combo) : std::nullopt;
+    if (!mask) return std::nullopt;
+  }
+  std::unordered_map<Expr, Expr, ExprHash> at{{combo.vl, Expr(0)}};
+  Expr base = simplify(substitute(index, at));
+  int64_t c = 0;
+  for (int l = 1; l < simd_; ++l) {
+    at[combo.vl] = Expr(l);
+    Expr d = simplify(substitute(index, at) - base);
+    if (!d.is_const()) return std::nullopt;
+    if (c == 0 && d.value() == 1) c = l;
+    if (d.value() != (c ? l / c : 0)) return std::nullopt;
+  }
+  if (c != 2 && c != 4 && c != 8) return std::nullopt;
+  uses_vectors_ = true;
+  std::string f = v->dtype == DType::F32 ? "lumen_load_f32_rep" : "lumen_load_f16_rep";
+  std::string at_base = "b" + std::to_string(v->buffer) + " + " + printer_.print(base);
+  if (mask) return emit("lumen_f32v", f + "_masked<" + std::to_string(c) + ">(" + at_base + ", " + *mask + ")", true, v->dtype, pad);
+  return emit("lumen_f32v", f + "<" + std::to_string(c) + ">(" + at_base + ")", true, v->dtype, pad);
+}
+
+}  // namespace lumen::cpu

@@ -1,0 +1,513 @@
+#include "lumen/compiler/int8_dot.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "lumen/backend/interp/point_evaluator.h"
+#include "lumen/core/array.h"
+#include "lumen/core/error.h"
+#include "lumen/core/simplify.h"
+#include "lumen/core/tensor.h"
+
+namespace lumen::compiler {
+
+namespace {
+
+constexpr int64_t kBlock = 32;  // elements per scale: the formats rewritten here
+constexpr double kMaxRows = 8;   // activation rows of a contraction rewritten (decode: 1)
+
+// How a weight's quants sit in its byte array.
+enum class Form {
+  Signed,    // i8 q [N, K]: q·d (Q8_0, Q5_0)
+  Unsigned,  // u8 q [N, K]: q·d + m (Q5_1, Q5_K)
+  Nibbles,   // u8 [N, K/2], two quants a byte in groups of 2·half: (q - 8)·d, or q·d + m (Q4_0, Q4_1, Q4_K)
+};
+
+struct Format {
+  Form form;
+  int64_t half = 0;  // Nibbles: byte j of a group holds element j (low) and half + j (high)
+  bool mins = false;
+  std::string name() const {
+    if (form == Form::Signed) return "Q8_0 form";
+    if (form == Form::Unsigned) return "Q5_1 form";
+    return half == 16 ? (mins ? "Q4_1 form" : "Q4_0 form") : "Q4_K form";
+  }
+};
+
+struct QuantParams {
+  NodeId q = -1, scales = -1, mins = -1;
+};
+
+// Parameters named `base.q` / `.scales` / `.mins`, by base.
+std::map<std::string, QuantParams> quant_params(const Graph& g) {
+  std::map<std::string, QuantParams> out;
+  for (NodeId id : g.input_ids()) {
+    const Node& n = g.node(id);
+    if (!n.parameter) continue;
+    auto dot = n.name.rfind('.');
+    if (dot == std::string::npos) continue;
+    std::string base = n.name.substr(0, dot), suffix = n.name.substr(dot + 1);
+    if (suffix == "q") out[base].q = id;
+    else if (suffix == "scales") out[base].scales = id;
+    else if (suffix == "mins") out[base].mins = id;
+  }
+  return out;
+}
+
+// The inputs node `id` depends on.
+std::set<NodeId> leaf_inputs(const Graph& g, NodeId id) {
+  std::set<NodeId> seen, leaves;
+  std::vector<NodeId> stack{id};
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    const Node& node = g.node(n);
+    if (node.op == Op::Input) leaves.insert(n);
+    for (const Edge& e : node.inputs) stack.push_back(e.node);
+  }
+  return leaves;
+}
+
+std::optional<int64_t> static_dim(const Expr& e) {
+  Expr s = simplify(e);
+  if (!s.is_const()) return std::nullopt;
+  return s.value();
+}
+
+// The formats whose stored shapes and dtypes the parameters have.
+std::vector<Format> shape_formats(const Graph& g, const QuantParams& p, int64_t n, int64_t k) {
+  const Node& q = g.node(p.q);
+  const Node& s = g.node(p.scales);
+  auto shape_is = [](const Node& node, int64_t a, int64_t b) {
+    return node.shape.size() == 2 && static_dim(node.shape[0]) == a && static_dim(node.shape[1]) == b;
+  };
+  if (!shape_is(s, n, k / kBlock) || !is_float(s.dtype)) return {};
+  bool mins = p.mins >= 0;
+  if (mins && (!shape_is(g.node(p.mins), n, k / kBlock) || !is_float(g.node(p.mins).dtype))) return {};
+  if (q.dtype == DType::I8 && shape_is(q, n, k) && !mins) return {{Form::Signed, 0, false}};
+  if (q.dtype == DType::U8 && shape_is(q, n, k) && mins) return {{Form::Unsigned, 0, true}};
+  if (q.dtype == DType::U8 && shape_is(q, n, k / 2)) {
+    if (!mins) return {{Form::Nibbles, 16, false}};
+    return {{Form::Nibbles, 16, true}, {Form::Nibbles, 32, true}};
+  }
+  return {};
+}
+
+// Whether the weight node computes `f`'s dequantization: its value at
+// sampled points (the first and last rows; the first 128 and the last 64
+// columns) on random parameter values.
+bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const Format& f, int64_t n, int64_t k) {
+  std::mt19937 rng(1234);
+  const Node& qn = g.node(p.q);
+  int64_t kb = f.form == Form::Nibbles ? k / 2 : k, blocks = k / kBlock;
+  Array q(qn.dtype, {n, kb}), scales(g.node(p.scales).dtype, {n, blocks}), mins;
+  if (f.mins) mins = Array(g.node(p.mins).dtype, {n, blocks});
+  const double values[] = {0.5, 0.75, 1.25, 2.0, -1.5, 0.375};
+  std::vector<int64_t> rows{0, n - 1};
+  for (int64_t row : rows) {
+    for (int64_t j = 0; j < kb; ++j) q.set(row * kb + j, static_cast<double>(rng() % 256) - (qn.dtype == DType::I8 ? 128 : 0));
+    for (int64_t b = 0; b < blocks; ++b) {
+      scales.set(row * blocks + b, values[rng() % 6]);
+      if (f.mins) mins.set(row * blocks + b, values[rng() % 6] * 3);
+    }
+  }
+  std::map<NodeId, const Array*> buffers{{p.q, &q}, {p.scales, &scales}};
+  if (f.mins) buffers[p.mins] = &mins;
+  interp::PointEvaluator eval(g, buffers, Bindings{});
+  for (int64_t row : rows) {
+    for (int64_t col = 0; col < k; ++col) {
+      if (col >= 128 && col < k - 64) continue;
+      double d = scales.get(row * blocks + col / kBlock), want = 0;
+      if (f.form == Form::Nibbles) {
+        int64_t group = col / (2 * f.half), j = col % f.half;
+        auto byte = static_cast<int64_t>(q.get(row * kb + group * f.half + j));
+        int64_t nibble = (col / f.half) % 2 ? byte >> 4 : byte & 15;
+        want = static_cast<double>(nibble - (f.mins ? 0 : 8)) * d;
+      } else {
+        want = q.get(row * kb + col) * d;
+      }
+      if (f.mins) want += mins.get(row * blocks + col / kBlock);
+      std::vector<int64_t> at(g.node(weight).shape.size());
+      int64_t flat = row * k + col;
+      for (size_t d = at.size(); d-- > 0;) {
+        int64_t extent = simplify(g.node(weight).shape[d]).value();
+        at[d] = flat % extent;
+        flat /= extent;
+      }
+      double got = eval.value(weight, at).to_double();
+      if (!(std::abs(got - want) <= 1e-5 * (1 + std::abs(want)))) return false;
+    }
+  }
+  return true;
+}
+
+// A contraction the rewrite can take: out[.., m, n] = sum_k x[.., m, n, k] · W[n, k].
+struct Match {
+  NodeId sum = -1;
+  size_t weight_operand = 0;  // which operand of the product reads W
+  NodeId weight = -1;
+  std::string base;
+  QuantParams params;
+  Format format{};
+  int64_t n = 0, k = 0;
+};
+
+// Why `sum` is not a contraction of a quantized weight this rewrite takes
+// (empty when it is; "-" when it reads no quantized weight at all).
+std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantParams>& quants, Match& m) {
+  const Node& s = g.node(sum);
+  if (s.op != Op::SumReduce || s.dtype != DType::F32 || s.inputs.size() != 1) return "-";
+  const Edge& in = s.inputs[0];
+  const Node& prod = g.node(in.node);
+  if (prod.op != Op::Mul || prod.dtype != DType::F32) return "-";
+  const size_t rank = prod.shape.size();
+  for (size_t operand = 0; operand < 2; ++operand) {
+    const Edge& we = prod.inputs[operand];
+    std::set<NodeId> leaves = leaf_inputs(g, we.node);
+    for (const auto& [base, p] : quants) {
+      if (p.q < 0 || p.scales < 0 || !leaves.count(p.q)) continue;
+      std::set<NodeId> own{p.q, p.scales};
+      if (p.mins >= 0) own.insert(p.mins);
+      if (leaves != own) continue;  // an activation computed from the weight (an embedding), not a weight
+      if (!in.view.is_contiguous() || rank < 3 || s.axis != static_cast<int>(rank) - 1) {
+        return base + ": not a sum over the weight's last dim in matmul form";
+      }
+      // The weight node W (any shape: dequantization ends in a reshape, a view) read as [n, k] at the product's last two dims.
+      const Node& w = g.node(we.node);
+      auto n = static_dim(prod.shape[rank - 2]), k = static_dim(prod.shape[rank - 1]);
+      std::optional<int64_t> numel = 1;
+      for (const Expr& d : w.shape) numel = numel && static_dim(d) ? std::optional<int64_t>(*numel * *static_dim(d)) : std::nullopt;
+      if (!n || !k || !numel || *numel != *n * *k || w.dtype != DType::F32) {
+        return base + ": the weight is not a static f32 value of n x k elements";
+      }
+      if (*k % 64 != 0) return base + ": K = " + std::to_string(*k) + " is not a multiple of 64";
+      // The product reads W[n, k] at [.., n, k] and the activation independently of n.
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < rank; ++d) idx.push_back(Expr::var("i" + std::to_string(d), 0, 1 << 30));
+      View::Index wi = we.view.index(idx);
+      if (!simplify(wi.valid).is_const(1) || !simplify(wi.index - (idx[rank - 2] * *k + idx[rank - 1])).is_const(0)) {
+        return base + ": the product does not read the weight as [n, k] at its last two dims";
+      }
+      const Edge& xe = prod.inputs[1 - operand];
+      if (g.node(xe.node).dtype != DType::F32) return base + ": the activation is not f32";
+      // Matrix-vector products only (decode): the int8 kernels are row kernels; a matrix product (prefill)
+      // keeps its tiled f32 kernel.
+      double rows = 1;
+      for (size_t d = 0; d + 2 < rank; ++d) {
+        auto e = static_dim(prod.shape[d]);
+        rows = e ? rows * static_cast<double>(*e) : 1e18;
+      }
+      if (rows > kMaxRows) return base + ": " + (rows >= 1e18 ? std::string("a dynamic number of") : std::to_string(static_cast<int64_t>(rows))) +
+                                " rows (matrix products keep their f32 kernels; the int8 kernels are matrix-vector kernels)";
+      View::Index xi = xe.view.index(idx);
+      auto vars = expr_vars(simplify(xi.index));
+      auto vvars = expr_vars(simplify(xi.valid));
+      vars.insert(vars.end(), vvars.begin(), vvars.end());
+      for (const Expr& v : vars) {
+        if (v == idx[rank - 2]) return base + ": the activation varies along n";
+      }
+      std::vector<Format> formats = shape_formats(g, p, *n, *k);
+      if (formats.empty()) return base + ": its parameters have no known block format's shapes";
+      for (const Format& f : formats) {
+        if (computes_format(g, we.node, p, f, *n, *k)) {
+          m = Match{sum, operand, we.node, base, p, f, *n, *k};
+          return "";
+        }
+      }
+      return base + ": the weight expression is not a known block format's dequantization";
+    }
+  }
+  return "-";
+}
+
+Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
+
+// `t` in a buffer of its own: a Contiguous node even where its view is contiguous already (fusion
+// always materialises those; Tensor::contiguous() would return `t` itself).
+Tensor materialized(const Tensor& t) {
+  Node n;
+  n.op = Op::Contiguous;
+  n.dtype = t.dtype();
+  n.shape = t.shape();
+  n.inputs = {t.edge()};
+  return t.graph()->tensor(t.graph()->add(std::move(n)));
+}
+
+// `index` along `axis` of a contiguous node's output, read through one strided view (index
+// linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
+// and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
+Tensor linear_slice(const Tensor& contiguous, int axis, int64_t index, int64_t split_last = 0) {
+  Graph* g = contiguous.graph();
+  if (!contiguous.view().is_contiguous()) fail("int8 dot products: a strided slice of a non-contiguous view (internal error)");
+  const Shape& base = contiguous.shape();  // a contiguous view: its row-major layout is the node's
+  std::vector<Expr> strides(base.size());
+  Expr stride(1);
+  for (size_t d = base.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = simplify(stride * base[d]);
+  }
+  Shape shape;
+  std::vector<Expr> kept;
+  for (size_t d = 0; d < base.size(); ++d) {
+    if (static_cast<int>(d) == axis) continue;
+    shape.push_back(base[d]);
+    kept.push_back(strides[d]);
+  }
+  if (split_last > 0) {  // the last dim read as [last / split_last, split_last]
+    Expr last = shape.back();
+    shape.back() = simplify(last / split_last);
+    shape.push_back(Expr(split_last));
+    kept.back() = Expr(split_last);
+    kept.push_back(Expr(1));
+  }
+  return Tensor(g, contiguous.node_id(),
+                View::strided(g->node(contiguous.node_id()).shape, shape, kept, simplify(strides[static_cast<size_t>(axis)] * index)));
+}
+
+// The sum over t < 4 of the last axis of `v` [.., 4]: one i32 lane of vpdpbusd (or, for the
+// activation's bytes alone, of vpdpbusd with bytes of ones).
+Tensor four_sum(const Tensor& v) {
+  int axis = static_cast<int>(v.rank()) - 1;
+  Tensor sum;
+  for (int t = 0; t < 4; ++t) {
+    Tensor term = v.slice(axis, Expr(t), Expr(t + 1));
+    sum = sum.defined() ? sum.add(term) : term;
+  }
+  return sum.squeeze(axis);
+}
+
+// The activation quantized per block of 32, in the weight's byte order: three
+// small kernels (the scales, a row reduction; the bytes, elementwise, 1/d
+// inline; the sums of every four bytes).
+struct QuantizedActivation {
+  Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
+  Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
+  Tensor scale;  // f32 [lead.., K / 32]: d = max|x| / 127, rounded to f16 (as ggml's block_q8_0 keeps it)
+};
+
+QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
+  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = lead;
+    for (int64_t e : tail) s.push_back(Expr(e));
+    return s;
+  };
+  const int64_t blocks = k / kBlock;
+  Tensor xb = x.reshape(with({blocks, kBlock}));
+  std::vector<std::pair<Expr, Expr>> pad_low(xb.rank(), {Expr(0), Expr(0)}), pad_high = pad_low;
+  pad_low.back() = {Expr(0), Expr(kBlock)};
+  pad_high.back() = {Expr(kBlock), Expr(0)};
+  Tensor both = xb.pad(pad_low).add(xb.mul(xb.scalar(-1)).pad(pad_high));  // [.., blocks, 64]: x and -x
+  // The scale the quants are made with is the one they are multiplied by (ggml rounds d to f16 after
+  // quantizing with the f32 d: a difference of at most 2^-11 of a step).
+  Tensor amax = both.max_reduce(-1);  // max |x| per block
+  Tensor d = materialized(amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32));
+  // 1/d. A block of zeros has d = 0: x · (1/d) is 0 · inf = NaN there, and NaN casts to 0 (the
+  // interpreter's and the kernels' cast), the right quant. One op, so that fusion computes it in the
+  // quantizing kernel rather than in a kernel of its own.
+  Tensor inverse = d.recip();
+  Tensor t = xb.mul(inverse.unsqueeze(-1));
+  // round half away from zero (roundf): truncate t + 0.5 - [t < 0]
+  Tensor rounded = t.add(t.scalar(0.5)).add(t.less_than(t.scalar(0)).cast(DType::F32).mul(t.scalar(-1)));
+  Tensor q = rounded.cast(DType::I8);  // |q| <= 127 (|x| / d <= 127 up to d's rounding; the cast saturates)
+  Tensor ordered;
+  if (f.form == Form::Nibbles) {
+    // [.., K] as [.., K / 2half, 2, half] -> [.., 2, K / 2half, half]: the low quants of every group, then the high.
+    Tensor g = q.reshape(with({k / (2 * f.half), 2, f.half}));
+    std::vector<int> order;
+    for (size_t i = 0; i < lead.size(); ++i) order.push_back(static_cast<int>(i));
+    int at = static_cast<int>(lead.size());
+    order.insert(order.end(), {at + 1, at, at + 2});
+    ordered = g.permute(order).reshape(with({2, k / 2}));
+  } else {
+    ordered = q.reshape(with({1, k}));
+  }
+  // Bytes stored as [.., H, Kb] (SIMD stores along Kb) and read as [.., R, 4] through a strided view
+  // (linear_slice), the sums as [.., H, R]: the dot kernel's index stays linear in the group r where
+  // a vector overhangs R.
+  int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
+  Tensor bytes = materialized(ordered.reshape(with({h, kb})));  // a last dim of Kb: SIMD stores
+  Tensor sums = materialized(four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)));
+  return QuantizedActivation{bytes, sums, d};
+}
+
+// Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
+// per-block tensor [.., K / 32] of the block that group's `half` (0 low, 1
+// high) belongs to.
+Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t k) {
+  Shape lead(blocks.shape().begin(), blocks.shape().end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = lead;
+    for (int64_t e : tail) s.push_back(Expr(e));
+    return s;
+  };
+  const int64_t nb = k / kBlock;
+  const Tensor& t = blocks;
+  if (f.form == Form::Nibbles && f.half == 32) {
+    // groups of 64 quants: the low ones are block 2g, the high ones block 2g + 1; 8 byte groups a block
+    Tensor pair = t.reshape(with({nb / 2, 2})).slice(static_cast<int>(lead.size()) + 1, Expr(half_index), Expr(half_index + 1));
+    return pair.expand(with({nb / 2, 8})).reshape(with({nb * 4}));
+  }
+  int64_t lanes = f.form == Form::Nibbles ? 4 : 8;  // byte groups of four a block: 16 or 32 bytes
+  return t.reshape(with({nb, 1})).expand(with({nb, lanes})).reshape(with({nb * lanes}));
+}
+
+// out[.., m, n] of the match, from the activation x [.., m, 1, K] quantized as `a`.
+Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, const Match& m) {
+  const Format& f = m.format;
+  const int64_t k = m.k, n = m.n;
+  const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
+  auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
+  Tensor wbytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)});
+  Tensor wq = wbytes.cast(DType::I32);
+  Tensor scales = f32(g.tensor(m.params.scales));  // [N, K/32]
+  Tensor mins = m.format.mins ? f32(g.tensor(m.params.mins)) : Tensor();
+  const int chains = f.form == Form::Nibbles ? 2 : 1;
+  const bool shared = f.form == Form::Nibbles && f.half == 16;  // Q4_0 / Q4_1: both chains of a group in one block
+  Tensor total, dot, sums;
+  auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
+  for (int h = 0; h < chains; ++h) {
+    Tensor u;  // the weight quants as unsigned bytes
+    if (f.form == Form::Signed) {
+      u = wq.add(number(wq, 128, DType::I32));
+    } else if (f.form == Form::Unsigned) {
+      u = wq;
+    } else if (h == 0) {
+      u = wq.mod(number(wq, 16, DType::I32));
+    } else {  // the high nibble, floor(byte / 16), exactly (a float below 16)
+      Tensor b = wbytes.cast(DType::F32);
+      u = b.mul(b.scalar(0.0625)).cast(DType::I32);
+    }
+    Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h, 4).cast(DType::I32);  // [.., m, 1, R, 4]
+    Tensor chain = four_sum(u.mul(xq));             // [.., m, N, R]
+    // [.., m, 1, R] expanded to the chain's [.., m, N, R] before any op on it: an op on the
+    // unexpanded sums would be a node read once per n, which fusion materialises (a kernel).
+    // (Summing the bytes in the dot kernel instead, one vpdpbusd with bytes of ones a vector, saves
+    // a kernel an activation: measured on SmolLM2 decode, 5% faster at 2 threads, 8% slower at 1.)
+    Tensor chain_sum = linear_slice(a.sums, static_cast<int>(lead), h).expand(chain.shape());
+    add(dot, chain);
+    add(sums, chain_sum);
+    if (shared && h == 0) continue;
+    int64_t offset = f.form == Form::Signed ? 128 : (f.form == Form::Nibbles && !f.mins) ? 8 : 0;
+    Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
+    Tensor term = f32(integer).mul(per_group(scales, f, h, k));  // [.., m, N, R]
+    if (f.mins) term = term.add(f32(sums).mul(per_group(mins, f, h, k)));
+    add(total, term.mul(per_group(a.scale, f, h, k)));
+    dot = Tensor();
+    sums = Tensor();
+  }
+  return total.sum_reduce(-1);  // [.., m, N]
+}
+
+// The probe of a match: the weight expression's nodes copied into a graph of their own.
+Int8DotProbe make_probe(const Graph& graph, const Match& m) {
+  Int8DotProbe probe;
+  probe.label = m.base + " (" + m.format.name() + ") " + std::to_string(m.n) + " x " + std::to_string(m.k);
+  Graph& g = probe.graph;
+  std::set<NodeId> needed;
+  std::vector<NodeId> stack{m.weight};
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    if (!needed.insert(n).second) continue;
+    for (const Edge& e : graph.node(n).inputs) stack.push_back(e.node);
+  }
+  std::map<NodeId, NodeId> to;
+  for (NodeId id : needed) {  // ascending: producers first
+    Node copy = graph.node(id);
+    for (Edge& e : copy.inputs) e.node = to.at(e.node);
+    to[id] = g.add(std::move(copy));
+  }
+  Tensor w = g.tensor(to.at(m.weight)).reshape({Expr(m.n), Expr(m.k)});
+  Tensor x = g.input("x", {Expr(1), Expr(m.k)});
+  Tensor y = x.matmul(w.transpose(0, 1));
+  g.mark_output(y, "y");
+  probe.outputs = {y.edge()};
+  Int8DotRewrite r = int8_dot_products(g, probe.outputs, false);
+  if (r.rewritten.size() != 1) fail("int8 dot products: the probe of '", m.base, "' was not rewritten (internal error)");
+  probe.rewritten = std::move(r.graph);
+  probe.rewritten_outputs = r.outputs;
+  return probe;
+}
+
+}  // namespace
+
+Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs) {
+  return int8_dot_products(graph, outputs, true);
+}
+
+Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& outputs, bool with_probes) {
+  Int8DotRewrite out;
+  auto quants = quant_params(graph);
+  std::map<NodeId, Match> matches;
+  if (!quants.empty()) {
+    for (NodeId id = 0; id < static_cast<NodeId>(graph.size()); ++id) {
+      Match m;
+      std::string why = match(graph, id, quants, m);
+      if (why.empty()) matches[id] = m;
+      else if (why != "-") out.refused.push_back(why);
+    }
+  }
+  if (matches.empty()) {
+    out.graph = graph;
+    out.outputs = outputs;
+    return out;
+  }
+  Graph& g = out.graph;
+  for (const std::string& d : graph.dim_names()) g.dim(d);
+  std::vector<NodeId> to(graph.size(), -1);
+  std::map<std::string, QuantizedActivation> quantized;
+  std::set<std::string> probed;  // formats and shapes with a probe
+  auto moved = [&](const Edge& e) { return Edge{to[static_cast<size_t>(e.node)], e.view}; };
+  for (NodeId id = 0; id < static_cast<NodeId>(graph.size()); ++id) {
+    const Node& node = graph.node(id);
+    auto it = matches.find(id);
+    if (it == matches.end()) {
+      Node copy = node;
+      for (Edge& e : copy.inputs) e = moved(e);
+      to[static_cast<size_t>(id)] = g.add(std::move(copy));
+      continue;
+    }
+    // The match in the new graph's ids (rewrites before it added nodes: ids after them moved).
+    Match m = it->second;
+    m.params.q = to[static_cast<size_t>(m.params.q)];
+    m.params.scales = to[static_cast<size_t>(m.params.scales)];
+    if (m.params.mins >= 0) m.params.mins = to[static_cast<size_t>(m.params.mins)];
+    const Node& prod = graph.node(node.inputs[0].node);
+    Edge xe = moved(prod.inputs[1 - m.weight_operand]);
+    Tensor x = Tensor(&g, xe.node, xe.view);
+    int n_axis = static_cast<int>(x.rank()) - 2;
+    x = x.slice(n_axis, Expr(0), Expr(1));  // [.., m, 1, K]: the activation does not vary along n
+    // One quantization per activation and byte order (q, k and v read the same normed x).
+    std::string key = std::to_string(x.node_id()) + " " + x.view().to_string() + " " + std::to_string(m.k) + " " +
+                      std::to_string(static_cast<int>(m.format.form)) + " " + std::to_string(m.format.half);
+    auto q = quantized.find(key);
+    if (q == quantized.end()) q = quantized.emplace(key, quantize(x, m.format, m.k)).first;
+    Tensor result = int8_contraction(g, q->second, x.rank() - 1, m);
+    if (!(result.view().is_contiguous()) || result.shape() != node.shape) {
+      fail("int8 dot products: the rewrite of '", m.base, "' gave ", to_string(result.shape()), " for ", to_string(node.shape),
+           " (internal error)");
+    }
+    to[static_cast<size_t>(id)] = result.node_id();
+    out.rewritten.push_back(m.base + " (" + m.format.name() + ")");
+    if (with_probes) {
+      std::string shape = "(" + m.format.name() + ") " + std::to_string(m.n) + " x " + std::to_string(m.k);
+      if (probed.insert(shape).second) out.probes.push_back(make_probe(graph, it->second));
+    }
+  }
+  for (const NamedOutput& o : graph.outputs()) g.mark_output(Tensor(&g, to[static_cast<size_t>(o.edge.node)], o.edge.view), o.name);
+  for (const StateUpdate& u : graph.updates()) {
+    Edge v = moved(u.value);
+    g.assign(Tensor(&g, to[static_cast<size_t>(u.state)], u.view), Tensor(&g, v.node, v.view));
+  }
+  for (const DimConstraint& c : graph.constraints()) g.require(c.condition, c.message);
+  for (const Edge& e : outputs) out.outputs.push_back(moved(e));
+  return out;
+}
+
+}  // namespace lumen::compiler
