@@ -69,28 +69,9 @@ std::unique_ptr<DistProgram> DistLlamaRunner::build(std::optional<int64_t> seq, 
 }
 
 Array DistLlamaRunner::run(DistProgram& p, const std::vector<int32_t>& tokens, bool padded, bool fetch) {
-  if (tokens.empty()) fail("llama: no tokens to run");
-  int64_t n = static_cast<int64_t>(tokens.size());
-  if (past_ + n > capacity_) {
-    fail("llama: ", past_, " cached + ", n, " new tokens exceed the KV-cache capacity of ", capacity_,
-         " positions (reset, or raise the capacity)");
-  }
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= config_.vocab) fail("llama: token ", t, " is outside the vocabulary [0, ", config_.vocab, ")");
-  }
-  p.bind("past", past_);
-  if (padded) {
-    int64_t blocks = (n + kSeqBlock - 1) / kSeqBlock;
-    std::vector<int32_t> filled = tokens;
-    filled.resize(static_cast<size_t>(blocks * kSeqBlock), 0);
-    p.set("tokens", Array::from_ints(filled, {1, blocks * kSeqBlock}));
-    p.bind("seq_blocks", blocks);
-    if (p.has_dim("real")) p.bind("real", n);
-  } else {
-    p.set("tokens", Array::from_ints(tokens, {1, n}));
-  }
+  models::feed_step(p, tokens, padded, past_, capacity_, config_.vocab, p.has_dim("real"));
   p.run();
-  past_ += n;
+  past_ += static_cast<int64_t>(tokens.size());
   return fetch ? p.get("out0") : Array();
 }
 

@@ -18,6 +18,7 @@
 
 #include "lumen/dist/dist_program.h"
 #include "lumen/models/llama_runner.h"
+#include "lumen/models/llama_step.h"
 
 namespace lumen::dist {
 
@@ -60,7 +61,7 @@ class DistLlamaRunner {
   Array run(DistProgram& p, const std::vector<int32_t>& tokens, bool padded, bool fetch);
   Array prefill(const std::vector<int32_t>& tokens);
 
-  static constexpr int64_t kSeqBlock = 16;
+  static constexpr int64_t kSeqBlock = models::kLlamaSeqBlock;  // llama_step.h
 
   models::LlamaConfig config_;
   std::shared_ptr<io::WeightStore> weights_;

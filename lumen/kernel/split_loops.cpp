@@ -7,6 +7,7 @@
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/affine_range.h"
 
 namespace lumen::kernel {
 
@@ -67,19 +68,14 @@ std::optional<Expr> split_point(const Expr& condition, const Expr& v, const std:
   }
   Expr r = rest.to_expr();
   if (coefficient > 0 && mentions_any(r, inner_vars) && inner_extents.size() == inner_vars.size()) {
-    LinearForm outside;  // R with each inner loop's term at its largest
-    outside.constant = rest.constant;
-    for (const auto& [term, c] : rest.terms) {
-      auto at = std::find(inner_vars.begin(), inner_vars.end(), term);
-      if (at == inner_vars.end()) {
-        outside.add(term, c);
-        continue;
-      }
-      const Expr& extent = inner_extents[static_cast<size_t>(at - inner_vars.begin())];
-      if (!extent.is_const() || extent.value() < 1) return std::nullopt;
-      if (c > 0) outside.constant += c * (extent.value() - 1);
+    Expr r_max = r;  // R at its largest over the loops inside (affine_range.h)
+    for (size_t i = 0; i < inner_vars.size(); ++i) {
+      if (!mentions_any(r_max, {inner_vars[i]})) continue;
+      if (!inner_extents[i].is_const() || inner_extents[i].value() < 1) return std::nullopt;
+      std::optional<Expr> sup = sup_over(r_max, inner_vars[i], inner_extents[i]);
+      if (!sup) return std::nullopt;
+      r_max = *sup;
     }
-    Expr r_max = outside.to_expr();
     if (mentions_any(r_max, {v}) || mentions_any(r_max, inner_vars)) return std::nullopt;
     // c·v + R_max < 0  <=>  v < ceil(-R_max / c) = floor((c - 1 - R_max) / c); S >= 0 where it matters (clamped by the caller)
     return simplify(max((Expr(coefficient - 1) - r_max) / coefficient, Expr(0)));

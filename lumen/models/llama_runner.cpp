@@ -97,29 +97,11 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
 }
 
 Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens, bool padded) {
-  if (tokens.empty()) fail("llama: no tokens to run");
-  int64_t n = static_cast<int64_t>(tokens.size());
-  if (past_ + n > capacity_) {
-    fail("llama: ", past_, " cached + ", n, " new tokens exceed the KV-cache capacity of ", capacity_,
-         " positions (reset, or raise the capacity)");
-  }
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= config_.vocab) fail("llama: token ", t, " is outside the vocabulary [0, ", config_.vocab, ")");
-  }
-  p.bind("past", past_);
-  if (padded) {
-    int64_t blocks = (n + kSeqBlock - 1) / kSeqBlock;
-    std::vector<int32_t> filled = tokens;
-    filled.resize(static_cast<size_t>(blocks * kSeqBlock), 0);
-    p.set("tokens", Array::from_ints(filled, {1, blocks * kSeqBlock}));
-    p.bind("seq_blocks", blocks);
-    std::vector<std::string> dims = p.graph().dim_names();
-    if (std::find(dims.begin(), dims.end(), "real") != dims.end()) p.bind("real", n);
-  } else {
-    p.set("tokens", Array::from_ints(tokens, {1, n}));
-  }
+  std::vector<std::string> dims = p.graph().dim_names();
+  bool binds_real = std::find(dims.begin(), dims.end(), "real") != dims.end();
+  feed_step(p, tokens, padded, past_, capacity_, config_.vocab, binds_real);
   p.run();
-  past_ += n;
+  past_ += static_cast<int64_t>(tokens.size());
   return p.get("out0");
 }
 

@@ -19,6 +19,7 @@
 #include "lumen/compile.h"
 #include "lumen/io/weight_store.h"
 #include "lumen/models/llama.h"
+#include "lumen/models/llama_step.h"
 #include "lumen/models/sampling.h"
 
 namespace lumen::models {
@@ -93,10 +94,7 @@ class LlamaRunner {
   std::unique_ptr<Program> build(std::optional<int64_t> seq, bool last_only, double budget_s);
   Array run(Program& p, const std::vector<int32_t>& tokens, bool padded);
 
-  // Prefill steps are padded to a multiple of this many tokens, so their
-  // kernels vectorize and tile along the sequence; the padding rows written
-  // to the cache lie past the real tokens and are overwritten later.
-  static constexpr int64_t kSeqBlock = 16;
+  static constexpr int64_t kSeqBlock = kLlamaSeqBlock;  // llama_step.h
 
   LlamaConfig config_;
   std::shared_ptr<io::WeightStore> weights_;

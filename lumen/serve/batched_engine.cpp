@@ -10,15 +10,6 @@
 
 namespace lumen::serve {
 
-struct BatchedEngine::Request {
-  RequestId id = 0;
-  std::vector<int32_t> prompt;
-  RequestParams params;
-  OnText on_text;
-  OnDone on_done;
-  std::atomic<bool> cancelled{false};
-};
-
 // A request in the scheduler: its blocks, what is cached, how it samples.
 struct BatchedEngine::Sequence {
   Sequence(std::shared_ptr<Request> r, const io::Tokenizer& tokenizer)
@@ -61,18 +52,11 @@ Engine::RequestId BatchedEngine::submit(std::vector<int32_t> prompt, const Reque
     fail("the prompt is ", prompt.size(), " tokens; the KV cache holds ", c.blocks_total() * c.block_size(),
          " positions for all sequences together; shorten the prompt or give the server more KV blocks");
   }
-  auto r = std::make_shared<Request>();
-  r->prompt = std::move(prompt);
-  r->params = params;
-  r->on_text = std::move(on_text);
-  r->on_done = std::move(on_done);
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) fail("the server is shutting down");
-  r->id = next_id_++;
-  queue_.push_back(r);
-  metrics_.queued = static_cast<int64_t>(queue_.size());
+  RequestId id = queue_.push(std::move(prompt), params, std::move(on_text), std::move(on_done), metrics_);
   wake_.notify_one();
-  return r->id;
+  return id;
 }
 
 void BatchedEngine::cancel(RequestId id) {
@@ -85,17 +69,9 @@ void BatchedEngine::cancel(RequestId id) {
       wake_.notify_one();
       return;
     }
-    for (auto q = queue_.begin(); q != queue_.end(); ++q) {
-      if ((*q)->id == id) {
-        dropped = *q;
-        queue_.erase(q);
-        metrics_.queued = static_cast<int64_t>(queue_.size());
-        ++metrics_.requests_cancelled;
-        break;
-      }
-    }
+    dropped = queue_.take(id, metrics_);
   }
-  if (dropped && dropped->on_done) dropped->on_done({FinishReason::Cancelled, static_cast<int64_t>(dropped->prompt.size()), 0, ""});
+  if (dropped) tell_cancelled(*dropped);
 }
 
 void BatchedEngine::shutdown() {
@@ -105,14 +81,10 @@ void BatchedEngine::shutdown() {
     if (stopping_ && !worker_.joinable()) return;
     stopping_ = true;
     for (auto& [id, r] : admitted_) r->cancelled = true;
-    dropped.swap(queue_);
-    metrics_.queued = 0;
-    metrics_.requests_cancelled += static_cast<int64_t>(dropped.size());
+    dropped = queue_.take_all(metrics_);
     wake_.notify_all();
   }
-  for (auto& r : dropped) {
-    if (r->on_done) r->on_done({FinishReason::Cancelled, static_cast<int64_t>(r->prompt.size()), 0, ""});
-  }
+  for (const auto& r : dropped) tell_cancelled(*r);
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
 }
 
@@ -157,7 +129,7 @@ void BatchedEngine::admit() {
       auto seq = std::make_unique<Sequence>(queue_.front(), tokenizer_);
       if (!cache.grow(seq->blocks, static_cast<int64_t>(seq->feed.size()))) break;
       admitted_[seq->request->id] = seq->request;
-      queue_.pop_front();
+      queue_.pop(metrics_);  // metrics_.queued is set below, with the preempted
       s = std::move(seq);
     } else {
       break;

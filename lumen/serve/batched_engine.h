@@ -24,6 +24,7 @@
 
 #include "lumen/io/tokenizer/tokenizer.h"
 #include "lumen/serve/engine.h"
+#include "lumen/serve/request_queue.h"
 #include "lumen/serve/paged_llama.h"
 
 namespace lumen::serve {
@@ -46,7 +47,7 @@ class BatchedEngine : public Engine {
   int64_t context_length() const override { return model_.context(); }
 
  private:
-  struct Request;
+  using Request = QueuedRequest;
   struct Sequence;
   using SequencePtr = std::unique_ptr<Sequence>;
 
@@ -70,9 +71,8 @@ class BatchedEngine : public Engine {
 
   mutable std::mutex mutex_;  // guards everything below up to the worker-only part
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<Request>> queue_;
+  RequestQueue queue_;
   std::map<RequestId, std::shared_ptr<Request>> admitted_;  // running or preempted, by id (for cancel)
-  RequestId next_id_ = 1;
   bool stopping_ = false;
   EngineMetrics metrics_;
 

@@ -8,15 +8,6 @@
 
 namespace lumen::serve {
 
-struct SequentialEngine::Request {
-  RequestId id = 0;
-  std::vector<int32_t> prompt;
-  RequestParams params;
-  OnText on_text;
-  OnDone on_done;
-  std::atomic<bool> cancelled{false};
-};
-
 SequentialEngine::SequentialEngine(models::LlamaRunner& runner, const io::Tokenizer& tokenizer)
     : runner_(runner), tokenizer_(tokenizer) {
   metrics_.kv_positions_total = runner_.capacity();
@@ -30,18 +21,11 @@ int64_t SequentialEngine::context_length() const { return runner_.capacity(); }
 Engine::RequestId SequentialEngine::submit(std::vector<int32_t> prompt, const RequestParams& params, OnText on_text,
                                            OnDone on_done) {
   check_request(prompt, params, runner_.capacity(), runner_.config().vocab);
-  auto r = std::make_shared<Request>();
-  r->prompt = std::move(prompt);
-  r->params = params;
-  r->on_text = std::move(on_text);
-  r->on_done = std::move(on_done);
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) fail("the server is shutting down");
-  r->id = next_id_++;
-  queue_.push_back(r);
-  metrics_.queued = static_cast<int64_t>(queue_.size());
+  RequestId id = queue_.push(std::move(prompt), params, std::move(on_text), std::move(on_done), metrics_);
   wake_.notify_one();
-  return r->id;
+  return id;
 }
 
 void SequentialEngine::cancel(RequestId id) {
@@ -52,17 +36,9 @@ void SequentialEngine::cancel(RequestId id) {
       running_->cancelled = true;  // the worker sees it before the next token
       return;
     }
-    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-      if ((*it)->id == id) {
-        dropped = *it;
-        queue_.erase(it);
-        metrics_.queued = static_cast<int64_t>(queue_.size());
-        ++metrics_.requests_cancelled;
-        break;
-      }
-    }
+    dropped = queue_.take(id, metrics_);
   }
-  if (dropped && dropped->on_done) dropped->on_done({FinishReason::Cancelled, static_cast<int64_t>(dropped->prompt.size()), 0, ""});
+  if (dropped) tell_cancelled(*dropped);
 }
 
 void SequentialEngine::shutdown() {
@@ -72,14 +48,10 @@ void SequentialEngine::shutdown() {
     if (stopping_ && !worker_.joinable()) return;
     stopping_ = true;
     if (running_) running_->cancelled = true;
-    dropped.swap(queue_);
-    metrics_.queued = 0;
-    metrics_.requests_cancelled += static_cast<int64_t>(dropped.size());
+    dropped = queue_.take_all(metrics_);
     wake_.notify_all();
   }
-  for (auto& r : dropped) {
-    if (r->on_done) r->on_done({FinishReason::Cancelled, static_cast<int64_t>(r->prompt.size()), 0, ""});
-  }
+  for (const auto& r : dropped) tell_cancelled(*r);
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
 }
 
@@ -97,10 +69,8 @@ void SequentialEngine::work() {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
-      r = queue_.front();
-      queue_.pop_front();
+      r = queue_.pop(metrics_);
       running_ = r;
-      metrics_.queued = static_cast<int64_t>(queue_.size());
       metrics_.running = 1;
     }
     auto start = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 #include "lumen/io/tokenizer/tokenizer.h"
 #include "lumen/models/llama_runner.h"
 #include "lumen/serve/engine.h"
+#include "lumen/serve/request_queue.h"
 
 namespace lumen::serve {
 
@@ -33,7 +34,7 @@ class SequentialEngine : public Engine {
   int64_t context_length() const override;
 
  private:
-  struct Request;
+  using Request = QueuedRequest;
   void work();
   Outcome run(Request& r);
   void finished(const Outcome& o, double seconds);
@@ -42,9 +43,8 @@ class SequentialEngine : public Engine {
   const io::Tokenizer& tokenizer_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<Request>> queue_;
+  RequestQueue queue_;
   std::shared_ptr<Request> running_;
-  RequestId next_id_ = 1;
   bool stopping_ = false;
   EngineMetrics metrics_;
   std::atomic<int64_t> positions_in_use_{0};  // the running sequence's length (set by the worker)

@@ -65,7 +65,7 @@ def test_concurrent_requests_equal_the_sequential_engine(model, batched):
     got = [None] * len(jobs)
 
     def ask(i):
-        time.sleep(0.003 * i)  # later requests join while earlier ones decode (a step takes well under 1 ms here)
+        time.sleep(0.001 * i)  # later requests join while earlier ones decode (a step takes well under 1 ms here)
         got[i] = complete(batched.url, jobs[i][0], jobs[i][1], stream=i % 2 == 1)
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(jobs))]

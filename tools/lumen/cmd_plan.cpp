@@ -31,6 +31,29 @@ std::vector<int32_t> tokens(int64_t n, int64_t vocab) {
   return t;
 }
 
+struct StepTimes {
+  double prefill = 0;  // median of 3 prefills of the prompt, seconds
+  double decode = 0;   // seconds per decode step from `position`
+};
+
+// Times a runner (LlamaRunner or DistLlamaRunner) as the plans are compared.
+template <typename Runner>
+StepTimes time_steps(Runner& r, const Args& a, int64_t vocab) {
+  std::vector<double> prefill;
+  for (int i = 0; i < 3; ++i) {
+    r.reset();
+    auto start = std::chrono::steady_clock::now();
+    r.forward(tokens(a.prompt, vocab));
+    prefill.push_back(seconds_since(start));
+  }
+  std::sort(prefill.begin(), prefill.end());
+  r.reset();
+  r.forward(tokens(a.position, vocab));
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < a.steps; ++i) r.forward({static_cast<int32_t>((i * 13 + 5) % vocab)});
+  return {prefill[1], seconds_since(start) / static_cast<double>(a.steps)};
+}
+
 // The model on one rank (every rank runs its own copy): measured prefill and
 // decode against the cost model's single-rank prediction scale its compute.
 void calibrate_with_model(dist::MachineModel& m, const dist::LlamaWorkload& w, const Args& a, const DecoderFiles& files) {
@@ -39,22 +62,10 @@ void calibrate_with_model(dist::MachineModel& m, const dist::LlamaWorkload& w, c
   o.compile = a.common.compile();
   o.refuse_unused_weights = files.refuse_unused_weights;
   models::LlamaRunner r(files.config, files.weights, o);
-  std::vector<double> prefill;
-  for (int i = 0; i < 3; ++i) {
-    r.reset();
-    auto start = std::chrono::steady_clock::now();
-    r.forward(tokens(a.prompt, files.config.vocab));
-    prefill.push_back(seconds_since(start));
-  }
-  std::sort(prefill.begin(), prefill.end());
-  r.reset();
-  r.forward(tokens(a.position, files.config.vocab));
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < a.steps; ++i) r.forward({static_cast<int32_t>((i * 13 + 5) % files.config.vocab)});
-  double decode = seconds_since(start) / static_cast<double>(a.steps);
+  StepTimes t = time_steps(r, a, files.config.vocab);
   dist::PlanShape single;
   double d = dist::estimate_decode(w, single, m).compute_seconds, p = dist::estimate_prefill(w, single, m).compute_seconds;
-  double scales[2] = {decode / d, prefill[1] / p};
+  double scales[2] = {t.decode / d, t.prefill / p};
   if (dist::launched_with_ranks()) {  // rank 0's, so every rank ranks alike
     for (double& v : scales) {
       uint64_t bits = 0;
@@ -77,20 +88,9 @@ void measure(dist::PlanCandidate& c, const Args& a, const DecoderFiles& files) {
   d.runner.compile = a.common.compile();
   d.parallel = c.shape.pp > 1 ? dist::LlamaParallel::Pipeline : dist::LlamaParallel::Tensor;
   dist::DistLlamaRunner r(files.config, files.weights, d);
-  std::vector<double> prefill;
-  for (int i = 0; i < 3; ++i) {
-    r.reset();
-    auto start = std::chrono::steady_clock::now();
-    r.forward(tokens(a.prompt, files.config.vocab));
-    prefill.push_back(seconds_since(start));
-  }
-  std::sort(prefill.begin(), prefill.end());
-  c.measured_prefill = prefill[1];
-  r.reset();
-  r.forward(tokens(a.position, files.config.vocab));
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < a.steps; ++i) r.forward({static_cast<int32_t>((i * 13 + 5) % files.config.vocab)});
-  c.measured_decode = seconds_since(start) / static_cast<double>(a.steps);
+  StepTimes t = time_steps(r, a, files.config.vocab);
+  c.measured_prefill = t.prefill;
+  c.measured_decode = t.decode;
 }
 
 void plan(Args& a) {
