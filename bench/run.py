@@ -426,6 +426,8 @@ def render(data):
         lines.append("")
     from tc_workloads import render_tc_pairs
     lines += render_tc_pairs(data)
+    from train_step import render_train_memory
+    lines += render_train_memory(data)
     model_rows = [r for r in data["results"] if "tokens_per_s" in r and not r["workload"].endswith("_2ranks")]
     if model_rows:
         lines += ["## Models: tokens per second", "",
@@ -646,7 +648,7 @@ def main():
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": threads, "features": info["features"]},
         "limits": limits,
-        "workloads": [{"name": n, "flops": known[n].flops, "bytes": known[n].bytes, "builtin": getattr(known[n], "builtin", None)}
+        "workloads": [{"name": n, "flops": getattr(known[n], "flops", None), "bytes": getattr(known[n], "bytes", None), "builtin": getattr(known[n], "builtin", None)}
                       for n in (known if only == [] else only or [])],
         "results": results,
         "parity": parity,

@@ -138,3 +138,27 @@ def train_workloads():
     rows = [TrainStepWorkload("train_step_mlp", _mlp_params, _mlp_loss, mlp_batch),
             TrainStepWorkload("train_step_gpt_small", _gpt_params, _gpt_loss, gpt_batch)]
     return {w.name: w for w in rows}
+
+
+def render_train_memory(data):
+    """Markdown: each training row's peak memory (lumen: arena plus parameters and optimizer state; PyTorch:
+    parameters, gradients, optimizer state and what autograd saved) side by side, same run."""
+    rows = [r for r in data["results"] if r["workload"].startswith("train_step_") and "peak_bytes" in r]
+    if not rows:
+        return []
+    impls = [i for i in ("lumen", "lumen_nosearch", "torch", "torch_compile") if any(r["impl"] == i for r in rows)]
+    lines = ["## Training step: peak memory", "",
+             "lumen: the Program's arena (activations, gradients, temporaries) plus parameters and optimizer state; "
+             "PyTorch: parameters, gradients, AdamW's two slots and the tensors autograd saved for backward. "
+             "Cells: MiB (lumen / peer).", "",
+             "| workload | threads | " + " | ".join(impls) + " |", "|" + " --- |" * (len(impls) + 2)]
+    for name in dict.fromkeys(r["workload"] for r in rows):
+        for t in sorted({r["threads"] for r in rows if r["workload"] == name}):
+            by = {r["impl"]: r["peak_bytes"] for r in rows if r["workload"] == name and r["threads"] == t}
+            if "lumen" not in by:
+                continue
+            cells = [f"{by['lumen'] / 2**20:.1f}"] + [
+                "—" if i not in by else f"{by[i] / 2**20:.1f} ({by['lumen'] / by[i]:.2f}×)" for i in impls[1:]]
+            lines.append(f"| {name} | {t} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
