@@ -109,9 +109,13 @@ bool has_normal_reciprocal(const Tensor& t) {
 Tensor div(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(to_float(a), to_float(b));
   if (x.dtype() != DType::F32 || has_normal_reciprocal(y)) return x.mul(y.recip());
-  Tensor magnitude = abs(y);
-  Tensor tiny = magnitude.less_than(scalar_like(y, 0x1p-126, DType::F32)).cast(DType::F32);
-  Tensor huge = scalar_like(y, 0x1p126, DType::F32).less_than(magnitude).cast(DType::F32);
+  // |y| < 2^-126 and |y| > 2^126 as comparisons of y itself: abs(y) is a
+  // max over y and -y, and reading y through that second view would give a
+  // broadcast divisor (a row sum) a buffer of its own instead of being fused.
+  auto below = [&](const Tensor& a, double b) { return a.less_than(scalar_like(y, b, DType::F32)).cast(DType::F32); };
+  auto above = [&](const Tensor& a, double b) { return scalar_like(y, b, DType::F32).less_than(a).cast(DType::F32); };
+  Tensor tiny = below(y, 0x1p-126).mul(above(y, -0x1p-126));
+  Tensor huge = above(y, 0x1p126).add(below(y, -0x1p126));
   // 1 + tiny·(2^24 - 1) + huge·(2^-24 - 1): every sum here is exact.
   Tensor scale = tiny.mul(scalar_like(y, 0x1p24 - 1, DType::F32))
                      .add(huge.mul(scalar_like(y, 0x1p-24 - 1, DType::F32)))

@@ -1,9 +1,12 @@
 #include "lumen/tc/contraction.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
+#include "lumen/ops/elementwise.h"
 #include "lumen/ops/reduce.h"
+#include "lumen/tc/diagnostic.h"
 
 namespace lumen::tc {
 
@@ -12,6 +15,12 @@ namespace {
 void mentioned(const Ast& e, const std::set<std::string>& vars, std::set<std::string>& out) {
   if (e.kind == NodeKind::Name && vars.count(e.text)) out.insert(e.text);
   for (const AstPtr& a : e.args) mentioned(*a, vars, out);
+}
+
+int64_t extent(const std::vector<IterDim>& dims) {
+  int64_t n = 1;
+  for (const IterDim& d : dims) n *= d.range.hi - d.range.lo;
+  return n;
 }
 
 double points(const std::vector<IterDim>& dims) {
@@ -54,16 +63,70 @@ AstPtr read_of(const std::string& name, const std::vector<IterDim>& dims, const 
 
 Tensor direct(const std::vector<AstPtr>& factors, const std::vector<IterDim>& kept, const std::vector<IterDim>& reduced,
               const Scope& scope) {
+  if (std::optional<Tensor> t = two_read_contraction(factors, kept, reduced, scope)) return *t;
   std::vector<IterDim> space = kept;
   space.insert(space.end(), reduced.begin(), reduced.end());
-  Tensor body = lower_body(*product(factors), space, scope);
+  AstPtr whole = product(factors);
+  Tensor body = lower_body(*whole, space, scope);
   if (reduced.empty()) return body;
+  if (body.dtype() == DType::Bool) fail_at(scope.source, whole->span, "a sum over bools; cast with int(...) or float(...)");
   std::vector<int> axes;
   for (size_t d = kept.size(); d < space.size(); ++d) axes.push_back(static_cast<int>(d));
   return ops::sum(body, axes);
 }
 
 }  // namespace
+
+// Two tensor reads multiplied and summed, in the form the built-in matmul and
+// conv take: the kept dims ordered [both, first only, second only] (each
+// group flattened to one dim), the summed dims flattened to one last dim K,
+// so the compiler sees [B, M, N] x K like a matmul (packed panels, register
+// tiles). The second factor's group is the SIMD dim unless only the first's
+// is a multiple of the vector width (as conv2d's channels / positions forms).
+// Empty when the product is not two float reads of one dtype.
+std::optional<Tensor> two_read_contraction(const std::vector<AstPtr>& factors, const std::vector<IterDim>& kept,
+                                           const std::vector<IterDim>& reduced, const Scope& scope) {
+  if (factors.size() != 2 || reduced.empty()) return std::nullopt;
+  std::set<std::string> vars;
+  for (const IterDim& d : kept) vars.insert(d.var);
+  std::vector<std::set<std::string>> uses(2);
+  for (size_t f = 0; f < 2; ++f) {
+    if (factors[f]->kind != NodeKind::Access) return std::nullopt;
+    mentioned(*factors[f], vars, uses[f]);
+  }
+  std::vector<IterDim> both, first, second;
+  for (const IterDim& d : kept) {
+    bool a = uses[0].count(d.var) > 0, b = uses[1].count(d.var) > 0;
+    (a == b ? both : a ? first : second).push_back(d);
+  }
+  if (first.empty() || second.empty()) return std::nullopt;  // not a matrix product (a depthwise conv, a dot)
+  constexpr int64_t kLanes = 16;
+  if (extent(second) % kLanes != 0 && extent(first) % kLanes == 0) std::swap(first, second);
+  std::vector<IterDim> space = both;
+  for (const auto& group : {first, second, reduced}) space.insert(space.end(), group.begin(), group.end());
+  // One dim per group, except the SIMD group (`second`), whose dims stay
+  // apart so its innermost dim reads contiguously without a division.
+  Shape flat;
+  for (const auto& group : {both, first}) {
+    if (!group.empty()) flat.push_back(Expr(extent(group)));
+  }
+  for (const IterDim& d : second) flat.push_back(Expr(d.range.hi - d.range.lo));
+  flat.push_back(Expr(extent(reduced)));
+  std::vector<Tensor> operands;
+  for (const AstPtr& f : factors) operands.push_back(lower_body(*f, space, scope));
+  if (operands[0].dtype() != operands[1].dtype() || !is_float(operands[0].dtype())) return std::nullopt;
+  Tensor sum = ops::mul(operands[0].reshape(flat), operands[1].reshape(flat)).sum_reduce(-1);
+  // Back to the kept dims in the statement's order.
+  Shape grouped;
+  for (size_t d = 0; d + reduced.size() < space.size(); ++d) grouped.push_back(Expr(space[d].range.hi - space[d].range.lo));
+  std::vector<int> order;
+  for (const IterDim& d : kept) {
+    for (size_t j = 0; j < grouped.size(); ++j) {
+      if (space[j].var == d.var) order.push_back(static_cast<int>(j));
+    }
+  }
+  return sum.reshape(grouped).permute(order);
+}
 
 std::vector<AstPtr> product_factors(const AstPtr& e) {
   if (e->kind != NodeKind::Binary || e->text != "*") return {e};

@@ -6,6 +6,7 @@
 // another order (as einsum and the built-in ops do).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "lumen/core/tensor.h"
@@ -17,6 +18,19 @@ namespace lumen::tc {
 
 // The factors of a top-level product chain (`a * b * c` -> a, b, c).
 std::vector<AstPtr> product_factors(const AstPtr& e);
+
+// sum over `reduced` of two tensor reads multiplied, in the form the built-in
+// matmul and conv take: the kept dims grouped [read by both, by the first
+// only, by the second only] and each group flattened to one dim, the summed
+// dims flattened to one last dim K, so the compiler sees [B, M, N] x K like a
+// matmul (packed panels, register tiles); then back to `kept`'s order. The
+// second read's group is the SIMD dim (its dims not flattened) unless only the
+// first's is a multiple of the vector width (as conv2d's channels and
+// positions forms). Empty when the factors are not two reads of one float
+// dtype, or when one of them reads no kept dim of its own (a depthwise conv,
+// a dot product): those keep the plain form.
+std::optional<Tensor> two_read_contraction(const std::vector<AstPtr>& factors, const std::vector<IterDim>& kept,
+                                           const std::vector<IterDim>& reduced, const Scope& scope);
 
 // sum over `reduced` of the product of `factors`, as a tensor over `kept`.
 Tensor contract(const std::vector<AstPtr>& factors, const std::vector<IterDim>& kept, const std::vector<IterDim>& reduced,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/reduce.h"
@@ -142,9 +143,14 @@ Tensor lower_statement(const Statement& s, const Scope& scope) {
   }
   std::vector<AstPtr> factors = product_factors(s.rhs);
   Tensor value;
-  if (s.reduction == Reduction::Sum && factors.size() > 2) {  // sum of products: contract in steps
-    std::vector<IterDim> kept(space.begin(), space.begin() + static_cast<long>(s.indices.size()));
-    value = contract(factors, kept, std::vector<IterDim>(space.begin() + static_cast<long>(kept.size()), space.end()), scope);
+  std::vector<IterDim> kept(space.begin(), space.begin() + static_cast<long>(s.indices.size()));
+  std::vector<IterDim> reduced(space.begin() + static_cast<long>(kept.size()), space.end());
+  std::optional<Tensor> pair;
+  if (s.reduction == Reduction::Sum && factors.size() == 2) pair = two_read_contraction(factors, kept, reduced, scope);
+  if (pair) {
+    value = *pair;
+  } else if (s.reduction == Reduction::Sum && factors.size() > 2) {  // sum of products: contract in steps
+    value = contract(factors, kept, reduced, scope);
   } else {
     Tensor body = lower_body(*s.rhs, space, scope);
     if (s.reduction != Reduction::None && body.dtype() == DType::Bool && space.size() > s.indices.size()) {

@@ -178,3 +178,17 @@ def test_reads_through_padded_views(backend):
     check("tc_conv2d_padded", lambda i, w, b: conv(lumen.nn.functional.pad(i, (1, 2, 2, 1)), w, b, 1, 2, 1, 1),
           lambda i, w, b: F.conv2d(F.pad(i, (1, 2, 2, 1)), w, b, stride=(1, 2)),
           [data((1, 2, 7, 6), seed=4), data((3, 2, 3, 3), seed=5), data((3,), seed=6)], backend, rtol=1e-4, atol=1e-4)
+
+
+
+def _kernels(build, *shapes):
+    g = lumen.Graph()
+    program = lumen.compile(g, [build(*[g.input(f"x{i}", s) for i, s in enumerate(shapes)])], budget_s=0,
+                            tuning_cache=False)
+    return program.stats["kernels"]
+
+
+def test_softmax_compiles_to_the_builtin_kernels():
+    """The comprehension's exact division by the row sum must not give the sum a buffer of its own: one kernel,
+    as the built-in softmax (tests/tc/lower_test.cpp checks conv's contraction form)."""
+    assert _kernels(lumen.tc(SOFTMAX), (64, 256)) == _kernels(lambda x: lumen.nn.functional.softmax(x, -1), (64, 256)) == 1

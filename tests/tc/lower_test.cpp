@@ -48,6 +48,38 @@ TEST(TcLower, MatmulBuildsTheBuiltinGraph) {
   }
 }
 
+// The contraction a graph's SumReduce nodes compute: [input shape without
+// size-1 dims, reduced extent] of each, in graph order.
+std::vector<std::pair<Shape, Expr>> contractions(const Graph& g) {
+  std::vector<std::pair<Shape, Expr>> out;
+  for (const Node& n : g.nodes()) {
+    if (n.op != Op::SumReduce || g.node(n.inputs[0].node).op != Op::Mul) continue;
+    Shape s;
+    for (const Expr& d : n.inputs[0].view.shape()) {
+      if (!d.is_const(1)) s.push_back(d);
+    }
+    out.emplace_back(s, n.inputs[0].view.shape()[static_cast<size_t>(n.axis)]);
+  }
+  return out;
+}
+
+// A conv comprehension sums one flattened axis K = C·KH·KW of a
+// [positions, out channels, K] product, as the built-in conv2d's channels
+// form does (64 output channels: the SIMD dim), not three nested sums.
+TEST(TcLower, Conv2dBuildsTheBuiltinContraction) {
+  Graph a, b;
+  Shape in{Expr(1), Expr(8), Expr(10), Expr(12)}, w{Expr(64), Expr(8), Expr(3), Expr(3)};
+  a.mark_output(define("def conv(float(N,C,H,W) I, float(O,C,KH,KW) Wt) -> (Out) {"
+                       " Out(n,o,h,w) +=! I(n, c, h + kh, w + kw) * Wt(o,c,kh,kw) }")({a.input("I", in), a.input("W", w)})[0]);
+  b.mark_output(ops::conv2d(b.input("I", in), b.input("W", w), std::nullopt, {1, 1}, {0, 0}, {1, 1}));
+  auto got = contractions(a), want = contractions(b);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(want.size(), 1u);
+  EXPECT_EQ(got[0].first, (Shape{Expr(8 * 10), Expr(64), Expr(8 * 3 * 3)}));
+  EXPECT_EQ(got[0].first, want[0].first);
+  EXPECT_EQ(got[0].second, want[0].second);
+}
+
 TEST(TcLower, Conv2dStridedDilatedMatchesBuiltin) {
   const char* src = R"(
     def conv(float(N,C,H,W) I, float(O,C,KH,KW) Wt, int sh, int sw, int dh, int dw) -> (Out) {
