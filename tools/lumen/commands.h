@@ -14,6 +14,7 @@ void add_tune_command(CLI::App& app);
 void add_show_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_tc_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_plan_command(CLI::App& app);  // only with lumen/dist
 

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   lumen::tools::add_show_command(app);
   lumen::tools::add_run_command(app);
   lumen::tools::add_tc_command(app);
+  lumen::tools::add_train_command(app);
   lumen::tools::add_cache_command(app);
   lumen::tools::add_chat_command(app);
   lumen::tools::add_serve_command(app);
