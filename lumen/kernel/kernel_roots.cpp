@@ -26,14 +26,19 @@ bool reads_in_order(const Edge& e, const Shape& consumer, const Shape& producer)
 // output points: the node itself, or one reached through inlined elementwise
 // consumers with the same shape (an epilogue such as a bias and an
 // activation). -1 if there is none.
+// `reordered`: whether the epilogue may read through a reshape (a register
+// tile computes the same points in any flat order); otherwise only through
+// plain edges of the same shape (an rfactor's partial sums are laid out by
+// the reduction's own coordinates).
 template <typename Wanted>
-NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>& materialized, Wanted&& wanted) {
+NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>& materialized, bool reordered,
+                        Wanted&& wanted) {
   const Node& n = graph.node(node);
   if (is_reduce(n.op)) return !is_small_reduce(n) && wanted(node) ? node : -1;
   if (n.op == Op::Gather) {  // where(c, a, b): a select epilogue of a or b
     for (NodeId source : two_place_sources(graph, node, materialized)) {
       if (materialized[static_cast<size_t>(source)]) continue;
-      NodeId found = through_epilogue(graph, source, materialized, wanted);
+      NodeId found = through_epilogue(graph, source, materialized, reordered, wanted);
       if (found >= 0) return found;
     }
     return -1;
@@ -42,8 +47,9 @@ NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>
   for (const Edge& e : n.inputs) {
     if (materialized[static_cast<size_t>(e.node)]) continue;
     const Node& producer = graph.node(e.node);
-    if (!reads_in_order(e, n.shape, producer.shape)) continue;  // same points, same order
-    NodeId found = through_epilogue(graph, e.node, materialized, wanted);
+    bool same = reordered ? reads_in_order(e, n.shape, producer.shape) : e.view.is_contiguous() && n.shape == producer.shape;
+    if (!same) continue;  // same points, same order
+    NodeId found = through_epilogue(graph, e.node, materialized, reordered, wanted);
     if (found >= 0) return found;
   }
   return -1;
@@ -52,7 +58,7 @@ NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>
 }  // namespace
 
 NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
-  return through_epilogue(graph, node, materialized, [&](NodeId r) {
+  return through_epilogue(graph, node, materialized, true, [&](NodeId r) {
     const Node& n = graph.node(r);
     NodeId in = n.inputs[0].node;
     return n.op == Op::SumReduce && !materialized[static_cast<size_t>(in)] && graph.node(in).op == Op::Mul;
@@ -60,7 +66,7 @@ NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& 
 }
 
 NodeId outer_reduction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
-  return through_epilogue(graph, node, materialized, [](NodeId) { return true; });
+  return through_epilogue(graph, node, materialized, false, [](NodeId) { return true; });
 }
 
 bool is_small_reduce(const Node& node) {

@@ -21,7 +21,10 @@ bool is_small_reduce(const Node& node);
 // bias and an activation). -1 if there is none.
 NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 // The reduction (any sum or max over a loop) a kernel for `node` computes at
-// its output points, found the same way: what rfactor cuts. -1 if none.
+// its output points, found through epilogues of the same shape read through
+// plain edges only (rfactor lays its partial sums out by the reduction's own
+// coordinates, so a reshaping epilogue does not qualify): what rfactor cuts.
+// -1 if none.
 NodeId outer_reduction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 
 }  // namespace lumen::kernel

@@ -114,6 +114,16 @@ def test_softmax_family(backend, dim):
     check("log_softmax", lambda t: lumen.log_softmax(t, dim), lambda t: torch.log_softmax(t, dim), [x], backend)
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_softmax_big_enough_for_reduction_parts(backend, dim):
+    """Column reductions of at least 2^18 loads are cut into rfactor parts; softmax down the columns reads its sum
+    through a reshape ([640] -> [1, 640]) epilogue, which once lowered the parts with the wrong coordinates."""
+    x = data((640, 640), seed=14, low=-5, high=5)
+    check("softmax", lambda t: lumen.softmax(t, dim), lambda t: torch.softmax(t, dim), [x], backend)
+    check("sum", lambda t: 1.0 / lumen.sum(t * t, dim, True), lambda t: 1.0 / torch.sum(t * t, dim, True), [x], backend,
+          rtol=1e-5)
+
+
 def test_softmax_of_minus_infinity_rows(backend):
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 1.0], [np.inf, 0.0, 1.0]], dtype=np.float32)
     check("softmax", lambda t: lumen.softmax(t, -1), lambda t: torch.softmax(t, -1), [x], backend)
