@@ -16,6 +16,8 @@ namespace {
 // Depthwise windows up to this size are summed inline (reductions this short
 // are written out; see kernel::kInlineReduceExtent).
 constexpr int64_t kInlineWindow = 4;
+// Strided depthwise windows up to 7 x 7 are written out as a sum of taps.
+constexpr int64_t kTapsInline = 49;
 
 int64_t static_size(const Tensor& x, size_t d, const char* op) {
   const Expr& e = x.shape()[d];
@@ -151,6 +153,68 @@ Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, Pair stride, Pair
   return lhs.mul(rhs).sum_reduce(5).sum_reduce(3);  // [N, O, OH, OW]
 }
 
+// Depthwise conv2d (one input channel per group, any channel multiplier) with
+// a larger kernel (5 x 5, 7 x 7) and stride 1: the input is padded once into
+// a buffer with rows of width WP and the output positions are flattened over
+// that width (output row h, column w at q = h·WP + w; the WP - OW columns past
+// each row are computed and sliced off), so tap (i, j) of position q reads
+// q + i·d·WP + j·d: [N, O, Q, KH·KW] windows of unit stride along q, one sum
+// of a product per output. A channel's outputs are one SIMD row whose taps
+// are contiguous loads, even when OW is short (mobilenet_v3's 7 x 7 and
+// 14 x 14 maps), instead of a window matrix indexed with a division per
+// lane. The buffer has one extra zero row for the last taps' overhang.
+Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, Pair padding, Pair dilation, Pair out) {
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  const Expr& n = x.shape()[0];
+  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0] + 1)},
+                         {Expr(padding[1]), Expr(padding[1])}})
+                      .contiguous();
+  int64_t rows = static_size(source, 2, "conv2d"), wp = static_size(source, 3, "conv2d");
+  if (o != c) {  // channel multiplier m: output channel j reads input channel j / m
+    source = source.unsqueeze(2).expand({n, Expr(c), Expr(o / c), Expr(rows), Expr(wp)}).reshape({n, Expr(o), Expr(rows), Expr(wp)});
+  }
+  int64_t q = out[0] * wp;
+  Tensor taps = source.reshape({n, Expr(o), Expr(rows * wp)})
+                    .unfold(2, kw, 1, dilation[1])       // [N, O, L', KW]: p + j·d
+                    .unfold(2, kh, 1, dilation[0] * wp)  // [N, O, L'', KH, KW]: p + i·d·WP + j·d
+                    .slice(2, Expr(0), Expr(q))
+                    .reshape({n, Expr(o), Expr(q), Expr(kh * kw)});
+  auto [lhs, rhs] = promote(taps, weight.reshape({Expr(1), Expr(o), Expr(1), Expr(kh * kw)}));
+  Tensor y = lhs.mul(rhs).sum_reduce(-1);  // [N, O, Q]
+  return y.reshape({n, Expr(o), Expr(out[0]), Expr(wp)}).slice(3, Expr(0), Expr(out[1]));
+}
+
+// Depthwise conv2d with a larger kernel and a stride above 1: a sum of
+// KH·KW strided views of the input (padded once into a buffer), each times
+// its weight broadcast over the positions, in one elementwise kernel with
+// affine reads (mobilenet_v3's 5 x 5 stride-2 layers; the window matrix
+// this replaces was indexed with a division per element).
+Tensor conv2d_depthwise_taps(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, Pair out) {
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  const Expr& n = x.shape()[0];
+  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0])},
+                         {Expr(padding[1]), Expr(padding[1])}})
+                      .contiguous();
+  if (o != c) {  // channel multiplier m: output channel j reads input channel j / m
+    const Expr &rows = source.shape()[2], &wp = source.shape()[3];
+    source = source.unsqueeze(2).expand({n, Expr(c), Expr(o / c), rows, wp}).reshape({n, Expr(o), rows, wp});
+  }
+  Tensor sum;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      int64_t top = i * dilation[0], left = j * dilation[1];
+      Tensor tap = source.slice(2, Expr(top), Expr(top + (out[0] - 1) * stride[0] + 1), stride[0])
+                       .slice(3, Expr(left), Expr(left + (out[1] - 1) * stride[1] + 1), stride[1]);
+      Tensor w = weight.slice(2, Expr(i), Expr(i + 1)).slice(3, Expr(j), Expr(j + 1)).reshape({Expr(1), Expr(o), Expr(1), Expr(1)});
+      auto [lhs, rhs] = promote(tap, w);
+      sum = sum.defined() ? sum.add(lhs.mul(rhs)) : lhs.mul(rhs);
+    }
+  }
+  return sum;
+}
+
 // A pointwise convolution (1 x 1, stride 1, no padding, one group) is a matmul
 // in NCHW as it stands: weights [O, C] times each image's [C, H·W] (positions
 // contiguous, the SIMD dim), with no window copy and no transpose back.
@@ -207,6 +271,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
     y = conv2d_pointwise(x, weight, out);
   } else if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
     y = conv2d_depthwise(x, weight, stride, padding, dilation, out);
+  } else if (cg == 1 && groups > 1 && stride == Pair{1, 1}) {
+    y = conv2d_depthwise_flat(x, weight, padding, dilation, out);
+  } else if (cg == 1 && groups > 1 && kh * kw <= kTapsInline) {
+    y = conv2d_depthwise_taps(x, weight, stride, padding, dilation, out);
   } else if ((o / groups) % 16 == 0) {
     y = conv2d_channels(x, weight, stride, padding, dilation, groups, out);
   } else {
