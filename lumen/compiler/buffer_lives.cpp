@@ -49,7 +49,8 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
   for (size_t k = 0; k < lives.order.size(); ++k) {
     auto at = static_cast<int>(k);
     lives.place[static_cast<size_t>(lives.order[k])] = at;
-    for (NodeId b : buffers_read(graph, lives.order[k], p.materialized, at, seen)) lives.readers[static_cast<size_t>(b)].push_back(at);
+    for (NodeId b : buffers_read(graph, lives.order[k], p.materialized, at, seen))
+      lives.readers[static_cast<size_t>(b)].push_back(at);
   }
   // Outputs are arrays of their own, and a state write's copy stores into the state.
   std::vector<bool> outside(n, false);

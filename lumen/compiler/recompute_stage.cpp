@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "lumen/compiler/buffer_lives.h"
@@ -48,13 +49,13 @@ int64_t peak_bytes(const BufferLives& lives) {
 
 // A round's choice: the values to recompute for the readers after the peak.
 struct Proposal {
-  int at = -1;                  // the peak's place
-  int64_t peak = 0;             // bytes alive there
-  std::vector<NodeId> values;   // to recompute for readers after `at`
-  int64_t modelled_peak = 0;    // the largest live set with them recomputed (copies inlined)
-  int64_t bytes = 0;            // their buffers' bytes
+  int at = -1;                 // the peak's place
+  int64_t peak = 0;            // bytes alive there
+  std::vector<NodeId> values;  // to recompute for readers after `at`
+  int64_t modelled_peak = 0;   // the largest live set with them recomputed (copies inlined)
+  int64_t bytes = 0;           // their buffers' bytes
   double extra_ops = 0;
-  std::vector<double> ops;      // per value: ALU ops per element
+  std::vector<double> ops;  // per value: ALU ops per element
 };
 
 class Chooser {
@@ -80,10 +81,12 @@ class Chooser {
       } else {
         last[v] = std::max(lives_.place[v], *(early_end - 1));
       }
-      for (NodeId a : anchors_of(static_cast<NodeId>(v))) {
-        if (lives_.bytes[static_cast<size_t>(a)] > 0) last[static_cast<size_t>(a)] = std::max(last[static_cast<size_t>(a)], readers.back());
+      for (NodeId a : anchors_of(static_cast<NodeId>(v))) {  // the copies read these until the last late reader
+        auto i = static_cast<size_t>(a);
+        if (lives_.bytes[i] > 0) last[i] = std::max(last[i], readers.back());
       }
-      double elements = static_cast<double>(lives_.bytes[v]) / static_cast<double>(dtype_size(p_.graph->nodes()[v].dtype));
+      double elements =
+          static_cast<double>(lives_.bytes[v]) / static_cast<double>(dtype_size(p_.graph->nodes()[v].dtype));
       r.values.push_back(static_cast<NodeId>(v));
       r.ops.push_back(p_.ops_per_element[v]);
       r.bytes += lives_.bytes[v];
@@ -106,8 +109,9 @@ class Chooser {
       if (std::binary_search(readers.begin(), readers.end(), at)) continue;
       bool cheap = p_.ops_per_element[v] <= options_.max_ops_per_element;
       if (debug_enabled("recompute")) {
-        std::fprintf(stderr, "recompute: at %d, %s (%.2f MiB, %.0f ops/element)%s\n", at, describe(graph, static_cast<NodeId>(v)).c_str(),
-                     mib(lives_.bytes[v]), p_.ops_per_element[v], cheap ? "" : " costs too much");
+        std::fprintf(stderr, "recompute: at %d, %s (%.2f MiB, %.0f ops/element)%s\n", at,
+                     describe(graph, static_cast<NodeId>(v)).c_str(), mib(lives_.bytes[v]), p_.ops_per_element[v],
+                     cheap ? "" : " costs too much");
       }
       chosen_[v] = cheap || options_.mode == RecomputeOptions::Mode::All;
     }
@@ -116,13 +120,12 @@ class Chooser {
   // The kept values a copy of `v` reads, through the other chosen values (computed again too).
   std::vector<NodeId> anchors_of(NodeId v) const {
     std::vector<NodeId> found, stack = {v};
-    std::vector<NodeId> seen = {v};
+    std::set<NodeId> seen = {v};
     while (!stack.empty()) {
       NodeId n = stack.back();
       stack.pop_back();
       for (const Edge& e : p_.graph->node(n).inputs) {
-        if (std::find(seen.begin(), seen.end(), e.node) != seen.end()) continue;
-        seen.push_back(e.node);
+        if (!seen.insert(e.node).second) continue;
         auto in = static_cast<size_t>(e.node);
         if (p_.materialized[in] && !chosen_[in]) {
           found.push_back(e.node);
@@ -144,11 +147,12 @@ class Chooser {
         if (!chosen_[v]) continue;
         for (NodeId a : anchors_of(static_cast<NodeId>(v))) {
           auto i = static_cast<size_t>(a);
-          bool alive = p_.graph->node(a).op == Op::Input || lives_.bytes[i] == 0 || (lives_.first[i] <= at && at <= lives_.last[i]);
+          bool alive = p_.graph->node(a).op == Op::Input || lives_.bytes[i] == 0 ||
+                       (lives_.first[i] <= at && at <= lives_.last[i]);
           if (alive) continue;
           if (debug_enabled("recompute")) {
-            std::fprintf(stderr, "recompute: %s reads %s, not alive at %d\n", describe(*p_.graph, static_cast<NodeId>(v)).c_str(),
-                         describe(*p_.graph, a).c_str(), at);
+            std::fprintf(stderr, "recompute: %s reads %s, not alive at %d\n",
+                         describe(*p_.graph, static_cast<NodeId>(v)).c_str(), describe(*p_.graph, a).c_str(), at);
           }
           chosen_[v] = false;
           changed = true;
@@ -168,9 +172,11 @@ class Chooser {
 std::string round_line(int round, const Graph& graph, const BufferLives& lives, const Proposal& r, int64_t found) {
   std::ostringstream out;
   char head[256];
-  std::snprintf(head, sizeof head, "  round %d: peak %.2f MiB at %s; %zu values computed again after it (%.2f MiB, +%.1f M ops), peak %.2f MiB (%.2f foreseen)\n",
+  std::snprintf(head, sizeof head,
+                "  round %d: peak %.2f MiB at %s; %zu value%s computed again after it (%.2f MiB, +%.1f M ops); fused "
+                "again, the peak is %.2f MiB (%.2f foreseen)\n",
                 round, mib(r.peak), describe(graph, lives.order[static_cast<size_t>(r.at)]).c_str(), r.values.size(),
-                mib(r.bytes), r.extra_ops / 1e6, mib(found), mib(r.modelled_peak));
+                r.values.size() == 1 ? "" : "s", mib(r.bytes), r.extra_ops / 1e6, mib(found), mib(r.modelled_peak));
   out << head;
   for (size_t i = 0; i < r.values.size(); ++i) {
     if (i == 6) {
@@ -187,9 +193,12 @@ std::string round_line(int round, const Graph& graph, const BufferLives& lives, 
 
 const char* recompute_mode_name(RecomputeOptions::Mode mode) {
   switch (mode) {
-    case RecomputeOptions::Mode::Auto: return "auto";
-    case RecomputeOptions::Mode::None: return "none";
-    case RecomputeOptions::Mode::All: return "all";
+    case RecomputeOptions::Mode::Auto:
+      return "auto";
+    case RecomputeOptions::Mode::None:
+      return "none";
+    case RecomputeOptions::Mode::All:
+      return "all";
   }
   return "?";
 }
@@ -210,8 +219,9 @@ void partition_with_recompute(Pipeline& p, const RecomputeOptions& options, cons
     Proposal r = Chooser(p, lives, staged.size(), options).propose();
     if (r.values.empty()) break;
     if (!all && r.modelled_peak >= r.peak) {
-      stop = "  then stopped: recomputing the " + std::to_string(r.values.size()) + " cheap values alive at the peak (" +
-             describe(*p.graph, lives.order[static_cast<size_t>(r.at)]) + ") would not lower it\n";
+      stop = "  then stopped: recomputing the " + std::to_string(r.values.size()) +
+             " cheap values alive at the peak (" + describe(*p.graph, lives.order[static_cast<size_t>(r.at)]) +
+             ") would not lower it\n";
       break;
     }
     passes::RecomputeRequest request;

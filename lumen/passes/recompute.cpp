@@ -44,7 +44,8 @@ class Recomputer {
     }
     for (const DimConstraint& c : in_.constraints()) out_.require(c.condition, c.message);
     for (const NamedOutput& o : in_.outputs()) out_.mark_output(tensor(mapped(o.edge)), o.name);
-    for (const StateUpdate& u : in_.updates()) out_.assign(tensor(mapped(Edge{u.state, u.view})), tensor(late_read(u.value)));
+    for (const StateUpdate& u : in_.updates())
+      out_.assign(tensor(mapped(Edge{u.state, u.view})), tensor(late_read(u.value)));
     for (Edge& e : outputs) e = mapped(e);
     Recomputation r;
     for (NodeId v : request_.values) r.copies.push_back(copy_[static_cast<size_t>(v)]);
@@ -62,7 +63,8 @@ class Recomputer {
     for (size_t i = 0; i < static_cast<size_t>(request_.from); ++i) {
       const Node& n = in_.nodes()[i];
       if (copied_[i] || kept(static_cast<NodeId>(i))) continue;
-      copied_[i] = std::any_of(n.inputs.begin(), n.inputs.end(), [&](const Edge& e) { return copied_[static_cast<size_t>(e.node)]; });
+      copied_[i] = std::any_of(n.inputs.begin(), n.inputs.end(),
+                               [&](const Edge& e) { return copied_[static_cast<size_t>(e.node)]; });
     }
   }
 
@@ -84,7 +86,8 @@ class Recomputer {
     auto i = static_cast<size_t>(x);
     if (copy_[i] >= 0) return copy_[i];
     Node n = in_.node(x);
-    for (Edge& e : n.inputs) e = copied_[static_cast<size_t>(e.node)] || !kept(e.node) ? Edge{copy_of(e.node), e.view} : mapped(e);
+    for (Edge& e : n.inputs)
+      e = copied_[static_cast<size_t>(e.node)] || !kept(e.node) ? Edge{copy_of(e.node), e.view} : mapped(e);
     copy_[i] = out_.add(std::move(n));
     ++copied_nodes_;
     return copy_[i];
@@ -93,9 +96,9 @@ class Recomputer {
   const Graph& in_;
   const RecomputeRequest& request_;
   Graph out_;
-  std::vector<bool> copied_;   // node of `in_` -> late readers read a copy of it
-  std::vector<NodeId> map_;    // node of `in_` -> the original in `out_`
-  std::vector<NodeId> copy_;   // node of `in_` -> its copy in `out_` (-1: none yet)
+  std::vector<bool> copied_;  // node of `in_` -> late readers read a copy of it
+  std::vector<NodeId> map_;   // node of `in_` -> the original in `out_`
+  std::vector<NodeId> copy_;  // node of `in_` -> its copy in `out_` (-1: none yet)
   int copied_nodes_ = 0;
 };
 

@@ -66,7 +66,8 @@ void expect_like_interpreter(const Mlp& m, Program& p, const char* mode) {
     const Array& got = p.get(p.output_names()[o]);
     ASSERT_EQ(got.numel(), want[o].numel());
     for (int64_t i = 0; i < got.numel(); ++i) {
-      EXPECT_NEAR(got.get(i), want[o].get(i), 1e-5 * (1 + std::abs(want[o].get(i)))) << mode << " output " << o << " at " << i;
+      EXPECT_NEAR(got.get(i), want[o].get(i), 1e-5 * (1 + std::abs(want[o].get(i))))
+          << mode << " output " << o << " at " << i;
     }
   }
 }
@@ -120,7 +121,7 @@ TEST(BufferLives, ABufferLivesFromItsKernelToItsLastReader) {
   Graph g;
   Tensor x = g.input("x", {Expr(8), Expr(16)});
   Tensor w = g.parameter("w", {Expr(16), Expr(16)});
-  Tensor h = ops::matmul(x, w);            // a contraction read twice: its own buffer
+  Tensor h = ops::matmul(x, w);  // a contraction read twice: its own buffer
   Tensor y = ops::matmul(h, w) + h.sum(1, true);
   compiler::Pipeline p;
   p.graph = std::make_shared<Graph>(g);

@@ -36,7 +36,8 @@ struct Chain {
   // Inputs, a and the outputs have buffers; scaled and t are inlined.
   std::vector<bool> kept() const {
     std::vector<bool> k(g.size(), false);
-    for (NodeId n : {x.node_id(), w.node_id(), a.node_id(), early.node_id(), late.node_id()}) k[static_cast<size_t>(n)] = true;
+    for (NodeId n : {x.node_id(), w.node_id(), a.node_id(), early.node_id(), late.node_id()})
+      k[static_cast<size_t>(n)] = true;
     return k;
   }
   std::map<std::string, Array> inputs() const {
@@ -90,7 +91,8 @@ TEST(Recompute, LateReadersReadACopyOfTheValueAndOfWhatItInlines) {
   std::vector<Array> got = interp::Interpreter(out).run(c.inputs(), outputs);
   for (size_t o = 0; o < want.size(); ++o) {
     ASSERT_EQ(want[o].numel(), got[o].numel());
-    for (int64_t i = 0; i < want[o].numel(); ++i) EXPECT_EQ(want[o].get(i), got[o].get(i)) << "output " << o << " at " << i;
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      EXPECT_EQ(want[o].get(i), got[o].get(i)) << "output " << o << " at " << i;
   }
 }
 
@@ -109,7 +111,7 @@ TEST(Recompute, StateUpdatesReadCopiesAndNoLateReaderMeansNoCopy) {
   ASSERT_EQ(r.graph.updates().size(), 1u);
   NodeId update_value = r.graph.updates()[0].value.node;
   EXPECT_EQ(r.graph.node(update_value).op, Op::Mul);
-  EXPECT_EQ(r.graph.node(update_value).inputs[0].node, r.copies[0]);  // a * 3 reads the copy of a
+  EXPECT_EQ(r.graph.node(update_value).inputs[0].node, r.copies[0]);     // a * 3 reads the copy of a
   EXPECT_NE(r.graph.node(outputs[0].node).inputs[0].node, r.copies[0]);  // the output's sum reads the original
 
   // With no update and no reader past `from`, nothing is copied.
@@ -138,7 +140,8 @@ TEST(Recompute, BadRequestsAreErrors) {
   };
   EXPECT_NE(message({{c.late.node_id()}, c.kept(), c.from}).find("before `from`"), std::string::npos);
   EXPECT_NE(message({{c.x.node_id()}, c.kept(), c.from}).find("the input 'x'"), std::string::npos);
-  EXPECT_NE(message({{c.a.node_id()}, std::vector<bool>(3, true), c.from}).find("`kept` has 3 entries"), std::string::npos);
+  EXPECT_NE(message({{c.a.node_id()}, std::vector<bool>(3, true), c.from}).find("`kept` has 3 entries"),
+            std::string::npos);
   EXPECT_NE(message({{c.a.node_id()}, c.kept(), -2}).find("outside a graph"), std::string::npos);
 }
 
