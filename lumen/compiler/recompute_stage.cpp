@@ -171,7 +171,7 @@ class Chooser {
 
 std::string round_line(int round, const Graph& graph, const BufferLives& lives, const Proposal& r, int64_t found) {
   std::ostringstream out;
-  char head[256];
+  char head[512];
   std::snprintf(head, sizeof head,
                 "  round %d: peak %.2f MiB at %s; %zu value%s computed again after it (%.2f MiB, +%.1f M ops); fused "
                 "again, the peak is %.2f MiB (%.2f foreseen)\n",
