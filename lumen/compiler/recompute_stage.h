@@ -9,7 +9,8 @@
 // can be computed again from values alive there anyway (so recomputing it
 // extends no other buffer across the peak), and — in auto mode — its kernel
 // costs at most `max_ops_per_element` ALU ops per element (fusion's cost
-// model; a GELU's erf chain ~40, softmax's exp ~10; a matmul's 2·K). Its late
+// model: the steps of a GELU's erf chain 1-10 each, a softmax's exponentials
+// ~20, a norm's output ~3; a matmul 2·K, so never one). Its late
 // readers then read a copy computed where they run, and the value's buffer
 // ends with its early readers: the bytes saved at the peak are its size, the
 // extra work its cost times its elements. The rewritten graph is fused again
