@@ -44,7 +44,34 @@ Backend backend_named(const std::string& name) {
   fail("unknown backend '", name, "' (available: cpu, interp, opencl, cuda)");
 }
 
+CompileOptions::Recompute recompute_named(const std::string& name) {
+  for (auto m : {CompileOptions::Recompute::Auto, CompileOptions::Recompute::None, CompileOptions::Recompute::All}) {
+    if (name == recompute_name(m)) return m;
+  }
+  fail("recompute: unknown mode '", name, "' (available: auto, none, all)");
+}
+
+const char* recompute_name(CompileOptions::Recompute mode) {
+  switch (mode) {
+    case CompileOptions::Recompute::Auto: return "auto";
+    case CompileOptions::Recompute::None: return "none";
+    case CompileOptions::Recompute::All: return "all";
+  }
+  return "?";
+}
+
 namespace {
+
+// The compiler's recompute options for `options` (LUMEN_RECOMPUTE overrides).
+compiler::RecomputeOptions recompute_options(const CompileOptions& options) {
+  compiler::RecomputeOptions r;
+  CompileOptions::Recompute mode = options.recompute;
+  if (const char* v = std::getenv("LUMEN_RECOMPUTE")) mode = recompute_named(v);
+  r.mode = mode == CompileOptions::Recompute::None ? compiler::RecomputeOptions::Mode::None
+           : mode == CompileOptions::Recompute::All ? compiler::RecomputeOptions::Mode::All
+                                                     : compiler::RecomputeOptions::Mode::Auto;
+  return r;
+}
 
 // The relative RMS error a program with int8 dot products may show against
 // the f32 program (CandidateRig::check_approximately). Rounding an activation
@@ -232,6 +259,7 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       cpu.progress = options.progress;
       cpu.search.assumed_dim = options.tune_dim;
       cpu.search.dims = options.tune_dims;
+      cpu.recompute = recompute_options(options);
       compiler::ProgramCheck check;
       if (options.graph_search) {
         auto rig = std::make_shared<CandidateRig>(copy, edges, options.tune_dims, options.tune_dim);

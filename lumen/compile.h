@@ -45,6 +45,16 @@ struct CompileOptions {
   // LUMEN_INT8_DOT=on|off|auto overrides it.
   enum class Int8Dot { Auto, On, Off };
   Int8Dot int8_dot = Int8Dot::Auto;
+  // Keep or recompute (lumen/compiler/recompute_stage.h): a value read far
+  // from where it is made (a training step's forward activations, read by the
+  // backward pass) may be computed again by its late readers from values kept
+  // anyway, freeing its buffer in between. Auto: values costing at most a few
+  // dozen ALU ops per element, where that lowers the arena's foreseen largest
+  // live set; All: every value that can be, whatever it costs; None: keep
+  // every value. recompute_named reads "auto" / "all" / "none";
+  // LUMEN_RECOMPUTE overrides it. program.report() lists what was recomputed.
+  enum class Recompute { Auto, None, All };
+  Recompute recompute = Recompute::Auto;
 };
 
 // Compiles the graph's marked outputs, or `outputs` when given (named out0,
@@ -53,6 +63,9 @@ struct CompileOptions {
 Program compile(const Graph& graph, const std::vector<Tensor>& outputs = {}, const CompileOptions& options = {});
 
 const char* backend_name(Backend backend);
+// "auto", "none", "all"; throws Error for any other name.
+CompileOptions::Recompute recompute_named(const std::string& name);
+const char* recompute_name(CompileOptions::Recompute mode);
 // The backend a name stands for ("cpu", "interp", "opencl", "cuda"); throws Error for any other name.
 Backend backend_named(const std::string& name);
 

@@ -10,10 +10,9 @@
 #include "lumen/compiler/graph_stages.h"
 #include "lumen/compiler/lower_stage.h"
 #include "lumen/compiler/progress.h"
-#include "lumen/compiler/program_boundary.h"
+#include "lumen/compiler/recompute_stage.h"
 #include "lumen/compiler/slice_stage.h"
 #include "lumen/core/stopwatch.h"
-#include "lumen/kernel/fusion.h"
 #include "lumen/kernel/kernel_roots.h"
 
 namespace lumen::compiler {
@@ -21,23 +20,6 @@ namespace lumen::compiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Fusion: which nodes get a buffer. Kernels are the materialised nodes the
-// program needs, state writes excluded (lower_stage adds those last).
-void partition_kernels(Pipeline& p) {
-  std::vector<Edge> roots = p.outputs;
-  for (const StateWrite& w : p.writes) roots.push_back(p.graph->node(w.copy).inputs[0]);
-  kernel::Partition part = kernel::partition(*p.graph, roots);
-  p.report.fusion_rounds = part.rounds;
-  p.materialized = part.materialized;
-  auto is_write = [&](NodeId n) {
-    return std::any_of(p.writes.begin(), p.writes.end(), [&](const StateWrite& w) { return w.copy == n; });
-  };
-  for (NodeId n : part.kernels) {
-    if (!p.needed[static_cast<size_t>(n)] || is_write(n)) continue;
-    p.kernel_nodes.push_back(n);
-  }
-}
 
 kernel::Target target_of(const backend::Backend& backend) {
   backend::Capabilities c = backend.capabilities();
@@ -111,7 +93,10 @@ void describe(Pipeline& p, bool bf16_dot) {
   backend::CompiledProgram& prog = p.program;
   prog.stats = compile_stats(p.report, p.search_report);
   prog.stats["sliced_groups"] = static_cast<double>(prog.groups.size());
-  prog.report = bf16_kernels(p, bf16_dot) + p.search_report.to_string() + p.slice_report + p.confirmation;
+  prog.stats["recomputed_values"] = p.recompute.values;
+  prog.stats["foreseen_peak_bytes"] = static_cast<double>(p.recompute.peak_bytes);
+  prog.stats["foreseen_peak_bytes_kept"] = static_cast<double>(p.recompute.peak_bytes_before);
+  prog.report = p.recompute.report + bf16_kernels(p, bf16_dot) + p.search_report.to_string() + p.slice_report + p.confirmation;
   prog.search_traces = search_traces(p.search_report);
 }
 
@@ -141,11 +126,10 @@ CompileResult compile(const Graph& graph, const std::vector<Edge>& outputs, cons
   p.graph = std::make_shared<Graph>(graph);
   p.outputs = outputs;
   run_graph_stages(graph_stages(), *p.graph, p.outputs);
-  set_program_boundary(p);
   p.report.graph_seconds = seconds_since(start);
 
   start = Clock::now();
-  partition_kernels(p);
+  partition_with_recompute(p, options.recompute, p.graph->dims_bound(options.search.dims, options.search.assumed_dim));
   p.target = target_of(*backend);
   search::SearchOptions search = options.search;
   slice_kernels(p, options.slice, backend->capabilities(), search);

@@ -3,7 +3,8 @@
 //
 //   graph_stages.h      graph -> graph (graph passes; the e-graph search plugs in here)
 //   program_boundary.h  outputs and state writes get their own buffers
-//   fusion              which nodes are materialised: one kernel each (lumen/kernel/fusion.h)
+//   fusion_stage.h      which nodes are materialised: one kernel each (lumen/kernel/fusion.h)
+//   recompute_stage.h   values read far from where they are made: kept, or computed again
 //   slice_stage.h       runs of kernels with large internal buffers become chunk kernels
 //   schedule_stage.h    an action list per kernel: tuning cache, search (lumen/search), heuristic
 //   lower_stage.h       loop-IR kernels, launches, scratch buffers, kept packs
@@ -20,6 +21,7 @@
 #include "lumen/backend/compiled_program.h"
 #include "lumen/compiler/confirm_stage.h"
 #include "lumen/compiler/pipeline.h"
+#include "lumen/compiler/recompute_stage.h"
 #include "lumen/compiler/schedule_stage.h"
 
 namespace lumen::compiler {
@@ -30,6 +32,7 @@ struct CompilerOptions {
   kernel::SliceOptions slice;    // sliced execution of kernel groups with large internal buffers
   ChunkChooser choose_chunk;     // overrides each sliced group's chunk rows (tests)
   ProgramTimer time_programs;    // times whole programs (the searched one against the heuristic's); none: no check
+  RecomputeOptions recompute;    // keep or recompute values read far from where they are made
   // Live progress on stderr when it is a terminal (kernels done, search time
   // spent of the budget), and a summary line when the compile ends.
   bool progress = false;

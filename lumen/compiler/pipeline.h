@@ -38,15 +38,27 @@ struct CompileReport {
   std::string object_path;
 };
 
+// What the recompute stage chose (recompute_stage.h).
+struct RecomputeChoice {
+  std::string report;             // empty when nothing was considered
+  int values = 0;                 // values computed again for their late readers
+  int rounds = 0;                 // rewrites kept
+  int64_t peak_bytes_before = 0;  // the foreseen largest live set of the graph as given ...
+  int64_t peak_bytes = 0;         // ... and of the graph compiled
+  double extra_ops = 0;           // ALU ops a run the copies add (the cost model's)
+};
+
 struct Pipeline {
   // Program boundary (program_boundary.h).
   std::shared_ptr<Graph> graph;
   std::vector<Edge> outputs;
   std::vector<StateWrite> writes;
   std::vector<bool> needed;
+  RecomputeChoice recompute;
   // Partition (fusion): which nodes get a buffer, and the kernels to build
   // (materialised nodes the outputs need, state writes excluded).
   std::vector<bool> materialized;
+  std::vector<double> ops_per_element;  // per materialised node: its kernel's ALU ops per element (fusion.h)
   std::vector<NodeId> kernel_nodes;
   // Sliced groups (slice_stage.h): their chunk kernels stand in kernel_nodes
   // for the members; chunk kernel -> (group, member index).

@@ -1,5 +1,7 @@
-// LUMEN_DEBUG=topic[,topic...]: what the compiler writes to stderr while it
-// works ("kernels", "fusion", "slicing"). Read once per process.
+// LUMEN_DEBUG=topic[,topic...]: what the compiler and runtime write to
+// stderr while they work ("kernels", "fusion", "slicing", "recompute": the
+// keep-or-recompute candidates, "memory": each planned arena's largest live
+// set). Read once per process.
 #pragma once
 
 namespace lumen {

@@ -253,6 +253,19 @@ Graph Extractor::build(const Choice& choice) const {
   emitter.input_node.assign(original_.size(), -1);
   for (NodeId id : original_.input_ids()) emitter.input_node[static_cast<size_t>(id)] = out.add(original_.node(id));
   for (const DimConstraint& c : original_.constraints()) out.require(c.condition, c.message);
+  // Classes in the original graph's order, each after what its chosen e-node
+  // reads: kernels run in node order, and the order the graph was written in
+  // keeps lifetimes short (a training step's backward makes each weight's
+  // gradient right after the activation gradient it reads). The depth-first
+  // order of the roots alone would put every weight gradient after the whole
+  // backward pass (each is first reached from its own state update) and keep
+  // the activation gradients alive until then.
+  std::vector<uint8_t> used(egraph_.class_capacity(), 0);
+  for (ClassId c : reachable(choice)) used[static_cast<size_t>(c)] = 1;
+  for (size_t i = 0; i < original_.size(); ++i) {
+    ClassId c = egraph_.find(roots_.node_class[i]);
+    if (original_.nodes()[i].op != Op::Input && used[static_cast<size_t>(c)]) emitter.emit(c);
+  }
   for (size_t i = 0; i < roots_.outputs.size(); ++i) {
     Edge e = emitter.operand(roots_.outputs[i]);
     out.mark_output(Tensor(&out, e.node, e.view), roots_.output_names[i]);

@@ -197,6 +197,20 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
     }
     if (!changed) break;
   }
+  // Each kernel's work from its last lowering (up to date unless the rounds ran out).
+  // A reduction adds one op per element it reduces.
+  auto ops = [&](size_t j) {
+    const Node& node = graph.nodes()[j];
+    if (!is_reduce(node.op)) return own_cost[j];
+    return assumed_numel({node.inputs[0].view.shape()[static_cast<size_t>(node.axis)]}, options.assumed_dim);
+  };
+  p.ops_per_element.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (!p.materialized[i] || graph.nodes()[i].op == Op::Input) continue;
+    double work = 0;
+    for (const auto& [j, count] : counts[i]) work += count * ops(j);
+    p.ops_per_element[i] = ops(i) + work / assumed_numel(graph.nodes()[i].shape, options.assumed_dim);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (p.materialized[i] && graph.nodes()[i].op != Op::Input) p.kernels.push_back(static_cast<NodeId>(i));
   }

@@ -27,6 +27,10 @@ struct FusionOptions {
 struct Partition {
   std::vector<bool> materialized;  // per node
   std::vector<NodeId> kernels;     // materialised non-input nodes, in topological order
+  // Per materialised node: the ALU ops its kernel spends per element it
+  // makes, counting every evaluation of the nodes it inlines (a matmul's
+  // product K times; dynamic dims at `assumed_dim`); 0 for other nodes.
+  std::vector<double> ops_per_element;
   int rounds = 0;                  // refinement rounds it took
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -9,10 +10,12 @@
 #include <set>
 #include <sstream>
 
+#include "lumen/core/debug_flags.h"
 #include "lumen/core/error.h"
 #include "lumen/core/host_memory.h"
 #include "lumen/core/int_math.h"
 #include "lumen/core/stopwatch.h"
+#include "lumen/runtime/memory_report.h"
 
 namespace lumen {
 
@@ -218,6 +221,7 @@ void CompiledExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bi
     }
     plan_ = plan_memory(lives_);
     for (size_t i = 0; i < lives_.size(); ++i) slot_bytes_[i] = lives_[i].bytes;
+    if (debug_enabled("memory")) std::fputs(peak_memory_report(program_, lives_, life_keys_, plan_).c_str(), stderr);
     if (plan_.arena_bytes > arena_capacity_) {
       int64_t bytes_wanted = planned_ ? checked_add(plan_.arena_bytes, plan_.arena_bytes / 8) : plan_.arena_bytes;
       arena_ = allocate_host(static_cast<size_t>(bytes_wanted), false);

@@ -27,7 +27,11 @@ class Trainer:
     (shape, dtype) of each batch input. Options: optimizer ("sgd", "adamw"),
     lr, weight_decay, momentum, dampening, nesterov, beta1, beta2, eps,
     clip_norm (global L2 norm, 0 = off), accumulation (micro-steps per
-    update), backend ("cpu", "interp"), budget_s, progress (print a line
+    update), backend ("cpu", "interp"), budget_s, recompute ("auto": forward
+    values the backward pass reads that are cheap to compute again are
+    recomputed there instead of kept, where that lowers the step's peak
+    memory; "all"; "none": keep every activation — `report()` names what was
+    recomputed, `stats["recomputed_values"]` counts it), progress (print a line
     every `progress` optimizer steps: step, loss, steps/s)."""
 
     def __init__(self, model, params: dict, batch: dict, optimizer="adamw", lr=1e-3, progress=0, **options):

@@ -163,7 +163,7 @@ void bind_runtime(nb::module_& m) {
       "compile",
       [](PyGraph& g, nb::handle outputs, const std::string& backend, double budget_s, bool tuning_cache,
          const std::string& cache_path, bool progress, int64_t tune_dim, const std::map<std::string, int64_t>& tune_dims,
-         const std::string& precision) {
+         const std::string& precision, const std::string& recompute) {
         std::vector<Tensor> outs;
         if (!outputs.is_none()) {
           if (nb::isinstance<PyTensor>(outputs)) {
@@ -181,14 +181,18 @@ void bind_runtime(nb::module_& m) {
         options.tune_dim = tune_dim;
         options.tune_dims = tune_dims;
         options.precision = passes::precision_named(precision);
+        options.recompute = recompute_named(recompute);
         nb::gil_scoped_release release;
         return compile(*g.graph, outs, options);
       },
       nb::arg("graph"), nb::arg("outputs") = nb::none(), nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
       nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("progress") = false,
       nb::arg("tune_dim") = 64, nb::arg("tune_dims") = std::map<std::string, int64_t>{}, nb::arg("precision") = "fp32",
+      nb::arg("recompute") = "auto",
       "Compiles a graph. budget_s > 0 searches schedules for that many seconds (results go to the tuning cache). "
-      "precision: \"fp32\", \"bf16\" or \"fp16\" (contractions take operands rounded to it, accumulated in fp32).");
+      "precision: \"fp32\", \"bf16\" or \"fp16\" (contractions take operands rounded to it, accumulated in fp32). "
+      "recompute: \"auto\" (values read far from where they are made are computed again by their late readers where "
+      "that is cheap and lowers the arena's largest live set), \"all\" or \"none\"; program.report() names them.");
 }
 
 }  // namespace lumen::python

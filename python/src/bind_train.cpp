@@ -37,6 +37,7 @@ train::TrainerOptions trainer_options(const nb::dict& kw) {
     else if (k == "backend") o.compile.backend = backend_named(nb::cast<std::string>(value));
     else if (k == "budget_s") o.compile.search_budget_s = nb::cast<double>(value);
     else if (k == "tuning_cache") o.compile.tuning_cache = nb::cast<bool>(value);
+    else if (k == "recompute") o.compile.recompute = recompute_named(nb::cast<std::string>(value));
     else if (k == "log_every") o.log_every = nb::cast<int>(value);
     else fail("Trainer: unknown option '", k, "'");
   }

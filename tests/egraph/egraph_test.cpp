@@ -332,6 +332,25 @@ TEST(EgraphExtraction, RoundTripOfModelGraphsEvaluatesTheSame) {
   }
 }
 
+// Extraction keeps the order the graph was written in, not the depth-first
+// order of its roots: a value made early for a late root (a weight gradient
+// of a training step, reached first from its state update) stays early, so
+// what it reads need not live until the end.
+TEST(EgraphExtraction, NodesKeepTheOriginalOrder) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(4), Expr(6)});
+  Tensor early = x.exp2();  // written first, read only by the second output
+  Tensor late = x.log2();
+  g.mark_output(late + late.scalar(1), "first");
+  g.mark_output(early * early.scalar(2), "second");
+  Graph back = round_trip(g);
+  std::vector<Op> order;
+  for (const Node& n : back.nodes()) {
+    if (n.op == Op::Exp2 || n.op == Op::Log2) order.push_back(n.op);
+  }
+  EXPECT_EQ(order, (std::vector<Op>{Op::Exp2, Op::Log2}));
+}
+
 // The whole Llama 110M-shaped graph (12 layers, dim 768): how long the
 // graph-level stage takes with the default limits. Printed, not gated.
 TEST(EgraphSaturation, Llama110MShapedGraphTime) {

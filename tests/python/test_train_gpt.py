@@ -91,3 +91,29 @@ def test_small_gpt_tracks_pytorch():
     mine, theirs = np.array(mine), np.array(theirs)
     np.testing.assert_allclose(mine, theirs, rtol=1e-2)
     assert theirs[-5:].mean() < theirs[0] - (1.5 if STEPS >= 200 else 0.5)  # it learned
+
+
+def test_recompute_frees_activations_and_keeps_the_losses():
+    """Keep or recompute: with recompute="auto" the compiler computes cheap
+    forward values (the GELU's erf chain, softmax probabilities, norm outputs)
+    again in the backward pass instead of keeping them, so the step's arena is
+    much smaller; "all" forces every candidate. The losses of every mode agree
+    step by step with keeping everything."""
+    tokens, vocab = corpus()
+    params = init(vocab)
+    runs = {}
+    for mode in ("none", "auto", "all"):
+        trainer = lumen.train.Trainer(lambda p, b: gpt_loss((F, lumen), p, b["idx"], b["targets"]), params,
+                                      {"idx": ((B, T), lumen.int32), "targets": ((B, T), lumen.int32)},
+                                      optimizer="adamw", backend="cpu", lr=1e-3, recompute=mode)
+        losses = [trainer.step({"idx": idx, "targets": targets}) for idx, targets in batches(tokens, 4)]
+        runs[mode] = (np.array(losses), trainer.stats, trainer.report())
+    kept, auto, forced = runs["none"], runs["auto"], runs["all"]
+    assert kept[1]["recomputed_values"] == 0 and "recompute (" not in kept[2]
+    assert auto[1]["recomputed_values"] > 0 and "recompute (auto): " in auto[2], auto[2][:2000]
+    assert forced[1]["recomputed_values"] >= auto[1]["recomputed_values"]
+    # The GELU's intermediates dominate the kept arena: recomputing them must at least halve it.
+    assert auto[1]["arena_bytes"] < 0.5 * kept[1]["arena_bytes"], (auto[1]["arena_bytes"], kept[1]["arena_bytes"])
+    assert auto[1]["foreseen_peak_bytes"] < auto[1]["foreseen_peak_bytes_kept"]
+    np.testing.assert_allclose(auto[0], kept[0], rtol=1e-5)
+    np.testing.assert_allclose(forced[0], kept[0], rtol=1e-5)

@@ -1,0 +1,30 @@
+// The arena as the runtime will plan it (lumen/runtime/compiled_executor.cpp),
+// foreseen from the fusion partition before anything is lowered: kernels run
+// in p.kernel_nodes' order, then the state writes; each materialised node's
+// buffer lives from its kernel to the last kernel that reads it. Packs,
+// scratch buffers and sliced groups are left out (they come later and are
+// small beside the activations). The recompute stage weighs its choices on it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lumen/compiler/pipeline.h"
+
+namespace lumen::compiler {
+
+struct BufferLives {
+  std::vector<NodeId> order;              // kernels in run order: p.kernel_nodes, then the state writes' copies
+  std::vector<int> place;                 // per node: its kernel's index in `order` (-1: none)
+  std::vector<std::vector<int>> readers;  // per node: places of the kernels reading its buffer, ascending
+  std::vector<int64_t> bytes;             // per node: its buffer's bytes in the arena (0: not there)
+  std::vector<int> first, last;           // per node in the arena: the places its buffer lives between
+};
+
+// Lifetimes of p's buffers with dynamic dims bound by `dims`.
+BufferLives buffer_lives(const Pipeline& p, const Bindings& dims);
+
+// Bytes alive at each place, for lifetimes `first`..`last` (-1: none).
+std::vector<int64_t> live_bytes(const BufferLives& lives, const std::vector<int>& first, const std::vector<int>& last);
+
+}  // namespace lumen::compiler
