@@ -112,8 +112,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
   // |y| < 2^-126 and |y| > 2^126 as comparisons of y itself: abs(y) is a
   // max over y and -y, and reading y through that second view would give a
   // broadcast divisor (a row sum) a buffer of its own instead of being fused.
-  auto below = [&](const Tensor& a, double b) { return a.less_than(scalar_like(y, b, DType::F32)).cast(DType::F32); };
-  auto above = [&](const Tensor& a, double b) { return scalar_like(y, b, DType::F32).less_than(a).cast(DType::F32); };
+  auto below = [](const Tensor& a, double b) { return a.less_than(scalar_like(a, b, DType::F32)).cast(DType::F32); };
+  auto above = [](const Tensor& a, double b) { return scalar_like(a, b, DType::F32).less_than(a).cast(DType::F32); };
   Tensor tiny = below(y, 0x1p-126).mul(above(y, -0x1p-126));
   Tensor huge = above(y, 0x1p126).add(below(y, -0x1p126));
   // 1 + tiny·(2^24 - 1) + huge·(2^-24 - 1): every sum here is exact.
