@@ -490,6 +490,23 @@ def render(data):
     return "\n".join(lines)
 
 
+def write_section(doc, title, text, argv):
+    """Puts a partial run's page into `doc` as the section `title` (between markers, so a rerun replaces it)."""
+    begin, end = f"<!-- section: {title} -->", f"<!-- end section: {title} -->"
+    body = text.split("\n", 2)[2] if text.startswith("# ") else text  # without the page title
+    body = body.replace("\n## ", "\n### ")
+    command = "python3 bench/run.py " + " ".join(a for a in argv if not a.startswith("--section") and a != title)
+    block = f"{begin}\n## {title}\n\nA partial run (it does not rewrite the page above):\n\n    {command}\n\n{body.strip()}\n{end}\n"
+    old = open(doc).read() if os.path.exists(doc) else ""
+    if begin in old and end in old:
+        new = old[:old.index(begin)] + block + old[old.index(end) + len(end) + 1:]
+    else:
+        new = old.rstrip("\n") + "\n\n" + block
+    with open(doc + ".tmp", "w") as f:
+        f.write(new)
+    os.replace(doc + ".tmp", doc)
+
+
 PARITY = "smollm2_parity"
 MODEL_ROWS_NOTE = ("llama110m rows: a Llama-shaped decoder with seeded random weights (f32 safetensors/GGUF, Q8_0 GGUF; Q4_0 and "
                    "Q4_K_M GGUF quantized from the f32 file by llama.cpp's own llama_model_quantize). "
@@ -600,6 +617,9 @@ def main():
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latest.json"))
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    parser.add_argument("--section", default="",
+                        help="a partial run: write its tables into --doc as a section of this title (replacing the "
+                             "section of the same title), below the full run's page")
     args = parser.parse_args()
     only = [s for s in args.only.split(",") if s]
     if args.worker:
@@ -664,6 +684,8 @@ def main():
         with open(args.doc + ".tmp", "w") as f:
             f.write(text)
         os.replace(args.doc + ".tmp", args.doc)
+    elif args.section:
+        write_section(args.doc, args.section, text, sys.argv[1:])
     print(text)
     soak = (serve or {}).get("soak")
     if soak and (soak["failed"] or soak["kv_blocks_in_use_after"]):
