@@ -80,6 +80,7 @@ Tensor scatter_flat(const Tensor& grad, const std::vector<Dim>& dims, const Expr
   }
   Tensor acc = grad;
   Expr span = Expr(1);  // extent of the merged trailing axis, which has stride 1
+  Expr remaining = offset;  // the part of the offset not yet placed by a level's padding
   for (size_t k = dims.size(); k-- > 0;) {
     const Dim& d = dims[k];
     bool innermost = k + 1 == dims.size();
@@ -87,16 +88,35 @@ Tensor scatter_flat(const Tensor& grad, const std::vector<Dim>& dims, const Expr
       return scatter_split(grad, dims, 0, offset, numel, view);
     }
     // [..., size, span] -> [..., size, stride] -> [..., size*stride], trimmed to what is reached.
+    // The offset's remainder within a stride goes before each block when it fits in the gap, so
+    // the padding (a mask in the consumer) is on this level's dim, not on the flat index: the
+    // gradient of qkv[1] of a [B, T, 3·H·D] projection pads [B, T, H·D] to [B, T, 3·H·D]
+    // at 128, a range of the last dim, instead of a flat range that crosses rows.
+    Expr before = Expr(0);
+    if (remaining.is_const() && d.stride.is_const() && span.is_const() && d.stride.value() > 0) {
+      int64_t o = remaining.value() % d.stride.value();
+      if (o > 0 && o + span.value() <= d.stride.value()) before = Expr(o);
+    }
     Tensor t = innermost ? acc.unsqueeze(-1) : acc;
-    t = pad_last(t, Expr(0), d.stride - span);
+    t = pad_last(t, before, d.stride - span - before);
     acc = merge_last(t);
-    Expr reached = simplify((d.size - 1) * d.stride + span);
-    if (!simplify(d.size * d.stride - reached).is_const(0)) {
+    remaining = simplify(remaining - before);
+    Expr whole = simplify(d.size * d.stride), reached = simplify((d.size - 1) * d.stride + before + span);
+    // Whole periods are kept when the next level (or the buffer) has room for them: no slice.
+    const Expr& room = k > 0 ? dims[k - 1].stride : simplify(numel - remaining);
+    bool keep_whole = whole.is_const() && room.is_const() && whole.value() <= room.value();
+    if (!keep_whole && !simplify(whole - reached).is_const(0)) {
       acc = acc.slice(-1, Expr(0), reached);
     }
-    span = reached;
+    span = keep_whole ? whole : reached;
   }
-  return pad_last(acc, offset, numel - offset - span);
+  // Whole periods kept at inner levels may end past the buffer: that tail is padding.
+  Expr room = simplify(numel - remaining);
+  if (span.is_const() && room.is_const() && span.value() > room.value()) {
+    acc = acc.slice(-1, Expr(0), room);
+    span = room;
+  }
+  return pad_last(acc, remaining, numel - remaining - span);
 }
 
 // The adjoint of one layer: `grad` over the layer's shape to a gradient over
