@@ -26,6 +26,19 @@ BLOCK_SCALED = """def block_scaled(float(M,K) X, float(K,N) Wq, float(G,N) Scale
 }"""
 
 
+BMM = "def bmm(float(B,M,K) X, float(B,K,N) Y) -> (Z) { Z(b,m,n) +=! X(b,m,k) * Y(b,k,n) }"
+DEPTHWISE = "def dw(float(N,C,H,W) I, float(C,KH,KW) Wt) -> (O) { O(n,c,h,w) +=! I(n,c,h+kh,w+kw) * Wt(c,kh,kw) }"
+MAXPOOL = "def mp(float(N,C,H,W) X) -> (Y) { Y(n,c,h,w) max=! X(n, c, 2*h + kh, 2*w + kw) where kh in 0:2, kw in 0:2 }"
+AVGPOOL = "def ap(float(N,C,H,W) X) -> (Y) { Y(n,c,h,w) +=! X(n, c, 2*h + kh, 2*w + kw) / 4 where kh in 0:2, kw in 0:2 }"
+TENSORDOT = "def td(float(I,K,L) A, float(L,K,J) B) -> (C) { C(i,j) +=! A(i,k,l) * B(l,k,j) }"
+GROUP_NORM = """def group_norm(float(N,C,H,W) X, float(C) Gamma, float(C) Beta) -> (Y) {
+  Mean(n,g) +=! X(n, g*(C/32) + c, h, w) / (C/32*H*W) where c in 0:C/32, g in 0:32
+  Var(n,g) +=! (X(n, g*(C/32) + c, h, w) - Mean(n,g)) * (X(n, g*(C/32) + c, h, w) - Mean(n,g)) / (C/32*H*W)
+      where c in 0:C/32, g in 0:32
+  Y(n,k,h,w) = (X(n,k,h,w) - Mean(n, k/(C/32))) * rsqrt(Var(n, k/(C/32)) + 0.00001) * Gamma(k) + Beta(k)
+}"""
+
+
 def _tc(text):
     import lumen
     fn = lumen.tc(text)
@@ -51,6 +64,7 @@ def tc_workloads():
     rows.append(Workload("tc_conv3x3_56", [(1, 64, 56, 56), (64, 64, 3, 3)], conv_padded,
                          lambda x, k: _torch().nn.functional.conv2d(x, k, padding=1), flops=2.0 * 64 * 64 * 9 * 56 * 56,
                          builtin="conv3x3_56"))
+    rows += _standard_layer_pairs()
     # Research layers: the fastest PyTorch formulation of the same math.
     n = 128
     rows.append(Workload(f"tc_contract3_{n}", [(n, n)] * 3, _tc(CONTRACT3), lambda a, b, c: (a @ b) @ c,
@@ -68,6 +82,40 @@ def tc_workloads():
         return x @ (wq * scale.repeat_interleave(K // G, 0))
     rows.append(Workload("tc_block_scaled_matmul_64", [(M, K), (K, Nn), (G, Nn)], _tc(BLOCK_SCALED), torch_block_scaled,
                          flops=2.0 * M * K * Nn))
+    return rows
+
+
+def _standard_layer_pairs():
+    """The other standard layers of docs/tc.md, each with a built-in row on the same shapes (defined here)."""
+    import lumen
+    import lumen.nn.functional as F
+
+    def torch_f():
+        return _torch().nn.functional
+
+    def padded(fn):  # comprehensions read in bounds: pad with the built-in op first
+        return lambda g, x, *rest: fn(F.pad(x, (1, 1, 1, 1)), *rest)
+    dw_in, pool_in, gn_in = (8, 256, 28, 28), (8, 64, 56, 56), [(8, 256, 28, 28), (256,), (256,)]
+    pairs = [
+        ("bmm_256x64", [(256, 64, 64), (256, 64, 64)], lambda g, a, b: a @ b, _tc(BMM), lambda a, b: a @ b,
+         dict(flops=2.0 * 256 * 64 ** 3)),
+        ("depthwise3x3_28", [dw_in, (256, 3, 3)],
+         lambda g, x, w: F.conv2d(x, w.reshape((256, 1, 3, 3)), padding=1, groups=256),
+         padded(lambda x, w: lumen.tc(DEPTHWISE)(x, w)),
+         lambda x, w: torch_f().conv2d(x, w.reshape(256, 1, 3, 3), padding=1, groups=256), dict(flops=2.0 * 8 * 256 * 9 * 28 * 28)),
+        ("maxpool2_56", [pool_in], lambda g, x: F.max_pool2d(x, 2), _tc(MAXPOOL), lambda x: torch_f().max_pool2d(x, 2),
+         dict(bytes=1.25 * 4.0 * 8 * 64 * 56 * 56)),
+        ("avgpool2_56", [pool_in], lambda g, x: F.avg_pool2d(x, 2), _tc(AVGPOOL), lambda x: torch_f().avg_pool2d(x, 2),
+         dict(bytes=1.25 * 4.0 * 8 * 64 * 56 * 56)),
+        ("tensordot_64", [(512, 64, 64), (64, 64, 512)], lambda g, a, b: lumen.einsum("ikl,lkj->ij", a, b), _tc(TENSORDOT),
+         lambda a, b: _torch().tensordot(a, b, dims=([1, 2], [1, 0])), dict(flops=2.0 * 512 * 64 * 64 * 512)),
+        ("group_norm_28", gn_in, lambda g, x, w, b: F.group_norm(x, 32, w, b, eps=1e-5), _tc(GROUP_NORM),
+         lambda x, w, b: torch_f().group_norm(x, 32, w, b, eps=1e-5), dict(bytes=2 * 4.0 * 8 * 256 * 28 * 28)),
+    ]
+    rows = []
+    for name, shapes, builtin, tc, torch_fn, size in pairs:
+        rows.append(Workload(name, shapes, builtin, torch_fn, **size))
+        rows.append(Workload("tc_" + name, shapes, tc, torch_fn, builtin=name, **size))
     return rows
 
 

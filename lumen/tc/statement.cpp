@@ -77,9 +77,7 @@ class Collector {
   const Scope& scope_;
 };
 
-Tensor reduce(const Statement& s, const Tensor& body, size_t out_rank) {
-  std::vector<int> axes(body.rank() - out_rank);
-  std::iota(axes.begin(), axes.end(), static_cast<int>(out_rank));
+Tensor reduce(const Statement& s, const Tensor& body, const std::vector<int>& axes) {
   if (axes.empty()) return body;
   switch (s.reduction) {
     case Reduction::Sum: return ops::sum(body, axes);
@@ -89,6 +87,34 @@ Tensor reduce(const Statement& s, const Tensor& body, size_t out_rank) {
     case Reduction::None: break;
   }
   return body;
+}
+
+// The reduction of the statement's right-hand side over `reduced`, laid out
+// as the built-in ops lay out theirs: short windows (every reduced range at
+// most kInlineWindow, a pooling or depthwise window) sit before the last kept
+// dim and are reduced one axis at a time, so the output's last dim stays the
+// SIMD dim and each window step is written out inline reading a vector.
+Tensor reduce_in_layout(const Statement& s, const std::vector<IterDim>& kept, const std::vector<IterDim>& reduced,
+                        const Scope& scope) {
+  constexpr int64_t kInlineWindow = 4;
+  bool windows = !kept.empty() && !reduced.empty() && std::all_of(reduced.begin(), reduced.end(), [](const IterDim& d) {
+    return d.range.hi - d.range.lo <= kInlineWindow;
+  });
+  std::vector<IterDim> space = kept;
+  if (windows) space.pop_back();
+  space.insert(space.end(), reduced.begin(), reduced.end());
+  if (windows) space.push_back(kept.back());
+  Tensor body = lower_body(*s.rhs, space, scope);
+  if (s.reduction != Reduction::None && body.dtype() == DType::Bool && !reduced.empty()) {
+    fail_at(scope.source, s.op_pos, "'", s.op_text, "' reduces bools; cast the right-hand side with int(...) or float(...)");
+  }
+  std::vector<int> axes(reduced.size());
+  std::iota(axes.begin(), axes.end(), static_cast<int>(kept.size() - (windows ? 1 : 0)));
+  if (windows) {  // one short reduction per window axis, each written out inline (not one merged loop)
+    for (auto a = axes.rbegin(); a != axes.rend(); ++a) body = reduce(s, body, {*a});
+    return body;
+  }
+  return reduce(s, body, axes);  // adjacent axes are merged into one (ops::sum, amax, ...)
 }
 
 Tensor accumulate(const Statement& s, const Tensor& previous, const Tensor& value, const Scope& scope) {
@@ -152,11 +178,7 @@ Tensor lower_statement(const Statement& s, const Scope& scope) {
   } else if (s.reduction == Reduction::Sum && factors.size() > 2) {  // sum of products: contract in steps
     value = contract(factors, kept, reduced, scope);
   } else {
-    Tensor body = lower_body(*s.rhs, space, scope);
-    if (s.reduction != Reduction::None && body.dtype() == DType::Bool && space.size() > s.indices.size()) {
-      fail_at(scope.source, s.op_pos, "'", s.op_text, "' reduces bools; cast the right-hand side with int(...) or float(...)");
-    }
-    value = reduce(s, body, s.indices.size());
+    value = reduce_in_layout(s, kept, reduced, scope);
   }
   return accumulating ? accumulate(s, previous->second, value, scope) : value;
 }

@@ -80,6 +80,26 @@ TEST(TcLower, Conv2dBuildsTheBuiltinContraction) {
   EXPECT_EQ(got[0].second, want[0].second);
 }
 
+// Short windows (pooling, a depthwise conv) reduce one window axis at a time,
+// each placed before the output's last dim, as the built-in pools do: the
+// last dim stays the SIMD dim and each window step is written out inline,
+// not one merged loop of KH·KW steps on the innermost axis.
+TEST(TcLower, WindowsReduceBeforeTheLastDim) {
+  Graph g;
+  g.mark_output(define("def mp(float(N,C,H,W) X) -> (Y) { Y(n,c,h,w) max=! X(n, c, 2*h + kh, 2*w + kw) "
+                       "where kh in 0:2, kw in 0:2 }")({g.input("X", {Expr(2), Expr(3), Expr(8), Expr(10)})})[0]);
+  int reductions = 0;
+  for (const Node& n : g.nodes()) {
+    if (n.op != Op::MaxReduce) continue;
+    ++reductions;
+    const Shape& in = n.inputs[0].view.shape();
+    EXPECT_TRUE(in[static_cast<size_t>(n.axis)].is_const(2));
+    EXPECT_LT(static_cast<size_t>(n.axis), in.size() - 1) << "the window axis must not be the innermost";
+    EXPECT_TRUE(in.back().is_const(5));
+  }
+  EXPECT_EQ(reductions, 2);
+}
+
 TEST(TcLower, Conv2dStridedDilatedMatchesBuiltin) {
   const char* src = R"(
     def conv(float(N,C,H,W) I, float(O,C,KH,KW) Wt, int sh, int sw, int dh, int dw) -> (Out) {
