@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
@@ -81,6 +82,60 @@ Tensor take_diagonals(Tensor t, std::string& labels) {
   return t;
 }
 
+Expr product_of(const std::string& labels, const std::map<char, Expr>& sizes) {
+  Expr n = Expr(1);
+  for (char ch : labels) n = n * sizes.at(ch);
+  return simplify(n);
+}
+
+// Two operands with summed labels as one batched matrix product, the form the
+// built-in matmul takes: A [batch, m, k] x B [batch, k, n], each group of
+// labels flattened to one dim, then back to the output's labels. (The general
+// form below multiplies every label's point and sums after: a [512, 64, 64] x
+// [64, 64, 512] tensordot took 340 ms that way.) Labels of one operand only
+// and not in the output are summed first. Empty when a shared label is
+// broadcast (size 1 in one operand) or nothing is summed.
+std::optional<Tensor> contract_pair(std::vector<Tensor> ts, std::vector<std::string> specs, const std::string& out,
+                                    const std::map<char, Expr>& sizes) {
+  for (size_t k = 0; k < 2; ++k) {
+    const std::string& other = specs[1 - k];
+    for (size_t d = specs[k].size(); d-- > 0;) {
+      char ch = specs[k][d];
+      if (out.find(ch) != std::string::npos || other.find(ch) != std::string::npos) continue;
+      ts[k] = ts[k].sum_reduce(static_cast<int>(d));
+      specs[k].erase(d, 1);
+    }
+  }
+  std::string batch, m, n, summed;
+  for (char ch : specs[0]) {
+    bool in_b = specs[1].find(ch) != std::string::npos, in_out = out.find(ch) != std::string::npos;
+    (in_b ? (in_out ? batch : summed) : m) += ch;
+  }
+  for (char ch : specs[1]) {
+    if (specs[0].find(ch) == std::string::npos) n += ch;
+  }
+  if (summed.empty()) return std::nullopt;
+  for (char ch : batch + summed) {
+    Expr a = ts[0].shape()[specs[0].find(ch)], b = ts[1].shape()[specs[1].find(ch)];
+    if (!(simplify(a) == simplify(b))) return std::nullopt;
+  }
+  auto arranged = [&](size_t k, const std::string& order, const Shape& as) {
+    std::vector<int> perm;
+    for (char ch : order) perm.push_back(static_cast<int>(specs[k].find(ch)));
+    return ts[k].permute(perm).reshape(as);
+  };
+  Tensor a = arranged(0, batch + m + summed, {product_of(batch, sizes), product_of(m, sizes), product_of(summed, sizes)});
+  Tensor b = arranged(1, batch + summed + n, {product_of(batch, sizes), product_of(summed, sizes), product_of(n, sizes)});
+  auto [x, y] = promote(a, b);
+  Shape grouped;
+  std::string labels = batch + m + n;
+  for (char ch : labels) grouped.push_back(sizes.at(ch));
+  Tensor c = x.matmul(y).reshape(grouped);
+  std::vector<int> perm;
+  for (char ch : out) perm.push_back(static_cast<int>(labels.find(ch)));
+  return c.permute(perm);
+}
+
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
@@ -153,6 +208,9 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
       if (n == 1 && std::islower(static_cast<unsigned char>(ch))) once += ch;
     }
     out += once;
+  }
+  if (ts.size() == 2) {
+    if (std::optional<Tensor> c = contract_pair(ts, specs, out, sizes)) return *c;
   }
   // All labels: output labels first, then the summed ones.
   std::string all = out;

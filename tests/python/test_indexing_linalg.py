@@ -84,6 +84,12 @@ def test_bmm_linear_outer(backend):
     ("...ij,...jk", [(2, 3, 4), (4, 5)]),
     ("i,j->ij", [(3,), (4,)]),
     ("ijk->", [(2, 3, 4)]),
+    # two operands as one batched matrix product (lumen/ops/linalg.cpp contract_pair)
+    ("ikl,lkj->ij", [(3, 4, 5), (5, 4, 6)]),
+    ("bij,jk->kbi", [(2, 3, 4), (4, 5)]),
+    ("ij,jkl->il", [(3, 4), (4, 2, 5)]),
+    ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)]),
+    ("abcd,cdeb->ae", [(2, 3, 4, 5), (4, 5, 6, 3)]),
 ])
 def test_einsum(backend, eq, shapes):
     arrays = [data(s, seed=20 + k) for k, s in enumerate(shapes)]
