@@ -10,6 +10,7 @@
 #include "lumen/ops/math.h"
 #include "lumen/ops/movement.h"
 #include "lumen/ops/normalization.h"
+#include "lumen/ops/reduce.h"
 
 namespace lumen::models {
 
@@ -66,6 +67,20 @@ Llama::Llama(Graph& g, const LlamaConfig& c)
   if (!c.tie_embeddings) {
     lm_head.emplace(g, "lm_head", c.dim, c.vocab, false);
     adopt(*lm_head);
+  }
+  for (int64_t i = 0; c.qk_norm && i < c.layers; ++i) {
+    std::string attn = "model.layers." + std::to_string(i) + ".self_attn.";
+    q_norms.emplace_back(g, attn + "q_norm", c.head_dim, c.norm_eps);
+    k_norms.emplace_back(g, attn + "k_norm", c.head_dim, c.norm_eps);
+    adopt(q_norms.back());
+    adopt(k_norms.back());
+  }
+  for (int64_t i = 0; c.sandwich_norms && i < c.layers; ++i) {
+    std::string layer = "model.layers." + std::to_string(i) + ".";
+    pre_feedforward_norms.emplace_back(g, layer + "pre_feedforward_layernorm", c.dim, c.norm_eps);
+    post_feedforward_norms.emplace_back(g, layer + "post_feedforward_layernorm", c.dim, c.norm_eps);
+    adopt(pre_feedforward_norms.back());
+    adopt(post_feedforward_norms.back());
   }
   if (c.rope_freq_factors) rope_freqs = parameter("rope_freqs.weight", {Expr(c.head_dim / 2)});
 }
@@ -127,15 +142,44 @@ Tensor Llama::block(int64_t layer, const Tensor& x, const nn::RotaryTables& rope
   const Expr& batch = x.shape()[0];
   const Expr& seq = x.shape()[1];
   Tensor h = rms(std::get<nn::RMSNorm>(b.input_norm), x);
-  Tensor q = nn::apply_rotary(split_heads(a.q_proj(h), config.heads, config.head_dim), rope);
-  Tensor k = nn::apply_rotary(split_heads(a.k_proj(h), config.kv_heads, config.head_dim), rope);
+  Tensor q = split_heads(a.q_proj(h), config.heads, config.head_dim);
+  Tensor k = split_heads(a.k_proj(h), config.kv_heads, config.head_dim);
+  if (config.qk_norm) {  // Qwen3: each head normalised before rotary
+    q = rms(q_norms[static_cast<size_t>(layer)], q);
+    k = rms(k_norms[static_cast<size_t>(layer)], k);
+  }
+  q = nn::apply_rotary(q, rope);
+  k = nn::apply_rotary(k, rope);
   Tensor v = split_heads(a.v_proj(h), config.kv_heads, config.head_dim);
   Tensor attended = attend(layer, q, k, v);
   Tensor merged = attended.permute({0, 2, 1, 3}).reshape({batch, seq, Expr(config.heads * config.head_dim)});
-  Tensor out = x + a.o_proj(merged);
+  const nn::RMSNorm& post_attention = std::get<nn::RMSNorm>(b.post_attention_norm);
   const nn::SwiGLU& mlp = std::get<nn::SwiGLU>(b.mlp);
-  h = rms(std::get<nn::RMSNorm>(b.post_attention_norm), out);
-  return out + mlp.down_proj(nn::activate(mlp.gate_proj(h), config.activation) * mlp.up_proj(h));
+  auto mlp_of = [&](const Tensor& in) { return mlp.down_proj(nn::activate(mlp.gate_proj(in), config.activation) * mlp.up_proj(in)); };
+  if (!config.sandwich_norms) {
+    Tensor out = x + a.o_proj(merged);
+    return out + mlp_of(rms(post_attention, out));
+  }
+  // Gemma-2: post_attention_layernorm normalises the attention's output; the MLP has norms of its own on both sides.
+  auto i = static_cast<size_t>(layer);
+  Tensor out = x + rms(post_attention, a.o_proj(merged));
+  return out + rms(post_feedforward_norms[i], mlp_of(rms(pre_feedforward_norms[i], out)));
+}
+
+Tensor Llama::attention(const Tensor& q, const Tensor& keys, const Tensor& values, const Tensor& mask) const {
+  bool grouped = config.kv_heads != config.heads;
+  std::optional<double> scale;
+  if (config.attention_scale > 0) scale = config.attention_scale;
+  if (config.attn_softcap <= 0) return ops::scaled_dot_product_attention(q, keys, values, mask, false, scale, grouped);
+  // Gemma-2: scores soft-capped before the mask, as transformers' eager attention.
+  int64_t group = config.heads / config.kv_heads;
+  Tensor k = grouped ? ops::repeat_heads(keys, group) : keys;
+  Tensor v = grouped ? ops::repeat_heads(values, group) : values;
+  double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(config.head_dim));
+  Tensor scores = ops::matmul(q, k.transpose(-2, -1)) * (s / config.attn_softcap);
+  scores = ops::tanh(scores) * config.attn_softcap;
+  scores = ops::where(mask, scores, ops::scalar_like(scores, -INFINITY, DType::F32));
+  return ops::matmul(ops::softmax(scores, -1), v);
 }
 
 Tensor Llama::forward(const Tensor& tokens, const nn::RotaryTables& rope, const Attend& attend, std::optional<Expr> logits_at) {
@@ -146,7 +190,9 @@ Tensor Llama::forward(const Tensor& tokens, const nn::RotaryTables& rope, const 
   for (int64_t i = 0; i < static_cast<int64_t>(layers.size()); ++i) x = block(i, x, rope, attend);
   if (logits_at) x = x.slice(1, *logits_at, simplify(*logits_at + 1));
   x = rms(norm, x);
-  return lm_head ? (*lm_head)(x) : ops::linear(x, embed_tokens.weight);
+  Tensor logits = lm_head ? (*lm_head)(x) : ops::linear(x, embed_tokens.weight);
+  if (config.final_softcap <= 0) return logits;
+  return ops::tanh(logits / config.final_softcap) * config.final_softcap;  // Gemma-2
 }
 
 Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at) {
@@ -170,8 +216,7 @@ Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std
     Expr key = loop_index(s, 1), query = loop_index(s, 0) + past;
     Expr visible = le(key, query);
     if (config.windowed(layer)) visible = logical_and(visible, gt(key, query - Expr(config.sliding_window)));
-    Tensor mask = g.iota(visible, s, DType::Bool);
-    return ops::scaled_dot_product_attention(q, keys, values, mask, false, std::nullopt, config.kv_heads != config.heads);
+    return attention(q, keys, values, g.iota(visible, s, DType::Bool));
   };
   return forward(tokens, rope(seq, past), attend, logits_at);
 }

@@ -1,7 +1,8 @@
-// Llama-family decoders (Llama 2/3, Mistral, Qwen2, Gemma): token embedding
+// Llama-family decoders (Llama 2/3, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma-2): token embedding
 // (Gemma: scaled by sqrt(dim)), pre-norm blocks with RMSNorm (Gemma: by
-// 1 + weight), rotary embeddings (with Llama 3 / linear frequency scaling),
-// grouped-query attention and a gated MLP (SwiGLU, Gemma's GeGLU), a final
+// 1 + weight; Gemma-2 also around the attention's output and the MLP, with
+// soft-capped attention scores and logits), rotary embeddings (with Llama 3 / linear frequency scaling),
+// grouped-query attention (Qwen3: q and k normalised per head) and a gated MLP (SwiGLU, Gemma's GeGLU), a final
 // norm and the LM head. Parameter names are those of Hugging Face
 // `LlamaForCausalLM` ("model.layers.0.self_attn.q_proj.weight").
 //
@@ -56,6 +57,14 @@ class Llama : public nn::Module {
   nn::RMSNorm norm;
   std::optional<nn::Linear> lm_head;  // absent when tied to the embedding
   std::optional<Tensor> rope_freqs;   // [head_dim / 2] divisors (config.rope_freq_factors)
+  // Qwen3 (config.qk_norm): one RMSNorm over head_dim for q and one for k per layer.
+  std::vector<nn::RMSNorm> q_norms, k_norms;
+  // Gemma-2 (config.sandwich_norms): the MLP's input and output norms per layer.
+  std::vector<nn::RMSNorm> pre_feedforward_norms, post_feedforward_norms;
+
+  // Attention of q over keys / values where `mask` (bool, [seq, keys]) holds,
+  // with the config's scale and score soft-capping.
+  Tensor attention(const Tensor& q, const Tensor& keys, const Tensor& values, const Tensor& mask) const;
 
  private:
   Tensor inverse_frequencies() const;  // [1, head_dim / 2]

@@ -1,5 +1,5 @@
 // LlamaConfig — the hyper-parameters of a Llama-family decoder (Llama 2/3,
-// Mistral, Qwen2, Gemma), read from a Hugging Face config.json (or GGUF
+// Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma-2), read from a Hugging Face config.json (or GGUF
 // metadata, llama_gguf.h) and checked: a key of the wrong type, a value out
 // of range or a feature lumen does not compute is an error naming it, never
 // silent drift.
@@ -41,6 +41,14 @@ struct LlamaConfig {
   std::string activation = "silu";
   bool norm_plus_one = false;     // Gemma (Hugging Face): RMSNorm scales by (1 + weight)
   bool scale_embeddings = false;  // Gemma: embeddings times sqrt(hidden_size)
+  bool qk_norm = false;           // Qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before rotary
+  // Gemma-2: RMSNorm on the attention's output (post_attention_layernorm) and
+  // on the MLP's input and output (pre_ / post_feedforward_layernorm).
+  bool sandwich_norms = false;
+  double attention_scale = 0;  // 0: head_dim^-0.5; Gemma-2: query_pre_attn_scalar^-0.5
+  // Soft-capping (Gemma-2), 0 for none: x -> tanh(x / cap) · cap on the
+  // attention scores (before the mask) and on the final logits.
+  double attn_softcap = 0, final_softcap = 0;
   // Sliding-window attention (Mistral sliding_window, Qwen2 use_sliding_window):
   // in a windowed layer the query at position i sees keys j with
   // i - sliding_window < j <= i. window_layers[l] says whether layer l is
@@ -53,7 +61,8 @@ struct LlamaConfig {
   std::string origin = "llama config";
   bool gguf_keys = false;
 
-  // From a Hugging Face config.json (llama, mistral, qwen2, gemma).
+  // From a Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2).
+  // Phi-3's fused qkv_proj / gate_up_proj are split when loading (fused_weights.h).
   // Unsupported features (other rope scalings, activations) are errors.
   static LlamaConfig from_json(const std::string& text, const std::string& origin = "config.json");
   static LlamaConfig from_file(const std::string& path);

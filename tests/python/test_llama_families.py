@@ -2,7 +2,8 @@
 (random weights, small configs built by transformers; nothing downloaded):
 Llama 3 (rope scaling llama3, and linear), Gemma (GeGLU with gelu-tanh,
 (1 + w) RMSNorm, embeddings scaled by sqrt(hidden), a head_dim of its own,
-tied embeddings), Qwen2 and Mistral. For each: prefill logits and 32 greedy
+tied embeddings), Qwen2, Qwen3 (q/k norms per head), Mistral, Phi-3 (fused projections) and Gemma-2 (sandwich norms, soft-capping,
+alternating sliding windows). For each: prefill logits and 32 greedy
 decode steps through the KV cache, and the same weights exported as GGUF in
 llama.cpp's conventions load and give the same prefill logits."""
 import json
@@ -30,7 +31,15 @@ FAMILIES = {
     # heads · head_dim (4 · 24) differs from hidden_size (64), as in Gemma-7B
     "gemma": ("Gemma", dict(head_dim=24, hidden_act="gelu_pytorch_tanh")),
     "qwen2": ("Qwen2", dict(rope_theta=1000000.0)),
+    # q_norm / k_norm over each head before rotary; head_dim 24 of its own (4 · 24 != 64)
+    "qwen3": ("Qwen3", dict(head_dim=24, rope_theta=1000000.0)),
     "mistral": ("Mistral", dict(sliding_window=None)),
+    # fused qkv_proj and gate_up_proj, split when loading; a window of 8 over every layer
+    "phi3": ("Phi3", dict(sliding_window=8, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    # sandwich norms, a window of 8 on layer 0, the scale from query_pre_attn_scalar (20, not head_dim 24),
+    # caps low enough to bite on random weights
+    "gemma2": ("Gemma2", dict(head_dim=24, sliding_window=8, query_pre_attn_scalar=20, attn_logit_softcapping=5.0,
+                              final_logit_softcapping=3.0)),
 }
 
 
@@ -44,7 +53,7 @@ def build(tmp_path, name):
     model = getattr(transformers, family + "ForCausalLM")(config).eval()
     with torch.no_grad():  # random norms and biases, so a wrong norm or bias shows
         for n, p in model.named_parameters():
-            if n.endswith(("q_proj.weight", "k_proj.weight")):
+            if n.endswith(("q_proj.weight", "k_proj.weight", "qkv_proj.weight")):
                 p.mul_(8.0)  # sharp attention, so positions (rotary and its scaling) change the logits
             elif "norm" in n:
                 p.copy_(torch.rand_like(p) + 0.5)
@@ -102,6 +111,20 @@ def test_gemma_activation_matters(tmp_path):
     assert np.abs(lumen.models.Llama(path, capacity=32).forward_all(PROMPT)[0] - want).max() > 0.01
 
 
+@pytest.mark.parametrize("change", [
+    dict(attn_logit_softcapping=None), dict(final_logit_softcapping=None), dict(query_pre_attn_scalar=24),
+    dict(layer_types=["full_attention", "full_attention"]),
+])
+def test_gemma2_caps_scale_and_window_matter(tmp_path, change):
+    """Each of Gemma-2's departures changes the logits, so the match above tests it."""
+    model, path = build(tmp_path, "gemma2")
+    want = hf_logits(model, PROMPT + PROMPT)  # 24 tokens: past the window of 8
+    config = json.loads((tmp_path / "gemma2" / "config.json").read_text())
+    config.update(change)
+    (tmp_path / "gemma2" / "config.json").write_text(json.dumps(config))
+    assert np.abs(lumen.models.Llama(path, capacity=32).forward_all(PROMPT + PROMPT)[0] - want).max() > 1e-3
+
+
 @pytest.mark.parametrize("rope,message", [
     ({"rope_type": "yarn", "factor": 4.0}, r"rope type 'yarn' is not supported \(default, linear, llama3\)"),
     ({"rope_type": "dynamic", "factor": 2.0}, r"rope type 'dynamic'"),
@@ -114,6 +137,22 @@ def test_unsupported_or_bad_rope_scaling_is_refused(tmp_path, rope, message):
     path.mkdir()
     config = dict(model_type="llama", vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, rope_parameters=dict(rope, rope_theta=10000.0))
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(lumen.Error, match=message):
+        lumen.models.Llama(str(path))
+
+
+@pytest.mark.parametrize("model_type,extra,message", [
+    ("phi3", dict(rope_parameters=dict(rope_type="longrope", rope_theta=10000.0, short_factor=[1.0] * 8,
+                                       long_factor=[1.0] * 8)), r"rope type 'longrope' is not supported"),
+    ("phi3", dict(partial_rotary_factor=0.5), r"partial_rotary_factor is 0.5"),
+    ("gemma3_text", {}, r"model_type 'gemma3_text' is not a Llama-family decoder lumen computes"),
+])
+def test_unsupported_family_options_are_refused_by_name(tmp_path, model_type, extra, message):
+    path = tmp_path / "m"
+    path.mkdir()
+    config = dict(model_type=model_type, vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, **extra)
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(lumen.Error, match=message):
         lumen.models.Llama(str(path))
