@@ -4,6 +4,7 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
+#include "lumen/models/rope_scaling.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/linalg.h"
@@ -47,10 +48,12 @@ Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
   return x.reshape({x.shape()[0], x.shape()[1], Expr(heads), Expr(head_dim)}).permute({0, 2, 1, 3});
 }
 
-// cos and sin of angles [..., head_dim / 2], duplicated for the two halves (rotate-half form).
-nn::RotaryTables tables_of(const Tensor& angles) {
+// cos and sin of angles [..., head_dim / 2], duplicated for the two halves
+// (rotate-half form), times `scale` (YaRN's attention factor).
+nn::RotaryTables tables_of(const Tensor& angles, double scale) {
   Tensor full = ops::concat({angles, angles}, static_cast<int>(angles.rank()) - 1);
-  return {ops::cos(full), ops::sin(full)};
+  if (scale == 1.0) return {ops::cos(full), ops::sin(full)};
+  return {ops::cos(full) * scale, ops::sin(full) * scale};
 }
 
 }  // namespace
@@ -90,33 +93,15 @@ std::string Llama::cache_name(int64_t layer, bool keys) {
 }
 
 // theta^(-2i/d), then the config's scaling, as transformers computes it.
-Tensor Llama::inverse_frequencies() const {
-  int64_t half = config.head_dim / 2;
-  Shape freq_shape{Expr(1), Expr(half)};
-  Graph& g = graph();
-  Tensor i = g.iota(loop_index(freq_shape, 1), freq_shape, DType::I32).cast(DType::F32);
-  Tensor inv = (i * (-2.0 * std::log2(config.rope_theta) / static_cast<double>(config.head_dim))).exp2();
-  if (rope_freqs) inv = inv / rope_freqs->reshape(freq_shape);  // llama.cpp's divisors (GGUF)
-  const RopeScaling& s = config.rope_scaling;
-  if (s.type == "linear") return inv / s.factor;
-  if (s.type != "llama3") return inv;
-  // Llama 3.1: wavelengths above original/low_freq_factor divided by factor,
-  // below original/high_freq_factor kept, smoothly mixed between.
-  double original = static_cast<double>(s.original_max_position);
-  Tensor wavelen = (2.0 * M_PI) / inv;
-  Tensor low = ops::gt(wavelen, ops::scalar_like(wavelen, original / s.low_freq_factor, DType::F32));
-  Tensor scaled = ops::where(low, inv / s.factor, inv);
-  Tensor smooth = (original / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-  Tensor smoothed = (1.0 - smooth) * scaled / s.factor + smooth * scaled;
-  Tensor high = ops::lt(wavelen, ops::scalar_like(wavelen, original / s.high_freq_factor, DType::F32));
-  Tensor medium = ops::logical_and(ops::logical_not(high), ops::logical_not(low));
-  return ops::where(medium, smoothed, scaled);
+Tensor Llama::inverse_frequencies(const Expr& length) const {
+  return rope_inverse_frequencies(graph(), config, rope_freqs, length);
 }
 
-nn::RotaryTables Llama::rope(const Expr& seq, const Expr& offset) const {
+nn::RotaryTables Llama::rope(const Expr& seq, const Expr& offset, std::optional<Expr> length) const {
   Shape pos_shape{seq, Expr(1)};
   Tensor pos = graph().iota(simplify(loop_index(pos_shape, 0) + offset), pos_shape, DType::I32).cast(DType::F32);
-  return tables_of(pos * inverse_frequencies());  // [seq, half]
+  Expr seen = length ? *length : simplify(offset + seq);
+  return tables_of(pos * inverse_frequencies(seen), rope_attention_factor(config.rope_scaling));  // [seq, half]
 }
 
 nn::RotaryTables Llama::rope(const Tensor& positions) const {
@@ -125,8 +110,13 @@ nn::RotaryTables Llama::rope(const Tensor& positions) const {
   }
   const Expr& batch = positions.shape()[0];
   const Expr& seq = positions.shape()[1];
+  if (config.rope_scaling.type == "dynamic") {
+    fail("llama: dynamic rope scaling follows one sequence's length; positions given per row (the paged server) "
+         "do not have it (run the model with lumen.models.Llama)");
+  }
   Tensor pos = positions.cast(DType::F32).reshape({batch, seq, Expr(1)});
-  nn::RotaryTables t = tables_of(pos * inverse_frequencies().reshape({Expr(1), Expr(1), Expr(config.head_dim / 2)}));
+  Tensor inv = inverse_frequencies(Expr(config.max_position)).reshape({Expr(1), Expr(1), Expr(config.head_dim / 2)});
+  nn::RotaryTables t = tables_of(pos * inv, rope_attention_factor(config.rope_scaling));
   Shape per_row{batch, Expr(1), seq, Expr(config.head_dim)};
   return {t.cos.reshape(per_row), t.sin.reshape(per_row)};
 }
@@ -195,7 +185,8 @@ Tensor Llama::forward(const Tensor& tokens, const nn::RotaryTables& rope, const 
   return ops::tanh(logits / config.final_softcap) * config.final_softcap;  // Gemma-2
 }
 
-Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at) {
+Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at,
+                   std::optional<Expr> real) {
   if (tokens.rank() != 2) fail("llama: tokens must be [batch, seq], got ", to_string(tokens.shape()));
   const Expr& batch = tokens.shape()[0];
   const Expr& seq = tokens.shape()[1];
@@ -218,7 +209,8 @@ Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std
     if (config.windowed(layer)) visible = logical_and(visible, gt(key, query - Expr(config.sliding_window)));
     return attention(q, keys, values, g.iota(visible, s, DType::Bool));
   };
-  return forward(tokens, rope(seq, past), attend, logits_at);
+  Expr fed = real ? *real : logits_at ? simplify(*logits_at + 1) : seq;
+  return forward(tokens, rope(seq, past, simplify(past + fed)), attend, logits_at);
 }
 
 }  // namespace lumen::models

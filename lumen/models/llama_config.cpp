@@ -24,6 +24,29 @@ double rope_number(const ConfigJson& j, const Json& rope, const char* object, co
   return rope[key].get<double>();
 }
 
+// YaRN's parameters (transformers' defaults: beta_fast 32, beta_slow 1,
+// original_max_position_embeddings the model's, truncate true).
+void read_yarn(const ConfigJson& j, const Json& rope, const char* object, LlamaConfig& c) {
+  RopeScaling& s = c.rope_scaling;
+  double original = rope_number(j, rope, object, "original_max_position_embeddings", static_cast<double>(c.max_position));
+  if (original < 1 || original != std::floor(original)) {
+    fail(j.what(), ": '", object, ".original_max_position_embeddings' is ", original, "; it must be an integer >= 1");
+  }
+  s.original_max_position = static_cast<int64_t>(original);
+  s.beta_fast = rope_number(j, rope, object, "beta_fast", 32);
+  s.beta_slow = rope_number(j, rope, object, "beta_slow", 1);
+  if (s.beta_fast == 0) s.beta_fast = 32;  // transformers: `or 32`, `or 1`
+  if (s.beta_slow == 0) s.beta_slow = 1;
+  s.attention_factor = rope_number(j, rope, object, "attention_factor", 0);
+  s.mscale = rope_number(j, rope, object, "mscale", 0);
+  s.mscale_all_dim = rope_number(j, rope, object, "mscale_all_dim", 0);
+  if (rope.contains("truncate") && rope["truncate"].is_boolean()) s.truncate = rope["truncate"].get<bool>();
+  if (!(s.beta_fast > 0 && s.beta_slow > 0) || s.attention_factor < 0 || s.mscale < 0 || s.mscale_all_dim < 0) {
+    fail(j.what(), ": yarn rope scaling needs beta_fast, beta_slow > 0 and attention_factor, mscale, mscale_all_dim >= 0; got ",
+         s.beta_fast, ", ", s.beta_slow, ", ", s.attention_factor, ", ", s.mscale, ", ", s.mscale_all_dim);
+  }
+}
+
 // rope: transformers 5 nests it in rope_parameters (theta, type and scaling
 // together); older configs use rope_theta and a rope_scaling object.
 void read_rope(const ConfigJson& j, LlamaConfig& c) {
@@ -40,13 +63,14 @@ void read_rope(const ConfigJson& j, LlamaConfig& c) {
   RopeScaling& s = c.rope_scaling;
   s.type = rope.value("rope_type", rope.value("type", std::string("default")));
   if (s.type == "default") return;
-  if (s.type != "linear" && s.type != "llama3") {
-    fail(j.what(), ": rope type '", s.type, "' is not supported (default, linear, llama3)");
+  if (s.type != "linear" && s.type != "llama3" && s.type != "dynamic" && s.type != "yarn") {
+    fail(j.what(), ": rope type '", s.type, "' is not supported (default, linear, llama3, dynamic, yarn)");
   }
   s.factor = rope_number(j, rope, object, "factor", 0);
   if (!(s.factor >= 1 && s.factor < 1e6)) {
     fail(j.what(), ": '", object, ".factor' is ", s.factor, "; rope type '", s.type, "' needs a factor >= 1");
   }
+  if (s.type == "yarn") read_yarn(j, rope, object, c);
   if (s.type != "llama3") return;
   s.low_freq_factor = rope_number(j, rope, object, "low_freq_factor", 1.0);
   s.high_freq_factor = rope_number(j, rope, object, "high_freq_factor", 4.0);
@@ -196,9 +220,10 @@ void LlamaConfig::validate() const {
   if (!(attention_scale >= 0 && std::isfinite(attention_scale))) fail(origin, ": the attention scale is ", attention_scale, "; it must be > 0");
   if (sliding_window < 0) fail(origin, ": sliding_window is ", sliding_window, "; it must be positive (or absent)");
   const RopeScaling& r = rope_scaling;
-  if (r.type != "default" && r.type != "linear" && r.type != "llama3") {
-    fail(origin, ": rope type '", r.type, "' is not supported (default, linear, llama3)");
+  if (r.type != "default" && r.type != "linear" && r.type != "llama3" && r.type != "dynamic" && r.type != "yarn") {
+    fail(origin, ": rope type '", r.type, "' is not supported (default, linear, llama3, dynamic, yarn)");
   }
+  if (r.type == "dynamic" && head_dim <= 2) fail(origin, ": dynamic rope scaling needs head_dim > 2, got ", head_dim);
   if (r.type != "default" && !(std::isfinite(r.factor) && r.factor >= 1)) fail(origin, ": the rope scaling factor is ", r.factor, "; it must be >= 1");
   if (activation != "silu" && activation != "gelu_tanh" && activation != "gelu" && activation != "relu") {
     fail(origin, ": the MLP activation '", activation, "' is not one lumen computes (silu, gelu_tanh, gelu, relu)");

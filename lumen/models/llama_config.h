@@ -16,10 +16,17 @@ struct RopeScaling {
   // "default"; "linear": every frequency divided by `factor`; "llama3": Llama
   // 3.1's blend (low frequencies divided by `factor`, high ones kept, a
   // smooth mix between, by wavelength against original_max_position).
+  // "dynamic": NTK-aware, the base raised as the sequence outgrows
+  // max_position_embeddings; "yarn": see rope_scaling.h.
   std::string type = "default";
   double factor = 1.0;
-  double low_freq_factor = 1.0, high_freq_factor = 4.0;
-  int64_t original_max_position = 8192;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position = 8192;                   // llama3, yarn
+  // yarn: the ramp's rotation counts, whether its ends are rounded outwards,
+  // and the attention factor (0: from factor, or from mscale / mscale_all_dim).
+  double beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
+  double attention_factor = 0, mscale = 0, mscale_all_dim = 0;
 };
 
 struct LlamaConfig {

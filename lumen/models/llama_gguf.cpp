@@ -1,5 +1,6 @@
 #include "lumen/models/llama_gguf.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <regex>
@@ -106,6 +107,26 @@ std::string arch_of(const io::GgufFile& f) {
   return f.has("general.architecture") ? f.at("general.architecture").as_string("general.architecture") : "";
 }
 
+// YaRN under llama.cpp's keys. llama.cpp multiplies its attn_factor (default
+// 1) by 0.1 ln(factor) + 1 itself, so Hugging Face's attention factor is the product.
+void read_yarn(const io::GgufFile& f, const std::string& arch, LlamaConfig& c) {
+  auto number = [&](const std::string& key, double fallback) {
+    return f.has(arch + "." + key) ? f.at(arch + "." + key).as_double(arch + "." + key) : fallback;
+  };
+  RopeScaling& s = c.rope_scaling;
+  s.type = "yarn";
+  s.factor = number("rope.scaling.factor", 0);
+  s.original_max_position = static_cast<int64_t>(number("rope.scaling.original_context_length", static_cast<double>(c.max_position)));
+  s.beta_fast = number("rope.scaling.yarn_beta_fast", 32);
+  s.beta_slow = number("rope.scaling.yarn_beta_slow", 1);
+  double mscale = s.factor > 1 ? 0.1 * std::log(s.factor) + 1.0 : 1.0;
+  s.attention_factor = number("rope.scaling.attn_factor", 1.0) * mscale;
+  if (!(s.factor >= 1) || s.original_max_position < 1 || !(s.beta_fast > 0 && s.beta_slow > 0)) {
+    fail("gguf '", f.path(), "': yarn rope scaling needs ", arch, ".rope.scaling.factor >= 1, original_context_length >= 1 and "
+         "positive yarn_beta_fast / yarn_beta_slow; got ", s.factor, ", ", s.original_max_position, ", ", s.beta_fast, ", ", s.beta_slow);
+  }
+}
+
 }  // namespace
 
 LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
@@ -135,8 +156,11 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
     if (t == "linear") {  // llama.cpp: positions times 1 / factor, as Hugging Face's frequencies divided by it
       c.rope_scaling.type = "linear";
       c.rope_scaling.factor = number("rope.scaling.factor");
+    } else if (t == "yarn") {
+      read_yarn(f, arch, c);
     } else if (t != "none") {
-      fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported (none, linear; Llama 3's comes as rope_freqs)");
+      fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t),
+           "' is not supported (none, linear, yarn; Llama 3's comes as rope_freqs)");
     }
   }
   if (arch == "gemma" || arch == "gemma2") {  // llama.cpp's converter stores Gemma's norm weights as 1 + w: a plain RMSNorm here

@@ -61,6 +61,31 @@ def _gemma2_metadata(w, config: dict, head_dim: int) -> None:
         w.add_attention_scale(float(scalar) ** -0.5)
 
 
+def _yarn_metadata(w, scaling: dict, config: dict) -> None:
+    """YaRN under llama.cpp's keys. llama.cpp multiplies attn_factor by
+    0.1 ln(factor) + 1 itself: an explicit Hugging Face attention_factor (or
+    mscale pair) is written divided by that."""
+    import math
+    import gguf
+    factor = float(scaling["factor"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(factor)
+    w.add_rope_scaling_orig_ctx_len(int(scaling.get("original_max_position_embeddings")
+                                        or config.get("max_position_embeddings", 2048)))
+    w.add_rope_scaling_yarn_beta_fast(float(scaling.get("beta_fast") or 32))
+    w.add_rope_scaling_yarn_beta_slow(float(scaling.get("beta_slow") or 1))
+    if scaling.get("truncate", True) is False:
+        raise ValueError("yarn with truncate=false has no GGUF form (llama.cpp rounds the ramp's ends)")
+
+    def mscale(m):
+        return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
+    attention = scaling.get("attention_factor")
+    if attention is None and scaling.get("mscale") and scaling.get("mscale_all_dim"):
+        attention = mscale(scaling["mscale"]) / mscale(scaling["mscale_all_dim"])
+    if attention is not None:
+        w.add_rope_scaling_attn_factors(float(attention) / mscale(1.0))
+
+
 def interleave_heads(w: np.ndarray, heads: int) -> np.ndarray:
     """llama.cpp's row order for q/k of the llama architecture (rotary pairs adjacent)."""
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
@@ -127,8 +152,10 @@ def export_llama(model_dir: str | Path, out: str | Path, type: str = "f32", voca
     if rope_type == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(float(scaling["factor"]))
-    elif rope_type not in ("default", "llama3"):
-        raise ValueError(f"rope type {rope_type!r} has no GGUF form here (default, linear, llama3)")
+    elif rope_type == "yarn":
+        _yarn_metadata(w, scaling, config)
+    elif rope_type not in ("default", "llama3"):  # llama.cpp has no form for transformers' dynamic NTK scaling
+        raise ValueError(f"rope type {rope_type!r} has no GGUF form here (default, linear, llama3, yarn)")
     if arch == "phi3":  # llama.cpp's converter always writes a window (the context length when there is none)
         w.add_sliding_window(config.get("sliding_window") or config.get("max_position_embeddings", 2048))
     if arch == "gemma2":

@@ -1,6 +1,6 @@
 """The model families people deploy, against Hugging Face transformers
 (random weights, small configs built by transformers; nothing downloaded):
-Llama 3 (rope scaling llama3, and linear), Gemma (GeGLU with gelu-tanh,
+Llama 3 (rope scaling llama3, linear, dynamic and yarn), Gemma (GeGLU with gelu-tanh,
 (1 + w) RMSNorm, embeddings scaled by sqrt(hidden), a head_dim of its own,
 tied embeddings), Qwen2, Qwen3 (q/k norms per head), Mistral, Phi-3 (fused projections) and Gemma-2 (sandwich norms, soft-capping,
 alternating sliding windows). For each: prefill logits and 32 greedy
@@ -28,6 +28,10 @@ FAMILIES = {
     # original_max_position 64 with head_dim 16: frequencies kept, blended and divided all occur
     "llama3": ("Llama", dict(rope_scaling=LLAMA3)),
     "llama_linear": ("Llama", dict(rope_scaling={"rope_type": "linear", "factor": 4.0})),
+    # the base grows once the sequence passes max_position_embeddings (8): from the 12-token prompt on
+    "llama_dynamic": ("Llama", dict(rope_scaling={"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=8)),
+    # head_dim 16 over an original context of 32: frequency 0 kept, 1 blended, the rest divided; cos, sin times 1.139
+    "llama_yarn": ("Llama", dict(rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32})),
     # heads · head_dim (4 · 24) differs from hidden_size (64), as in Gemma-7B
     "gemma": ("Gemma", dict(head_dim=24, hidden_act="gelu_pytorch_tanh")),
     "qwen2": ("Qwen2", dict(rope_theta=1000000.0)),
@@ -64,6 +68,26 @@ def build(tmp_path, name):
     return model, str(path)
 
 
+def decode_reference(model, name, steps=32):
+    """(token, logits) for `steps` greedy steps after PROMPT. Dynamic rope
+    scaling depends on how the keys were computed: transformers' cache keeps
+    each key as rotated when it came (as lumen's does), so that family is
+    compared with transformers decoding through its cache."""
+    out, tokens = [], list(PROMPT)
+    if name != "llama_dynamic":
+        for _ in range(steps):
+            tokens.append(int(np.argmax(hf_logits(model, tokens)[-1])))
+            out.append((tokens[-1], hf_logits(model, tokens)[-1]))
+        return out
+    with torch.no_grad():
+        result = model(torch.tensor([tokens]), use_cache=True)
+        for _ in range(steps):
+            nxt = int(result.logits[0, -1].argmax())
+            result = model(torch.tensor([[nxt]]), cache=result.past_key_values, use_cache=True)
+            out.append((nxt, result.logits[0, -1].numpy()))
+    return out
+
+
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_prefill_and_32_decode_steps_match_transformers_and_gguf_loads(tmp_path, name):
     model, path = build(tmp_path, name)
@@ -75,27 +99,29 @@ def test_prefill_and_32_decode_steps_match_transformers_and_gguf_loads(tmp_path,
     np.testing.assert_allclose(runner.forward_all(PROMPT)[0], want, atol=ATOL, rtol=0)
     runner.reset()
     np.testing.assert_allclose(runner.forward(PROMPT), want[-1], atol=ATOL, rtol=0)
-    tokens = list(PROMPT)
-    for _ in range(32):
-        nxt = int(np.argmax(hf_logits(model, tokens)[-1]))
-        tokens.append(nxt)
-        np.testing.assert_allclose(runner.forward([nxt]), hf_logits(model, tokens)[-1], atol=ATOL, rtol=0)
+    for nxt, logits in decode_reference(model, name):
+        np.testing.assert_allclose(runner.forward([nxt]), logits, atol=ATOL, rtol=0)
+    if name == "llama_dynamic":  # llama.cpp has no dynamic NTK scaling
+        with pytest.raises(ValueError, match="rope type 'dynamic' has no GGUF form"):
+            export_llama(path, tmp_path / f"{name}.gguf", "f32")
+        return
     f = export_llama(path, tmp_path / f"{name}.gguf", "f32")
     from_gguf = lumen.models.Llama(str(f), capacity=64)
     assert from_gguf.unused_weights == []
     np.testing.assert_allclose(from_gguf.forward_all(PROMPT)[0], want, atol=ATOL, rtol=0)
 
 
-def test_llama3_rope_scaling_changes_the_logits(tmp_path):
+@pytest.mark.parametrize("name", ["llama3", "llama_dynamic", "llama_yarn"])
+def test_rope_scaling_changes_the_logits(tmp_path, name):
     """Without the scaling the logits differ, so the match above is not by accident."""
-    model, path = build(tmp_path, "llama3")
+    model, path = build(tmp_path, name)
     scaled = hf_logits(model, PROMPT)
-    config = json.loads((tmp_path / "llama3" / "config.json").read_text())
+    config = json.loads((tmp_path / name / "config.json").read_text())
     config.pop("rope_scaling", None)
     config["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
-    (tmp_path / "llama3" / "config.json").write_text(json.dumps(config))
+    (tmp_path / name / "config.json").write_text(json.dumps(config))
     plain = lumen.models.Llama(path, capacity=32).forward_all(PROMPT)[0]
-    assert np.abs(plain - scaled).max() > 0.05
+    assert np.abs(plain - scaled).max() > 0.01  # 50 x the tolerance (dynamic: 0.04, its base only doubles at 12 of 8)
 
 
 def test_gemma_activation_matters(tmp_path):
@@ -126,8 +152,8 @@ def test_gemma2_caps_scale_and_window_matter(tmp_path, change):
 
 
 @pytest.mark.parametrize("rope,message", [
-    ({"rope_type": "yarn", "factor": 4.0}, r"rope type 'yarn' is not supported \(default, linear, llama3\)"),
-    ({"rope_type": "dynamic", "factor": 2.0}, r"rope type 'dynamic'"),
+    ({"rope_type": "longrope", "factor": 4.0}, r"rope type 'longrope' is not supported \(default, linear, llama3, dynamic, yarn\)"),
+    ({"rope_type": "yarn", "factor": 4.0, "beta_fast": -1.0}, r"yarn rope scaling needs beta_fast, beta_slow > 0"),
     ({"rope_type": "llama3", "factor": 0.5}, r"'rope_parameters.factor' is 0.5"),
     ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0},
      r"0 < low_freq_factor < high_freq_factor"),
