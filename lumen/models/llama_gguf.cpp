@@ -171,7 +171,9 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
     c.sandwich_norms = true;
     c.attn_softcap = f.has(arch + ".attn_logit_softcapping") ? number("attn_logit_softcapping") : 0;
     c.final_softcap = f.has(arch + ".final_logit_softcapping") ? number("final_logit_softcapping") : 0;
-    // llama.cpp scales by 1/sqrt(head_dim) (27B: 1/sqrt(dim/heads)); attention.scale, when written, says otherwise.
+    // llama.cpp scales by 1/sqrt(head_dim), except for the 27B (46 layers: its query_pre_attn_scalar is
+    // dim / heads); attention.scale, when written (lumen's export does for other scalars), wins.
+    if (c.layers == 46) c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.dim) / static_cast<double>(c.heads));
     if (f.has(arch + ".attention.scale")) c.attention_scale = number("attention.scale");
   }
   if (f.has(arch + ".attention.sliding_window")) {
