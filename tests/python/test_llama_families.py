@@ -83,7 +83,7 @@ def decode_reference(model, name, steps=32):
         result = model(torch.tensor([tokens]), use_cache=True)
         for _ in range(steps):
             nxt = int(result.logits[0, -1].argmax())
-            result = model(torch.tensor([[nxt]]), cache=result.past_key_values, use_cache=True)
+            result = model(torch.tensor([[nxt]]), cache=result.cache, use_cache=True)
             out.append((nxt, result.logits[0, -1].numpy()))
     return out
 
