@@ -4,12 +4,14 @@
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
+#include "lumen/models/rope_scaling.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/math.h"
 #include "lumen/ops/movement.h"
 #include "lumen/ops/normalization.h"
+#include "lumen/ops/reduce.h"
 
 namespace lumen::models {
 
@@ -46,10 +48,12 @@ Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
   return x.reshape({x.shape()[0], x.shape()[1], Expr(heads), Expr(head_dim)}).permute({0, 2, 1, 3});
 }
 
-// cos and sin of angles [..., head_dim / 2], duplicated for the two halves (rotate-half form).
-nn::RotaryTables tables_of(const Tensor& angles) {
+// cos and sin of angles [..., head_dim / 2], duplicated for the two halves
+// (rotate-half form), times `scale` (YaRN's attention factor).
+nn::RotaryTables tables_of(const Tensor& angles, double scale) {
   Tensor full = ops::concat({angles, angles}, static_cast<int>(angles.rank()) - 1);
-  return {ops::cos(full), ops::sin(full)};
+  if (scale == 1.0) return {ops::cos(full), ops::sin(full)};
+  return {ops::cos(full) * scale, ops::sin(full) * scale};
 }
 
 }  // namespace
@@ -67,6 +71,20 @@ Llama::Llama(Graph& g, const LlamaConfig& c)
     lm_head.emplace(g, "lm_head", c.dim, c.vocab, false);
     adopt(*lm_head);
   }
+  for (int64_t i = 0; c.qk_norm && i < c.layers; ++i) {
+    std::string attn = "model.layers." + std::to_string(i) + ".self_attn.";
+    q_norms.emplace_back(g, attn + "q_norm", c.head_dim, c.norm_eps);
+    k_norms.emplace_back(g, attn + "k_norm", c.head_dim, c.norm_eps);
+    adopt(q_norms.back());
+    adopt(k_norms.back());
+  }
+  for (int64_t i = 0; c.sandwich_norms && i < c.layers; ++i) {
+    std::string layer = "model.layers." + std::to_string(i) + ".";
+    pre_feedforward_norms.emplace_back(g, layer + "pre_feedforward_layernorm", c.dim, c.norm_eps);
+    post_feedforward_norms.emplace_back(g, layer + "post_feedforward_layernorm", c.dim, c.norm_eps);
+    adopt(pre_feedforward_norms.back());
+    adopt(post_feedforward_norms.back());
+  }
   if (c.rope_freq_factors) rope_freqs = parameter("rope_freqs.weight", {Expr(c.head_dim / 2)});
 }
 
@@ -75,33 +93,15 @@ std::string Llama::cache_name(int64_t layer, bool keys) {
 }
 
 // theta^(-2i/d), then the config's scaling, as transformers computes it.
-Tensor Llama::inverse_frequencies() const {
-  int64_t half = config.head_dim / 2;
-  Shape freq_shape{Expr(1), Expr(half)};
-  Graph& g = graph();
-  Tensor i = g.iota(loop_index(freq_shape, 1), freq_shape, DType::I32).cast(DType::F32);
-  Tensor inv = (i * (-2.0 * std::log2(config.rope_theta) / static_cast<double>(config.head_dim))).exp2();
-  if (rope_freqs) inv = inv / rope_freqs->reshape(freq_shape);  // llama.cpp's divisors (GGUF)
-  const RopeScaling& s = config.rope_scaling;
-  if (s.type == "linear") return inv / s.factor;
-  if (s.type != "llama3") return inv;
-  // Llama 3.1: wavelengths above original/low_freq_factor divided by factor,
-  // below original/high_freq_factor kept, smoothly mixed between.
-  double original = static_cast<double>(s.original_max_position);
-  Tensor wavelen = (2.0 * M_PI) / inv;
-  Tensor low = ops::gt(wavelen, ops::scalar_like(wavelen, original / s.low_freq_factor, DType::F32));
-  Tensor scaled = ops::where(low, inv / s.factor, inv);
-  Tensor smooth = (original / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-  Tensor smoothed = (1.0 - smooth) * scaled / s.factor + smooth * scaled;
-  Tensor high = ops::lt(wavelen, ops::scalar_like(wavelen, original / s.high_freq_factor, DType::F32));
-  Tensor medium = ops::logical_and(ops::logical_not(high), ops::logical_not(low));
-  return ops::where(medium, smoothed, scaled);
+Tensor Llama::inverse_frequencies(const Expr& length) const {
+  return rope_inverse_frequencies(graph(), config, rope_freqs, length);
 }
 
-nn::RotaryTables Llama::rope(const Expr& seq, const Expr& offset) const {
+nn::RotaryTables Llama::rope(const Expr& seq, const Expr& offset, std::optional<Expr> length) const {
   Shape pos_shape{seq, Expr(1)};
   Tensor pos = graph().iota(simplify(loop_index(pos_shape, 0) + offset), pos_shape, DType::I32).cast(DType::F32);
-  return tables_of(pos * inverse_frequencies());  // [seq, half]
+  Expr seen = length ? *length : simplify(offset + seq);
+  return tables_of(pos * inverse_frequencies(seen), rope_attention_factor(config.rope_scaling));  // [seq, half]
 }
 
 nn::RotaryTables Llama::rope(const Tensor& positions) const {
@@ -110,8 +110,13 @@ nn::RotaryTables Llama::rope(const Tensor& positions) const {
   }
   const Expr& batch = positions.shape()[0];
   const Expr& seq = positions.shape()[1];
+  if (config.rope_scaling.type == "dynamic") {
+    fail("llama: dynamic rope scaling follows one sequence's length; positions given per row (the paged server) "
+         "do not have it (run the model with lumen.models.Llama)");
+  }
   Tensor pos = positions.cast(DType::F32).reshape({batch, seq, Expr(1)});
-  nn::RotaryTables t = tables_of(pos * inverse_frequencies().reshape({Expr(1), Expr(1), Expr(config.head_dim / 2)}));
+  Tensor inv = inverse_frequencies(Expr(config.max_position)).reshape({Expr(1), Expr(1), Expr(config.head_dim / 2)});
+  nn::RotaryTables t = tables_of(pos * inv, rope_attention_factor(config.rope_scaling));
   Shape per_row{batch, Expr(1), seq, Expr(config.head_dim)};
   return {t.cos.reshape(per_row), t.sin.reshape(per_row)};
 }
@@ -127,15 +132,44 @@ Tensor Llama::block(int64_t layer, const Tensor& x, const nn::RotaryTables& rope
   const Expr& batch = x.shape()[0];
   const Expr& seq = x.shape()[1];
   Tensor h = rms(std::get<nn::RMSNorm>(b.input_norm), x);
-  Tensor q = nn::apply_rotary(split_heads(a.q_proj(h), config.heads, config.head_dim), rope);
-  Tensor k = nn::apply_rotary(split_heads(a.k_proj(h), config.kv_heads, config.head_dim), rope);
+  Tensor q = split_heads(a.q_proj(h), config.heads, config.head_dim);
+  Tensor k = split_heads(a.k_proj(h), config.kv_heads, config.head_dim);
+  if (config.qk_norm) {  // Qwen3: each head normalised before rotary
+    q = rms(q_norms[static_cast<size_t>(layer)], q);
+    k = rms(k_norms[static_cast<size_t>(layer)], k);
+  }
+  q = nn::apply_rotary(q, rope);
+  k = nn::apply_rotary(k, rope);
   Tensor v = split_heads(a.v_proj(h), config.kv_heads, config.head_dim);
   Tensor attended = attend(layer, q, k, v);
   Tensor merged = attended.permute({0, 2, 1, 3}).reshape({batch, seq, Expr(config.heads * config.head_dim)});
-  Tensor out = x + a.o_proj(merged);
+  const nn::RMSNorm& post_attention = std::get<nn::RMSNorm>(b.post_attention_norm);
   const nn::SwiGLU& mlp = std::get<nn::SwiGLU>(b.mlp);
-  h = rms(std::get<nn::RMSNorm>(b.post_attention_norm), out);
-  return out + mlp.down_proj(nn::activate(mlp.gate_proj(h), config.activation) * mlp.up_proj(h));
+  auto mlp_of = [&](const Tensor& in) { return mlp.down_proj(nn::activate(mlp.gate_proj(in), config.activation) * mlp.up_proj(in)); };
+  if (!config.sandwich_norms) {
+    Tensor out = x + a.o_proj(merged);
+    return out + mlp_of(rms(post_attention, out));
+  }
+  // Gemma-2: post_attention_layernorm normalises the attention's output; the MLP has norms of its own on both sides.
+  auto i = static_cast<size_t>(layer);
+  Tensor out = x + rms(post_attention, a.o_proj(merged));
+  return out + rms(post_feedforward_norms[i], mlp_of(rms(pre_feedforward_norms[i], out)));
+}
+
+Tensor Llama::attention(const Tensor& q, const Tensor& keys, const Tensor& values, const Tensor& mask) const {
+  bool grouped = config.kv_heads != config.heads;
+  std::optional<double> scale;
+  if (config.attention_scale > 0) scale = config.attention_scale;
+  if (config.attn_softcap <= 0) return ops::scaled_dot_product_attention(q, keys, values, mask, false, scale, grouped);
+  // Gemma-2: scores soft-capped before the mask, as transformers' eager attention.
+  int64_t group = config.heads / config.kv_heads;
+  Tensor k = grouped ? ops::repeat_heads(keys, group) : keys;
+  Tensor v = grouped ? ops::repeat_heads(values, group) : values;
+  double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(config.head_dim));
+  Tensor scores = ops::matmul(q, k.transpose(-2, -1)) * (s / config.attn_softcap);
+  scores = ops::tanh(scores) * config.attn_softcap;
+  scores = ops::where(mask, scores, ops::scalar_like(scores, -INFINITY, DType::F32));
+  return ops::matmul(ops::softmax(scores, -1), v);
 }
 
 Tensor Llama::forward(const Tensor& tokens, const nn::RotaryTables& rope, const Attend& attend, std::optional<Expr> logits_at) {
@@ -146,10 +180,13 @@ Tensor Llama::forward(const Tensor& tokens, const nn::RotaryTables& rope, const 
   for (int64_t i = 0; i < static_cast<int64_t>(layers.size()); ++i) x = block(i, x, rope, attend);
   if (logits_at) x = x.slice(1, *logits_at, simplify(*logits_at + 1));
   x = rms(norm, x);
-  return lm_head ? (*lm_head)(x) : ops::linear(x, embed_tokens.weight);
+  Tensor logits = lm_head ? (*lm_head)(x) : ops::linear(x, embed_tokens.weight);
+  if (config.final_softcap <= 0) return logits;
+  return ops::tanh(logits / config.final_softcap) * config.final_softcap;  // Gemma-2
 }
 
-Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at) {
+Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std::optional<Expr> logits_at,
+                   std::optional<Expr> real) {
   if (tokens.rank() != 2) fail("llama: tokens must be [batch, seq], got ", to_string(tokens.shape()));
   const Expr& batch = tokens.shape()[0];
   const Expr& seq = tokens.shape()[1];
@@ -170,10 +207,10 @@ Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std
     Expr key = loop_index(s, 1), query = loop_index(s, 0) + past;
     Expr visible = le(key, query);
     if (config.windowed(layer)) visible = logical_and(visible, gt(key, query - Expr(config.sliding_window)));
-    Tensor mask = g.iota(visible, s, DType::Bool);
-    return ops::scaled_dot_product_attention(q, keys, values, mask, false, std::nullopt, config.kv_heads != config.heads);
+    return attention(q, keys, values, g.iota(visible, s, DType::Bool));
   };
-  return forward(tokens, rope(seq, past), attend, logits_at);
+  Expr fed = real ? *real : logits_at ? simplify(*logits_at + 1) : seq;
+  return forward(tokens, rope(seq, past, simplify(past + fed)), attend, logits_at);
 }
 
 }  // namespace lumen::models

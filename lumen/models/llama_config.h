@@ -1,5 +1,5 @@
 // LlamaConfig — the hyper-parameters of a Llama-family decoder (Llama 2/3,
-// Mistral, Qwen2, Gemma), read from a Hugging Face config.json (or GGUF
+// Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma-2), read from a Hugging Face config.json (or GGUF
 // metadata, llama_gguf.h) and checked: a key of the wrong type, a value out
 // of range or a feature lumen does not compute is an error naming it, never
 // silent drift.
@@ -16,10 +16,17 @@ struct RopeScaling {
   // "default"; "linear": every frequency divided by `factor`; "llama3": Llama
   // 3.1's blend (low frequencies divided by `factor`, high ones kept, a
   // smooth mix between, by wavelength against original_max_position).
+  // "dynamic": NTK-aware, the base raised as the sequence outgrows
+  // max_position_embeddings; "yarn": see rope_scaling.h.
   std::string type = "default";
   double factor = 1.0;
-  double low_freq_factor = 1.0, high_freq_factor = 4.0;
-  int64_t original_max_position = 8192;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position = 8192;                   // llama3, yarn
+  // yarn: the ramp's rotation counts, whether its ends are rounded outwards,
+  // and the attention factor (0: from factor, or from mscale / mscale_all_dim).
+  double beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
+  double attention_factor = 0, mscale = 0, mscale_all_dim = 0;
 };
 
 struct LlamaConfig {
@@ -41,6 +48,14 @@ struct LlamaConfig {
   std::string activation = "silu";
   bool norm_plus_one = false;     // Gemma (Hugging Face): RMSNorm scales by (1 + weight)
   bool scale_embeddings = false;  // Gemma: embeddings times sqrt(hidden_size)
+  bool qk_norm = false;           // Qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before rotary
+  // Gemma-2: RMSNorm on the attention's output (post_attention_layernorm) and
+  // on the MLP's input and output (pre_ / post_feedforward_layernorm).
+  bool sandwich_norms = false;
+  double attention_scale = 0;  // 0: head_dim^-0.5; Gemma-2: query_pre_attn_scalar^-0.5
+  // Soft-capping (Gemma-2), 0 for none: x -> tanh(x / cap) · cap on the
+  // attention scores (before the mask) and on the final logits.
+  double attn_softcap = 0, final_softcap = 0;
   // Sliding-window attention (Mistral sliding_window, Qwen2 use_sliding_window):
   // in a windowed layer the query at position i sees keys j with
   // i - sliding_window < j <= i. window_layers[l] says whether layer l is
@@ -53,7 +68,8 @@ struct LlamaConfig {
   std::string origin = "llama config";
   bool gguf_keys = false;
 
-  // From a Hugging Face config.json (llama, mistral, qwen2, gemma).
+  // From a Hugging Face config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2).
+  // Phi-3's fused qkv_proj / gate_up_proj are split when loading (fused_weights.h).
   // Unsupported features (other rope scalings, activations) are errors.
   static LlamaConfig from_json(const std::string& text, const std::string& origin = "config.json");
   static LlamaConfig from_file(const std::string& path);

@@ -1,17 +1,20 @@
 #include "lumen/models/llama_gguf.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <regex>
 
 #include "lumen/core/error.h"
+#include "lumen/models/fused_weights.h"
 
 namespace lumen::models {
 
 namespace {
 
-// GGUF tensor name -> Hugging Face parameter name.
-std::string hf_name(const std::string& gguf) {
+// GGUF tensor name -> Hugging Face parameter name (phi3's fused projections
+// keep their fused Hugging Face names; fused_weights.h splits them).
+std::string hf_name(const std::string& gguf, const std::string& arch) {
   static const std::pair<const char*, const char*> top[] = {
       {"token_embd.weight", "model.embed_tokens.weight"},
       {"output_norm.weight", "model.norm.weight"},
@@ -25,9 +28,20 @@ std::string hf_name(const std::string& gguf) {
       {"attn_norm", "input_layernorm"},   {"ffn_norm", "post_attention_layernorm"}, {"attn_q", "self_attn.q_proj"},
       {"attn_k", "self_attn.k_proj"},     {"attn_v", "self_attn.v_proj"},           {"attn_output", "self_attn.o_proj"},
       {"ffn_gate", "mlp.gate_proj"},      {"ffn_up", "mlp.up_proj"},                {"ffn_down", "mlp.down_proj"},
+      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
   };
   std::smatch m;
   if (std::regex_match(gguf, m, block)) {
+    if (m[2] == "attn_qkv") return "model.layers." + m[1].str() + ".self_attn.qkv_proj." + m[3].str();
+    if (arch == "phi3" && m[2] == "ffn_up") return "model.layers." + m[1].str() + ".mlp.gate_up_proj." + m[3].str();
+    if (arch == "gemma2") {  // llama.cpp's names for Gemma-2's four norms
+      static const std::pair<const char*, const char*> norms[] = {{"post_attention_norm", "post_attention_layernorm"},
+                                                                  {"ffn_norm", "pre_feedforward_layernorm"},
+                                                                  {"post_ffw_norm", "post_feedforward_layernorm"}};
+      for (const auto& [g, h] : norms) {
+        if (m[2] == g) return "model.layers." + m[1].str() + "." + h + "." + m[3].str();
+      }
+    }
     for (const auto& [g, h] : parts) {
       if (m[2] == g) return "model.layers." + m[1].str() + "." + h + "." + m[3].str();
     }
@@ -93,12 +107,34 @@ std::string arch_of(const io::GgufFile& f) {
   return f.has("general.architecture") ? f.at("general.architecture").as_string("general.architecture") : "";
 }
 
+// YaRN under llama.cpp's keys. llama.cpp multiplies its attn_factor (default
+// 1) by 0.1 ln(factor) + 1 itself, so Hugging Face's attention factor is the product.
+void read_yarn(const io::GgufFile& f, const std::string& arch, LlamaConfig& c) {
+  auto number = [&](const std::string& key, double fallback) {
+    return f.has(arch + "." + key) ? f.at(arch + "." + key).as_double(arch + "." + key) : fallback;
+  };
+  RopeScaling& s = c.rope_scaling;
+  s.type = "yarn";
+  s.factor = number("rope.scaling.factor", 0);
+  s.original_max_position = static_cast<int64_t>(number("rope.scaling.original_context_length", static_cast<double>(c.max_position)));
+  s.beta_fast = number("rope.scaling.yarn_beta_fast", 32);
+  s.beta_slow = number("rope.scaling.yarn_beta_slow", 1);
+  double mscale = s.factor > 1 ? 0.1 * std::log(s.factor) + 1.0 : 1.0;
+  s.attention_factor = number("rope.scaling.attn_factor", 1.0) * mscale;
+  if (!(s.factor >= 1) || s.original_max_position < 1 || !(s.beta_fast > 0 && s.beta_slow > 0)) {
+    fail("gguf '", f.path(), "': yarn rope scaling needs ", arch, ".rope.scaling.factor >= 1, original_context_length >= 1 and "
+         "positive yarn_beta_fast / yarn_beta_slow; got ", s.factor, ", ", s.original_max_position, ", ", s.beta_fast, ", ", s.beta_slow);
+  }
+}
+
 }  // namespace
 
 LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   std::string arch = arch_of(f);
-  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "gemma") {
-    fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch), "' is not a Llama-family decoder (llama, mistral, qwen2, gemma)");
+  if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3" && arch != "phi3" && arch != "gemma" &&
+      arch != "gemma2") {
+    fail("gguf '", f.path(), "': general.architecture '", escape_bytes(arch),
+         "' is not a Llama-family decoder lumen computes (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2)");
   }
   auto integer = [&](const std::string& key) { return f.at(arch + "." + key).as_int(arch + "." + key); };
   auto number = [&](const std::string& key) { return f.at(arch + "." + key).as_double(arch + "." + key); };
@@ -120,17 +156,35 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
     if (t == "linear") {  // llama.cpp: positions times 1 / factor, as Hugging Face's frequencies divided by it
       c.rope_scaling.type = "linear";
       c.rope_scaling.factor = number("rope.scaling.factor");
+    } else if (t == "yarn") {
+      read_yarn(f, arch, c);
     } else if (t != "none") {
-      fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t), "' is not supported (none, linear; Llama 3's comes as rope_freqs)");
+      fail("gguf '", f.path(), "': rope scaling '", escape_bytes(t),
+           "' is not supported (none, linear, yarn; Llama 3's comes as rope_freqs)");
     }
   }
-  if (arch == "gemma") {  // llama.cpp's converter stores Gemma's norm weights as 1 + w: a plain RMSNorm here
+  if (arch == "gemma" || arch == "gemma2") {  // llama.cpp's converter stores Gemma's norm weights as 1 + w: a plain RMSNorm here
     c.activation = "gelu_tanh";
     c.scale_embeddings = true;
   }
+  if (arch == "gemma2") {
+    c.sandwich_norms = true;
+    c.attn_softcap = f.has(arch + ".attn_logit_softcapping") ? number("attn_logit_softcapping") : 0;
+    c.final_softcap = f.has(arch + ".final_logit_softcapping") ? number("final_logit_softcapping") : 0;
+    // llama.cpp scales by 1/sqrt(head_dim), except for the 27B (46 layers: its query_pre_attn_scalar is
+    // dim / heads); attention.scale, when written (lumen's export does for other scalars), wins.
+    if (c.layers == 46) c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.dim) / static_cast<double>(c.heads));
+    if (f.has(arch + ".attention.scale")) c.attention_scale = number("attention.scale");
+  }
   if (f.has(arch + ".attention.sliding_window")) {
-    fail("gguf '", f.path(), "': ", arch, ".attention.sliding_window is set; lumen reads sliding-window attention from "
-         "Hugging Face configs only (use the model directory)");
+    // llama.cpp's phi3 windows every layer (its converter writes the context length when the model has no window),
+    // gemma2 every other layer from the first.
+    if (arch != "phi3" && arch != "gemma2") {
+      fail("gguf '", f.path(), "': ", arch, ".attention.sliding_window is set; lumen reads sliding-window attention from "
+           "GGUF for phi3 and gemma2 only (use the model directory)");
+    }
+    c.sliding_window = integer("attention.sliding_window");
+    for (int64_t i = 0; arch == "gemma2" && i < c.layers; ++i) c.window_layers.push_back(i % 2 == 0);
   }
   const io::GgufTensor& embed = f.tensor("token_embd.weight");
   if (embed.shape.size() != 2) fail("gguf '", f.path(), "': token_embd.weight has shape ", shape_string(embed.shape), " (expected [vocab, dim])");
@@ -147,6 +201,7 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   c.qkv_bias = has_tensor("blk.0.attn_q.bias");
   c.out_bias = has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = has_tensor("blk.0.ffn_up.bias");
+  c.qk_norm = has_tensor("blk.0.attn_q_norm.weight");  // Qwen3
   if (f.has("tokenizer.ggml.bos_token_id")) c.bos_token = f.at("tokenizer.ggml.bos_token_id").as_int("tokenizer.ggml.bos_token_id");
   // llama.cpp ends generation at eos, end-of-turn and end-of-message tokens.
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
@@ -171,7 +226,7 @@ std::shared_ptr<io::WeightStore> llama_weights_from_gguf(const io::GgufFile& f, 
       if (c.rope_freq_factors) store->add(t.name, load_tensor(f, t, false, c.head_dim));
       continue;
     }
-    std::string name = hf_name(t.name);
+    std::string name = hf_name(t.name, arch_of(f));
     if (name.empty()) {
       fail("gguf '", f.path(), "': tensor '", t.name, "' is not a parameter of a Llama-family decoder that lumen knows "
            "(the file holds a variant lumen does not compute)");
@@ -179,7 +234,7 @@ std::shared_ptr<io::WeightStore> llama_weights_from_gguf(const io::GgufFile& f, 
     bool q = name.find("self_attn.q_proj") != std::string::npos, k = name.find("self_attn.k_proj") != std::string::npos;
     store->add(name, load_tensor(f, t, interleaved && (q || k), c.head_dim));
   }
-  return store;
+  return split_fused_weights(store, c);
 }
 
 }  // namespace lumen::models

@@ -76,7 +76,9 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
     std::optional<Expr> at;
     if (last_only) at = seq ? Expr(*seq - 1) : simplify(g.dim("real") - 1);
     // The cache has room for one block of padding beyond the capacity.
-    logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at);
+    std::optional<Expr> real;
+    if (!seq) real = g.dim("real");  // the tokens before the padding
+    logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at, real);
   }
   if (!decode_) {  // the first program declares every parameter: check the checkpoint before compiling
     unused_weights_ = check_unused_llama_weights(config_, *weights_, options_.refuse_unused_weights);

@@ -25,6 +25,10 @@ PagedLlama::PagedLlama(const models::LlamaConfig& config, std::shared_ptr<io::We
     : config_(config), weights_(std::move(weights)), options_(options) {
   config_.validate();
   if (!weights_) fail("paged llama: no weights");
+  if (config_.attn_softcap > 0 || config_.attention_scale > 0) {  // paged_attention computes plain scaled attention
+    fail("paged llama: ", config_.model_type, "'s attention (soft-capped scores, query_pre_attn_scalar) is not in the paged "
+         "server yet; run it with lumen.models.Llama");
+  }
   models::check_tied_head(config_, *weights_);
   context_ = options.context > 0 ? options.context : std::min<int64_t>(config_.max_position, 2048);
   int64_t block = options.block_size;

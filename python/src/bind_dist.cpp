@@ -14,6 +14,7 @@
 #include "lumen/dist/dist_llama_runner.h"
 #include "lumen/dist/plan_search.h"
 #include "lumen/io/gguf.h"
+#include "lumen/models/fused_weights.h"
 #include "lumen/models/llama_gguf.h"
 
 namespace lumen::python {
@@ -33,7 +34,8 @@ LoadedLlama load(const std::string& path) {
     return {config, models::llama_weights_from_gguf(file, config)};
   }
   if (!fs::is_directory(path)) fail("dist: '", path, "' is neither a GGUF file nor a model directory");
-  return {models::LlamaConfig::from_directory(path), io::WeightStore::from_safetensors(path)};
+  models::LlamaConfig config = models::LlamaConfig::from_directory(path);
+  return {config, models::llama_weights_from_directory(path, config)};
 }
 
 struct PyDataParallel {

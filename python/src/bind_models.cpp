@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "lumen/passes/precision.h"
+#include "lumen/models/fused_weights.h"
 #include "lumen/models/llama_gguf.h"
 #include "lumen/models/llama_runner.h"
 #include "lumen/models/sentence_encoder.h"
@@ -46,7 +47,7 @@ std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t
     fail("llama: '", path, "' is neither a GGUF file nor a model directory (config.json + model.safetensors)");
   }
   models::LlamaConfig config = models::LlamaConfig::from_directory(path);
-  return std::make_unique<models::LlamaRunner>(config, io::WeightStore::from_safetensors(path), o);
+  return std::make_unique<models::LlamaRunner>(config, models::llama_weights_from_directory(path, config), o);
 }
 
 // A padded batch (ids [batch, seq], mask) through one of the encoder's

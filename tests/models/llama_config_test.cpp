@@ -115,5 +115,27 @@ TEST(UnusedWeights, EveryCheckpointTensorIsReadOrNamed) {
   EXPECT_NO_THROW(refuse_unused_weights(store, {"o_proj.bias"}, "llama"));
 }
 
+TEST(LlamaConfig, ReadsQwen3Phi3AndGemma2AsTransformersDoes) {
+  LlamaConfig q = LlamaConfig::from_json(config("", "qwen3"));
+  EXPECT_TRUE(q.qk_norm);
+  EXPECT_EQ(q.head_dim, 128);  // Qwen3's default, not hidden / heads
+  EXPECT_FALSE(q.qkv_bias);
+  EXPECT_TRUE(LlamaConfig::from_json(config(R"("attention_bias": true)", "qwen3")).out_bias);
+  LlamaConfig p = LlamaConfig::from_json(config(R"("sliding_window": 5)", "phi3"));
+  EXPECT_TRUE(p.windowed(0) && p.windowed(2));
+  EXPECT_NE(error_of(config(R"("partial_rotary_factor": 0.75)", "phi3")).find("partial_rotary_factor is 0.75"), std::string::npos);
+  LlamaConfig g = LlamaConfig::from_json(config(R"("head_dim": 4, "query_pre_attn_scalar": 16, "sliding_window": 3)", "gemma2"));
+  EXPECT_TRUE(g.sandwich_norms && g.norm_plus_one && g.scale_embeddings && g.tie_embeddings);
+  EXPECT_DOUBLE_EQ(g.attention_scale, 0.25);
+  EXPECT_EQ(g.attn_softcap, 0);  // absent: none (transformers' config class writes 50 and 30)
+  EXPECT_TRUE(g.windowed(0) && !g.windowed(1) && g.windowed(2));  // every other layer from the first
+  LlamaConfig capped = LlamaConfig::from_json(
+      config(R"("head_dim": 4, "attn_logit_softcapping": 50.0, "final_logit_softcapping": null)", "gemma2"));
+  EXPECT_EQ(capped.attn_softcap, 50);
+  EXPECT_EQ(capped.final_softcap, 0);
+  EXPECT_NE(error_of(config(R"("use_bidirectional_attention": true)", "gemma2")).find("use_bidirectional_attention"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace lumen::models

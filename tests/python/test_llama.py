@@ -109,7 +109,7 @@ def test_errors_are_clear(tmp_path):
     with pytest.raises(lumen.Error, match="model expects"):
         lumen.models.Llama(path)
     config["hidden_size"] = 64
-    config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}
+    config["rope_scaling"] = {"rope_type": "longrope", "factor": 4.0}
     (tmp_path / "llama" / "config.json").write_text(json.dumps(config))
-    with pytest.raises(lumen.Error, match="rope type 'yarn'"):
+    with pytest.raises(lumen.Error, match="rope type 'longrope'"):
         lumen.models.Llama(path)

@@ -103,5 +103,35 @@ TEST(PagedLlamaTest, MatchesTheContiguousCacheWithASlidingWindow) {
       "sliding_window": 5})");
 }
 
+TEST(PagedLlamaTest, MatchesTheContiguousCacheForQwen3WithYarn) {  // q/k norms per head; rotary tables scaled per row
+  check_against_runner(R"({"model_type": "qwen3", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12, "intermediate_size": 48,
+      "max_position_embeddings": 64, "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
+      "original_max_position_embeddings": 16}})");
+}
+
+TEST(PagedLlamaTest, RefusesWhatPagedAttentionDoesNotComputeByName) {
+  auto refusal = [](const std::string& json) {
+    models::LlamaConfig c = models::LlamaConfig::from_json(json);
+    try {
+      PagedLlamaOptions po;
+      po.block_size = 4;
+      po.blocks = 40;
+      PagedLlama paged(c, testing::llama_weights(c, 7), po);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string gemma2 = refusal(R"({"model_type": "gemma2", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 48,
+      "attn_logit_softcapping": 50.0})");
+  EXPECT_NE(gemma2.find("gemma2's attention (soft-capped scores, query_pre_attn_scalar) is not in the paged server"),
+            std::string::npos) << gemma2;
+  std::string dynamic = refusal(R"({"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 48, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})");
+  EXPECT_NE(dynamic.find("dynamic rope scaling follows one sequence's length"), std::string::npos) << dynamic;
+}
+
 }  // namespace
 }  // namespace lumen::serve

@@ -9,6 +9,7 @@
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/core/error.h"
 #include "lumen/io/gguf.h"
+#include "lumen/models/fused_weights.h"
 #include "lumen/models/llama_gguf.h"
 #include "lumen/passes/precision.h"
 
@@ -66,8 +67,10 @@ ModelKind model_kind(const std::string& path) {
   }
   std::string type = j.value("model_type", std::string());
   if (type == "bert") return ModelKind::Encoder;
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") return ModelKind::Decoder;
-  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, gemma, bert)");
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "phi3" || type == "gemma") {
+    return ModelKind::Decoder;
+  }
+  fail("'", path, "': model_type '", type, "' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma, bert)");
 }
 
 DecoderFiles load_decoder_files(const std::string& model, int64_t layers_override) {
@@ -83,7 +86,7 @@ DecoderFiles load_decoder_files(const std::string& model, int64_t layers_overrid
     }
   } else {
     d.config = models::LlamaConfig::from_directory(model);
-    d.weights = io::WeightStore::from_safetensors(model);
+    d.weights = models::llama_weights_from_directory(model, d.config);
     if (fs::exists(fs::path(model) / "tokenizer.json")) {
       d.tokenizer = io::load_tokenizer_json((fs::path(model) / "tokenizer.json").string());
       d.chat = models::chat_format_from_directory(model, *d.tokenizer);
