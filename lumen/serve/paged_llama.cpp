@@ -27,7 +27,7 @@ PagedLlama::PagedLlama(const models::LlamaConfig& config, std::shared_ptr<io::We
   if (!weights_) fail("paged llama: no weights");
   if (config_.attn_softcap > 0 || config_.attention_scale > 0) {  // paged_attention computes plain scaled attention
     fail("paged llama: ", config_.model_type, "'s attention (soft-capped scores, query_pre_attn_scalar) is not in the paged "
-         "server yet; run it with lumen.models.Llama");
+         "server yet; serve it with --engine sequential (one sequence at a time) or run it with lumen.models.Llama");
   }
   models::check_tied_head(config_, *weights_);
   context_ = options.context > 0 ? options.context : std::min<int64_t>(config_.max_position, 2048);
