@@ -201,7 +201,7 @@ LlamaConfig llama_config_from_gguf(const io::GgufFile& f) {
   c.qkv_bias = has_tensor("blk.0.attn_q.bias");
   c.out_bias = has_tensor("blk.0.attn_output.bias");
   c.mlp_bias = has_tensor("blk.0.ffn_up.bias");
-  c.qk_norm = has_tensor("blk.0.attn_q_norm.weight");  // Qwen3
+  c.qk_norm = arch == "qwen3";  // as llama.cpp: another architecture's stray attn_q_norm is not a parameter
   if (f.has("tokenizer.ggml.bos_token_id")) c.bos_token = f.at("tokenizer.ggml.bos_token_id").as_int("tokenizer.ggml.bos_token_id");
   // llama.cpp ends generation at eos, end-of-turn and end-of-message tokens.
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
