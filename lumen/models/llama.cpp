@@ -71,21 +71,23 @@ Llama::Llama(Graph& g, const LlamaConfig& c)
     lm_head.emplace(g, "lm_head", c.dim, c.vocab, false);
     adopt(*lm_head);
   }
-  for (int64_t i = 0; c.qk_norm && i < c.layers; ++i) {
-    std::string attn = "model.layers." + std::to_string(i) + ".self_attn.";
-    q_norms.emplace_back(g, attn + "q_norm", c.head_dim, c.norm_eps);
-    k_norms.emplace_back(g, attn + "k_norm", c.head_dim, c.norm_eps);
-    adopt(q_norms.back());
-    adopt(k_norms.back());
-  }
-  for (int64_t i = 0; c.sandwich_norms && i < c.layers; ++i) {
-    std::string layer = "model.layers." + std::to_string(i) + ".";
-    pre_feedforward_norms.emplace_back(g, layer + "pre_feedforward_layernorm", c.dim, c.norm_eps);
-    post_feedforward_norms.emplace_back(g, layer + "post_feedforward_layernorm", c.dim, c.norm_eps);
-    adopt(pre_feedforward_norms.back());
-    adopt(post_feedforward_norms.back());
+  if (c.qk_norm) add_norm_pairs(g, "self_attn.q_norm", "self_attn.k_norm", c.head_dim, q_norms, k_norms);
+  if (c.sandwich_norms) {
+    add_norm_pairs(g, "pre_feedforward_layernorm", "post_feedforward_layernorm", c.dim, pre_feedforward_norms,
+                   post_feedforward_norms);
   }
   if (c.rope_freq_factors) rope_freqs = parameter("rope_freqs.weight", {Expr(c.head_dim / 2)});
+}
+
+void Llama::add_norm_pairs(Graph& g, const std::string& first, const std::string& second, int64_t dim,
+                           std::vector<nn::RMSNorm>& firsts, std::vector<nn::RMSNorm>& seconds) {
+  for (int64_t i = 0; i < config.layers; ++i) {
+    std::string layer = "model.layers." + std::to_string(i) + ".";
+    firsts.emplace_back(g, layer + first, dim, config.norm_eps);
+    seconds.emplace_back(g, layer + second, dim, config.norm_eps);
+    adopt(firsts.back());
+    adopt(seconds.back());
+  }
 }
 
 std::string Llama::cache_name(int64_t layer, bool keys) {

@@ -74,6 +74,9 @@ class Llama : public nn::Module {
   Tensor attention(const Tensor& q, const Tensor& keys, const Tensor& values, const Tensor& mask) const;
 
  private:
+  // Per layer, two RMSNorms named model.layers.<i>.<first> and .<second>.
+  void add_norm_pairs(Graph& g, const std::string& first, const std::string& second, int64_t dim,
+                      std::vector<nn::RMSNorm>& firsts, std::vector<nn::RMSNorm>& seconds);
   Tensor inverse_frequencies(const Expr& length) const;  // [1, head_dim / 2]
   Tensor rms(const nn::RMSNorm& n, const Tensor& x) const;
   Tensor block(int64_t layer, const Tensor& x, const nn::RotaryTables& rope, const Attend& attend) const;
