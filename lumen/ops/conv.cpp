@@ -153,6 +153,19 @@ Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, Pair stride, Pair
   return lhs.mul(rhs).sum_reduce(5).sum_reduce(3);  // [N, O, OH, OW]
 }
 
+// The input padded once into a buffer (`extra_rows` more zero rows at the
+// bottom), as seen by each of `o` output channels of a depthwise conv: with a
+// channel multiplier m, output channel j reads input channel j / m. [N, O, rows, WP].
+Tensor depthwise_source(const Tensor& x, Pair padding, int64_t extra_rows, int64_t o) {
+  int64_t c = static_size(x, 1, "conv2d");
+  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0] + extra_rows)},
+                         {Expr(padding[1]), Expr(padding[1])}})
+                      .contiguous();
+  if (o == c) return source;
+  const Expr &n = x.shape()[0], &rows = source.shape()[2], &wp = source.shape()[3];
+  return source.unsqueeze(2).expand({n, Expr(c), Expr(o / c), rows, wp}).reshape({n, Expr(o), rows, wp});
+}
+
 // Depthwise conv2d (one input channel per group, any channel multiplier) with
 // a larger kernel (5 x 5, 7 x 7) and stride 1: the input is padded once into
 // a buffer with rows of width WP and the output positions are flattened over
@@ -164,16 +177,11 @@ Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, Pair stride, Pair
 // 14 x 14 maps), instead of a window matrix indexed with a division per
 // lane. The buffer has one extra zero row for the last taps' overhang.
 Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, Pair padding, Pair dilation, Pair out) {
-  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   const Expr& n = x.shape()[0];
-  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0] + 1)},
-                         {Expr(padding[1]), Expr(padding[1])}})
-                      .contiguous();
+  Tensor source = depthwise_source(x, padding, 1, o);
   int64_t rows = static_size(source, 2, "conv2d"), wp = static_size(source, 3, "conv2d");
-  if (o != c) {  // channel multiplier m: output channel j reads input channel j / m
-    source = source.unsqueeze(2).expand({n, Expr(c), Expr(o / c), Expr(rows), Expr(wp)}).reshape({n, Expr(o), Expr(rows), Expr(wp)});
-  }
   int64_t q = out[0] * wp;
   Tensor taps = source.reshape({n, Expr(o), Expr(rows * wp)})
                     .unfold(2, kw, 1, dilation[1])       // [N, O, L', KW]: p + j·d
@@ -191,16 +199,9 @@ Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, Pair padding
 // affine reads (mobilenet_v3's 5 x 5 stride-2 layers; the window matrix
 // this replaces was indexed with a division per element).
 Tensor conv2d_depthwise_taps(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, Pair out) {
-  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
-  const Expr& n = x.shape()[0];
-  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0])},
-                         {Expr(padding[1]), Expr(padding[1])}})
-                      .contiguous();
-  if (o != c) {  // channel multiplier m: output channel j reads input channel j / m
-    const Expr &rows = source.shape()[2], &wp = source.shape()[3];
-    source = source.unsqueeze(2).expand({n, Expr(c), Expr(o / c), rows, wp}).reshape({n, Expr(o), rows, wp});
-  }
+  Tensor source = depthwise_source(x, padding, 0, o);
   Tensor sum;
   for (int64_t i = 0; i < kh; ++i) {
     for (int64_t j = 0; j < kw; ++j) {

@@ -96,7 +96,7 @@ Tensor reduce(const Statement& s, const Tensor& body, const std::vector<int>& ax
 // SIMD dim and each window step is written out inline reading a vector.
 Tensor reduce_in_layout(const Statement& s, const std::vector<IterDim>& kept, const std::vector<IterDim>& reduced,
                         const Scope& scope) {
-  constexpr int64_t kInlineWindow = 4;
+  constexpr int64_t kInlineWindow = 4;  // kernel::kInlineReduceExtent: such reductions are written out inline
   bool windows = !kept.empty() && !reduced.empty() && std::all_of(reduced.begin(), reduced.end(), [](const IterDim& d) {
     return d.range.hi - d.range.lo <= kInlineWindow;
   });

@@ -19,6 +19,7 @@
 #include "lumen/kernel/schedule_space.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/runtime/compiled_executor.h"
+#include "tests/runtime/against_interpreter.h"
 
 namespace lumen {
 namespace {
@@ -75,16 +76,7 @@ GemmRun run(Gemm& c, const std::function<kernel::Knobs(const kernel::KernelFacts
   out.source = r.program.source;
   out.report = r.program.report;
   Program cpu(shared, named, std::make_unique<CompiledExecutor>(std::move(r.program)));
-  CompileOptions o;
-  o.backend = Backend::Interp;
-  Program ref = compile(c.g, {}, o);
-  for (const auto& [name, a] : c.inputs) {
-    cpu.set(name, a);
-    ref.set(name, a);
-  }
-  cpu.run();
-  ref.run();
-  const Array &got = cpu.get("y"), &want = ref.get("y");
+  auto [got, want] = run_against_interpreter(cpu, c.g, c.inputs, "y");
   EXPECT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < got.numel(); ++i) {
     out.worst = std::max(out.worst, std::fabs(got.get(i) - want.get(i)) / (1 + std::fabs(want.get(i))));

@@ -21,6 +21,7 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/compiler/compiler.h"
 #include "lumen/runtime/compiled_executor.h"
+#include "tests/runtime/against_interpreter.h"
 
 namespace lumen {
 namespace {
@@ -215,16 +216,7 @@ void check(Case& c, const std::function<std::vector<kernel::Action>(const kernel
     edges.push_back(o.edge);
   }
   Program cpu(shared, named, scheduled_executor(*shared, edges, chooser));
-  CompileOptions o;
-  o.backend = Backend::Interp;
-  Program ref = compile(c.g, {}, o);
-  for (const auto& [name, a] : c.inputs) {
-    cpu.set(name, a);
-    ref.set(name, a);
-  }
-  cpu.run();
-  ref.run();
-  const Array &got = cpu.get("y"), &want = ref.get("y");
+  auto [got, want] = run_against_interpreter(cpu, c.g, c.inputs, "y");
   ASSERT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < got.numel(); ++i) {
     ASSERT_NEAR(got.get(i), want.get(i), 1e-3 + 1e-4 * std::fabs(want.get(i))) << what << ", element " << i;
