@@ -33,6 +33,10 @@ struct Capabilities {
   bool gpu = false;            // kernels run as GPU grids (lumen/backend/gpu): the schedule space adds work-group knobs
   bool bf16_dot = false;       // PairDot is one instruction (cpu: AVX512-BF16's vdpbf16ps): pair_dot schedules are offered
   int64_t l1_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // data caches per core / shared; 0: unknown
+  // Kernels run fastest on the backend's own memory (a discrete GPU's): the
+  // runtime keeps inputs, intermediates and outputs there (device_alloc and
+  // the copies below) and launches on a device_queue.
+  bool device_memory = false;
 };
 
 // Compiled code, loaded and ready to look entries up in; backend-specific.
@@ -92,6 +96,17 @@ class Backend {
   // Runs the entry's tasks on `queue` (one of this backend's) over the
   // buffers (in the kernel's buffer order) and dims; returns when done.
   virtual LaunchStatus launch(Queue& queue, const Entry& entry, void* const* buffers, const int64_t* dims) const = 0;
+
+  // Device memory (Capabilities::device_memory backends only; the defaults
+  // raise an Error). A device queue's launches take device pointers, are
+  // asynchronous and return no status: finish() waits for them and reports
+  // the first bad index any of them found.
+  virtual void* device_alloc(size_t bytes) const;
+  virtual void device_free(void* device) const;
+  virtual void copy_to_device(Queue& queue, void* device, const void* host, size_t bytes) const;
+  virtual void copy_to_host(Queue& queue, void* host, const void* device, size_t bytes) const;
+  virtual std::shared_ptr<Queue> device_queue() const;
+  virtual LaunchStatus finish(Queue& queue) const;
 };
 
 }  // namespace lumen::backend

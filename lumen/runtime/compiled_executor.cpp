@@ -38,6 +38,9 @@ CompiledExecutor::CompiledExecutor(backend::CompiledProgram program) : program_(
     const backend::Scratch& sb = program_.scratch[s];
     if (!sb.kept_inputs.empty()) kept_[s] = Array(sb.dtype, {sb.elements.value()});
   }
+  if (program_.backend && program_.backend->capabilities().device_memory) {
+    device_ = std::make_unique<DeviceResidency>(program_.backend);
+  }
 }
 
 std::string CompiledExecutor::profile_report() const {
@@ -128,6 +131,7 @@ std::string CompiledExecutor::kernels_dot() const {
 }
 
 void CompiledExecutor::invalidate(const std::string& input) {
+  inputs_set_.insert(input);
   for (size_t s = 0; s < program_.scratch.size(); ++s) {
     for (const std::string& name : program_.scratch[s].kept_inputs) {
       if (name == input) kept_valid_[s] = false;
@@ -142,6 +146,7 @@ std::map<std::string, double> CompiledExecutor::stats() const {
   double kept = 0;
   for (const Array& a : kept_) kept += a.defined() ? static_cast<double>(a.nbytes()) : 0.0;
   out["kept_pack_bytes"] = kept;
+  if (device_) out["device_bytes"] = static_cast<double>(device_->device_bytes());
   return out;
 }
 
@@ -224,7 +229,7 @@ void CompiledExecutor::plan(const std::vector<int64_t>& dims, const Bindings& bi
     if (debug_enabled("memory")) std::fputs(peak_memory_report(program_, lives_, life_keys_, plan_).c_str(), stderr);
     if (plan_.arena_bytes > arena_capacity_) {
       int64_t bytes_wanted = planned_ ? checked_add(plan_.arena_bytes, plan_.arena_bytes / 8) : plan_.arena_bytes;
-      arena_ = allocate_host(static_cast<size_t>(bytes_wanted), false);
+      if (!device_) arena_ = allocate_host(static_cast<size_t>(bytes_wanted), false);  // else device_'s slot
       arena_capacity_ = bytes_wanted;
     }
   }
@@ -264,21 +269,25 @@ std::vector<Array> CompiledExecutor::execute_by_node(const NodeArrays& inputs, c
     const Array* a = inputs[static_cast<size_t>(id)];
     if (a) pointer[static_cast<size_t>(id)] = const_cast<void*>(a->data());
   }
+  unsigned char* arena = device_ ? static_cast<unsigned char*>(device_->slot("arena", static_cast<size_t>(arena_capacity_)))
+                                 : arena_.get();
   for (NodeId n : arena_nodes_) {
-    pointer[static_cast<size_t>(n)] = arena_.get() + plan_.offsets[static_cast<size_t>(buffer_index_[static_cast<size_t>(n)])];
+    pointer[static_cast<size_t>(n)] = arena + plan_.offsets[static_cast<size_t>(buffer_index_[static_cast<size_t>(n)])];
   }
   std::vector<void*> scratch(program_.scratch.size(), nullptr);
   for (size_t i = 0; i < program_.scratch.size(); ++i) {
-    if (scratch_index_[i] >= 0) scratch[i] = arena_.get() + plan_.offsets[static_cast<size_t>(scratch_index_[i])];
+    if (scratch_index_[i] >= 0) scratch[i] = arena + plan_.offsets[static_cast<size_t>(scratch_index_[i])];
     if (kept_[i].defined()) scratch[i] = kept_[i].data();
   }
 
   const backend::Backend& backend = *program_.backend;
-  std::shared_ptr<backend::Queue> queue = backend.queue();  // held for the run
+  std::shared_ptr<backend::Queue> queue = device_ ? backend.device_queue() : backend.queue();  // held for the run
+  if (device_) to_device(*queue, inputs, pointer, scratch);
   auto launch = [&](size_t k, const std::vector<void*>& args) {
     const backend::Launch& l = program_.launches[k];
     auto t0 = std::chrono::steady_clock::now();
     backend::LaunchStatus status = backend.launch(*queue, l.entry, args.data(), dims.data());
+    if (profile_ && device_) status = backend.finish(*queue);  // time each launch to its end
     if (profile_) launch_seconds_[k] += seconds_since(t0);
     if (status.failed) {
       std::string fused;
@@ -307,9 +316,51 @@ std::vector<Array> CompiledExecutor::execute_by_node(const NodeArrays& inputs, c
     for (NodeId b : l.buffers) args.push_back(b >= 0 ? pointer[static_cast<size_t>(b)] : scratch[static_cast<size_t>(-1 - b)]);
     launch(k, args);
   }
+  if (device_) {
+    to_host(*queue, inputs, pointer);
+    backend::LaunchStatus status = backend.finish(*queue);
+    if (status.failed) {
+      fail("gather: index ", status.value, " is out of range for an axis of size ", status.bound,
+           "; indices must be in [0, ", status.bound, ")");
+    }
+    inputs_set_.clear();
+  }
   std::vector<Array> out;
   for (size_t o = 0; o < program_.outputs.size(); ++o) out.push_back(results_[o]);
   return out;
+}
+
+void CompiledExecutor::to_device(backend::Queue& queue, const NodeArrays& inputs, std::vector<void*>& pointer,
+                                 std::vector<void*>& scratch) {
+  for (size_t o = 0; o < program_.outputs.size(); ++o) {
+    auto n = static_cast<size_t>(program_.outputs[o].node);
+    pointer[n] = device_->slot("output " + std::to_string(o), static_cast<size_t>(results_[o].nbytes()));
+  }
+  std::vector<bool> is_state(graph().size(), false);
+  for (NodeId id : graph().state_ids()) is_state[static_cast<size_t>(id)] = true;
+  for (NodeId id : graph().input_ids()) {
+    const Array* a = inputs[static_cast<size_t>(id)];
+    if (!a || !pointer[static_cast<size_t>(id)]) continue;
+    const Node& n = graph().node(id);
+    bool changed = is_state[static_cast<size_t>(id)] || inputs_set_.count(n.name);
+    pointer[static_cast<size_t>(id)] = device_->input(queue, id, a->data(), static_cast<size_t>(a->nbytes()), changed);
+  }
+  for (size_t i = 0; i < program_.scratch.size(); ++i) {
+    if (kept_[i].defined()) scratch[i] = device_->slot("kept " + std::to_string(i), static_cast<size_t>(kept_[i].nbytes()));
+  }
+}
+
+void CompiledExecutor::to_host(backend::Queue& queue, const NodeArrays& inputs, const std::vector<void*>& pointer) {
+  const backend::Backend& backend = *program_.backend;
+  for (size_t o = 0; o < program_.outputs.size(); ++o) {
+    const void* device = pointer[static_cast<size_t>(program_.outputs[o].node)];
+    backend.copy_to_host(queue, results_[o].data(), device, static_cast<size_t>(results_[o].nbytes()));
+  }
+  for (NodeId id : graph().state_ids()) {  // state writes land in the state's device copy
+    const Array* a = inputs[static_cast<size_t>(id)];
+    void* device = pointer[static_cast<size_t>(id)];
+    if (a && device) backend.copy_to_host(queue, const_cast<void*>(a->data()), device, static_cast<size_t>(a->nbytes()));
+  }
 }
 
 }  // namespace lumen

@@ -1,7 +1,8 @@
 // CompiledExecutor — runs a CompiledProgram (lumen/backend/compiled_program.h)
 // through its Backend: intermediates in one arena planned by liveness per
 // binding, launches in order, packed parameters kept between runs, state
-// writes last. Dynamic dims are kernel arguments, so one compiled program
+// writes last. On a backend with its own memory (a GPU) everything lives
+// there between runs (device_residency.h). Dynamic dims are kernel arguments, so one compiled program
 // runs for any binding; the memory plan is made per binding and reused.
 // Compiling is not done here: lumen/compiler makes the program.
 #pragma once
@@ -9,11 +10,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "lumen/backend/compiled_program.h"
 #include "lumen/core/graph.h"
+#include "lumen/runtime/device_residency.h"
 #include "lumen/runtime/executor.h"
 #include "lumen/runtime/memory_plan.h"
 
@@ -70,6 +73,16 @@ class CompiledExecutor : public Executor {
   std::shared_ptr<unsigned char> arena_;
   int64_t arena_capacity_ = 0;
   std::vector<Array> results_;
+
+  // A backend with its own memory (a GPU): the device twins of the arena,
+  // packs, inputs and outputs (null: kernels use host memory); the inputs
+  // set since the last run, which it copies up again.
+  std::unique_ptr<DeviceResidency> device_;
+  std::set<std::string> inputs_set_;
+  // Host pointers to device twins before a run; after it, outputs and states copied down.
+  void to_device(backend::Queue& queue, const NodeArrays& inputs, std::vector<void*>& pointer,
+                 std::vector<void*>& scratch);
+  void to_host(backend::Queue& queue, const NodeArrays& inputs, const std::vector<void*>& pointer);
 
   // Packed parameters kept between runs (by scratch number; undefined: not kept).
   std::vector<Array> kept_;

@@ -2,7 +2,8 @@
 // (permute, reshape, slice, flip, pad, expand, unfold) are compiled for the
 // CPU and compared element by element with the reference interpreter.
 // `make test` runs a bounded number of graphs; LUMEN_SLOW=1 runs many more.
-// LUMEN_FUZZ_BACKEND=opencl runs the random-graph cases on the OpenCL backend.
+// LUMEN_FUZZ_BACKEND=opencl (or cuda, where a GPU exists) runs the random-graph
+// cases on that backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/compiler/compiler.h"
 #include "lumen/runtime/compiled_executor.h"
+#include "lumen/backend/cuda/cuda_backend.h"
 #ifdef LUMEN_HAVE_OPENCL
 #include "lumen/backend/opencl/opencl_backend.h"
 #endif
@@ -234,6 +236,7 @@ std::shared_ptr<const backend::Backend> fuzz_backend_object() {
 #ifdef LUMEN_HAVE_OPENCL
   if (fuzz_backend() == Backend::OpenCl) return opencl::OpenClBackend::shared();
 #endif
+  if (fuzz_backend() == Backend::Cuda) return cuda::CudaBackend::shared();
   return cpu::CpuBackend::shared();
 }
 

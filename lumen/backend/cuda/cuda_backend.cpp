@@ -27,11 +27,24 @@ class CudaModule : public backend::Module {
   mutable std::map<std::string, std::unique_ptr<CudaEntry>> entries;
 };
 
+// A stream; a device queue also holds the status words its launches report
+// bad gather indices in (read by finish()).
 class CudaQueue : public backend::Queue {
  public:
-  CudaQueue() : stream(cu_stream_create()) {}
-  ~CudaQueue() override { cu_stream_destroy(stream); }
+  explicit CudaQueue(bool device_pointers) : stream(cu_stream_create()), device(device_pointers) {
+    if (device) {
+      status = cu_alloc(sizeof(int64_t) * 3);
+      int64_t zero[3] = {0, 0, 0};
+      cu_copy_to_device(status, zero, sizeof zero, stream);
+    }
+  }
+  ~CudaQueue() override {
+    if (status) cu_free(status);
+    cu_stream_destroy(stream);
+  }
   void* stream;
+  bool device;
+  CuDevicePtr status = 0;
 };
 
 // Device copies of one launch's buffers, freed when it is done.
@@ -51,6 +64,7 @@ backend::Capabilities CudaBackend::capabilities() const {
   c.name = name();
   c.gpu = true;
   c.f32_lanes = 4;  // the CPU-style schedule's lane loops become 4-wide register tiles (gpu_kernel.h)
+  c.device_memory = true;
   if (!arch_.empty()) {  // compile-only: a typical part of the architecture (A100: 108 SMs, H100: 132)
     c.device = "compile only (" + arch_ + ")";
     c.threads = arch_ == "sm_90" ? 132 : 108;
@@ -114,7 +128,35 @@ int64_t CudaBackend::tasks(const backend::Entry& entry, const int64_t* dims) con
   return static_cast<CudaEntry*>(entry.run)->shape->groups(dims);
 }
 
-std::shared_ptr<backend::Queue> CudaBackend::queue() const { return std::make_shared<CudaQueue>(); }
+std::shared_ptr<backend::Queue> CudaBackend::queue() const { return std::make_shared<CudaQueue>(false); }
+
+std::shared_ptr<backend::Queue> CudaBackend::device_queue() const { return std::make_shared<CudaQueue>(true); }
+
+void* CudaBackend::device_alloc(size_t bytes) const {
+  return bytes == 0 ? nullptr : reinterpret_cast<void*>(cu_alloc(bytes));
+}
+
+void CudaBackend::device_free(void* device) const {
+  if (device) cu_free(reinterpret_cast<CuDevicePtr>(device));
+}
+
+void CudaBackend::copy_to_device(backend::Queue& queue, void* device, const void* host, size_t bytes) const {
+  if (bytes) cu_copy_to_device(reinterpret_cast<CuDevicePtr>(device), host, bytes, static_cast<CudaQueue&>(queue).stream);
+}
+
+void CudaBackend::copy_to_host(backend::Queue& queue, void* host, const void* device, size_t bytes) const {
+  if (bytes) {
+    cu_copy_to_host(host, reinterpret_cast<CuDevicePtr>(device), bytes, static_cast<CudaQueue&>(queue).stream);
+  }
+}
+
+backend::LaunchStatus CudaBackend::finish(backend::Queue& queue) const {
+  auto& q = static_cast<CudaQueue&>(queue);
+  int64_t status[3] = {0, 0, 0};
+  if (q.device) cu_copy_to_host(status, q.status, sizeof status, q.stream);
+  cu_stream_sync(q.stream);
+  return {status[0], status[1], status[2]};
+}
 
 backend::LaunchStatus CudaBackend::launch(backend::Queue& queue, const backend::Entry& entry, void* const* buffers,
                                           const int64_t* dims) const {
@@ -123,11 +165,24 @@ backend::LaunchStatus CudaBackend::launch(backend::Queue& queue, const backend::
     fail("cuda: kernel ", e.shape->entry, " was compiled for ", arch_, " only (CudaBackend(\"", arch_,
          "\")); compile with backend \"cuda\" on a machine with a GPU to run it");
   }
-  void* stream = static_cast<CudaQueue&>(queue).stream;
+  auto& q = static_cast<CudaQueue&>(queue);
+  void* stream = q.stream;
   const gpu::LaunchShape& shape = *e.shape;
   const kernel::Kernel& k = shape.kernel.kernel;
   int64_t groups = shape.groups(dims);
   if (groups == 0) return {};
+  if (q.device) {  // device pointers already; asynchronous, status read by finish()
+    std::vector<CuDevicePtr> pointers(k.buffers.size());
+    for (size_t i = 0; i < k.buffers.size(); ++i) pointers[i] = reinterpret_cast<CuDevicePtr>(buffers[i]);
+    std::vector<int64_t> dim_values(dims, dims + k.dims.size());
+    CuDevicePtr status_ptr = q.status;
+    std::vector<void*> args;
+    for (CuDevicePtr& p : pointers) args.push_back(&p);
+    for (int64_t& d : dim_values) args.push_back(&d);
+    args.push_back(&status_ptr);
+    cu_launch(e.function, groups, shape.group_size(), stream, args.data());
+    return {};
+  }
   bool direct = cuda_device().pageable_access;
   std::vector<int64_t> extents = shape.extents.elements(dims);
   DeviceBuffers device;

@@ -7,10 +7,13 @@
 // and sm_90 here); shared() — what compile(..., Backend::Cuda) uses — needs
 // cuInit to find a device and otherwise raises a lumen::Error saying so.
 //
-// Memory: where the device can read pageable host memory
-// (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: HMM / ATS systems) kernels
-// get the runtime's host pointers; elsewhere each launch copies the extents
-// it touches to device memory and its outputs back.
+// Memory: compiled programs run on device memory (Capabilities::device_memory:
+// the runtime keeps inputs, intermediates and outputs there and launches on a
+// device queue, asynchronously, one synchronisation a run). A launch on a
+// plain queue (the schedule search's rig) takes host pointers: where the
+// device can read pageable host memory (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+// HMM / ATS systems) kernels get them directly; elsewhere each launch copies
+// the extents it touches to device memory and its outputs back.
 #pragma once
 
 #include <memory>
@@ -39,6 +42,12 @@ class CudaBackend : public backend::Backend {
   std::shared_ptr<backend::Queue> queue() const override;
   backend::LaunchStatus launch(backend::Queue& queue, const backend::Entry& entry, void* const* buffers,
                                const int64_t* dims) const override;
+  void* device_alloc(size_t bytes) const override;
+  void device_free(void* device) const override;
+  void copy_to_device(backend::Queue& queue, void* device, const void* host, size_t bytes) const override;
+  void copy_to_host(backend::Queue& queue, void* host, const void* device, size_t bytes) const override;
+  std::shared_ptr<backend::Queue> device_queue() const override;
+  backend::LaunchStatus finish(backend::Queue& queue) const override;
 
   // NVRTC's output for the sources (no device needed): PTX, cubin, ptxas's resource report.
   NvrtcResult compile_for(const std::vector<std::string>& sources, const std::string& arch) const;
