@@ -9,7 +9,8 @@ with PyTorch's, and the ratio PyTorch ms / lumen ms (above 1: lumen faster).
 lumen's time is a whole `Program.run()`: its kernels on device memory, inputs
 already on the device (set once), the output copied back to the host;
 PyTorch's is the op on device tensors, synchronised, output left on the
-device. Schedules are lumen's heuristic ones (no search budget)."""
+device, and again with the output copied to the host (what lumen's run
+includes). Schedules are lumen's heuristic ones (no search budget)."""
 from __future__ import annotations
 
 import argparse
@@ -64,9 +65,11 @@ def lumen_program(build, inputs):
 
 def row(name, runs, inputs, build_lumen, torch_fn, rtol, atol):
     try:
-        return measured_row(name, runs, inputs, build_lumen, torch_fn, rtol, atol)
+        r = measured_row(name, runs, inputs, build_lumen, torch_fn, rtol, atol)
     except Exception as e:  # noqa: BLE001 (report the row as failed, keep the others)
-        return {"row": name, "error": f"{type(e).__name__}: {e}"[:300]}
+        r = {"row": name, "error": f"{type(e).__name__}: {e}"[:300]}
+    print("row:", json.dumps(r), flush=True)  # as it comes: a run cut short keeps what it measured
+    return r
 
 
 def measured_row(name, runs, inputs, build_lumen, torch_fn, rtol, atol):
@@ -79,6 +82,8 @@ def measured_row(name, runs, inputs, build_lumen, torch_fn, rtol, atol):
     dev = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
     want = torch_fn(**dev)
     out["torch_ms"] = median_ms(lambda: torch_fn(**dev), runs, sync=torch.cuda.synchronize)
+    # As lumen's run does: the output copied to (pageable) host memory.
+    out["torch_to_host_ms"] = median_ms(lambda: torch_fn(**dev).cpu(), runs, sync=torch.cuda.synchronize)
     want = want.float().cpu().numpy()
     err = np.abs(got.astype(np.float32) - want)
     out["max_abs_err"] = float(err.max())
@@ -115,7 +120,8 @@ def kernel_rows(runs, only):
         for s in (1024, 4096):
             q, k, v = (rng.standard_normal((1, 8, s, 64), dtype=np.float32) for _ in range(3))
             rows.append(row(f"attention causal B1 H8 S{s} D64 f32 (SDPA)", runs, {"q": q, "k": k, "v": v},
-                            lambda L, t: L.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=True),
+                            lambda L, t: L.nn.functional.scaled_dot_product_attention(t["q"], t["k"], t["v"],
+                                                                                       is_causal=True),
                             lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
                             1e-3, 1e-4))
     return rows
@@ -184,15 +190,19 @@ def main():
             rows.append(llama_decode_row())
         except Exception as e:  # noqa: BLE001 (report the row as failed, keep the others)
             rows.append({"row": "Llama 110M f32 decode", "error": f"{type(e).__name__}: {e}"})
+        print("row:", json.dumps(rows[-1]), flush=True)
     gpu = torch.cuda.get_device_name(0)
     print(f"\nGPU: {gpu}; torch {torch.__version__}\n")
-    print("| row | lumen ms | PyTorch ms | PyTorch ÷ lumen | agrees (max abs err) | lumen compile s |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| row | lumen ms | PyTorch ms | PyTorch ÷ lumen | PyTorch + copy to host ms | ÷ lumen "
+          "| agrees (max abs err) | lumen compile s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if "error" in r:
-            print(f"| {r['row']} | failed: {r['error']} | | | | |")
+            print(f"| {r['row']} | failed: {r['error']} | | | | | | |")
             continue
-        print(f"| {r['row']} | {r['lumen_ms']:.3f} | {r['torch_ms']:.3f} | {r['ratio']:.2f}x | "
+        host = r.get("torch_to_host_ms")
+        host_cols = f"{host:.3f} | {host / r['lumen_ms']:.3f}x" if host else "- | -"
+        print(f"| {r['row']} | {r['lumen_ms']:.3f} | {r['torch_ms']:.3f} | {r['ratio']:.3f}x | {host_cols} | "
               f"{'yes' if r['agrees'] else 'NO'} ({r['max_abs_err']:.1e}) | {r['lumen_compile_s']} |")
     if args.json:
         with open(args.json, "w") as f:
