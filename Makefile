@@ -32,6 +32,7 @@ test: build
 bench: build
 	@bash scripts/setup --bench
 	$(PYTHON) bench/run.py $(if $(ONLY),--only $(ONLY),) $(if $(THREADS),--threads $(THREADS),)
+	$(if $(ONLY),,$(PYTHON) bench/gpu_rows.py)  # CUDA rows where a GPU exists; else it says so
 
 # Regenerates docs/ops.md from the registry and a fresh test run.
 docs: build
