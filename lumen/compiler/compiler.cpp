@@ -23,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 kernel::Target target_of(const backend::Backend& backend) {
   backend::Capabilities c = backend.capabilities();
-  return kernel::Target{c.f32_lanes, c.threads, c.gpu, c.bf16_dot};
+  return kernel::Target{c.f32_lanes, c.threads, c.gpu, c.bf16_dot, c.l2_bytes};
 }
 
 // What the runtime needs besides kernels and launches: set before the

@@ -298,6 +298,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.shape = n.shape;
   f.lanes = target.f32_lanes;
   f.threads = target.threads;
+  f.l2_bytes = target.l2_bytes;
   f.gpu = target.gpu;
   // f32 values, and f32 values rounded to bf16/f16 as they are stored (the
   // precision pass's operand of the next contraction, fused as an epilogue):
@@ -362,6 +363,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   const Node& product = graph.node(r.inputs[0].node);
   std::vector<Expr> probe = loop_indices(product.shape);
   auto k_dim = static_cast<size_t>(r.axis);
+  f.contraction_extent = known_factor(product.shape[k_dim]);
   size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
   bool all_friendly = true;
   auto widened_bf16 = [&](const Edge& e) {
@@ -425,9 +427,20 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // vectors that does (N = 784: 7), else two or one. Rows: up to 6, as many
     // as keep the accumulators within 24 registers.
     int64_t l = f.lanes;
-    k.nr = divisors_in(known_factor(f.shape.back()), {4 * l, 7 * l, 6 * l, 5 * l, 3 * l, 2 * l, l}).front();
+    std::vector<int64_t> widths = divisors_in(known_factor(f.shape.back()), {4 * l, 7 * l, 6 * l, 5 * l, 3 * l, 2 * l, l});
+    k.nr = widths.front();
+    // A packed K x nr panel larger than L2 is read from L3 again for every
+    // row tile (a 512-channel 3x3 convolution at 7x7: K = 4608, 1.2 MB at
+    // nr = 64): narrower panels that fit, down to two vectors.
+    if (f.tileable && f.pack_operand >= 0 && f.l2_bytes > 0 && f.contraction_extent > 0) {
+      for (int64_t w : widths) {
+        if (w < k.nr && w >= 2 * l && f.contraction_extent * k.nr * 4 > f.l2_bytes) k.nr = w;
+      }
+    }
     int64_t most_rows = std::max<int64_t>(1, 24 / (k.nr / l));
-    auto mrs = tile_rows_in(m, {6, 4, 3, 2});
+    // Seven rows where they divide the rows exactly and fit (49 positions of a 7 x 7 map at nr = 2 vectors).
+    bool seven = most_rows >= 7 && m.is_const() && m.value() % 7 == 0;
+    auto mrs = seven ? std::vector<int64_t>{7} : tile_rows_in(m, {6, 4, 3, 2});
     auto fits = std::find_if(mrs.begin(), mrs.end(), [&](int64_t r) { return r <= most_rows; });
     k.mr = fits == mrs.end() ? 1 : *fits;
     k.pack = f.pack_operand >= 0;

@@ -61,6 +61,7 @@ std::string SearchReport::to_string() const {
     std::snprintf(line, sizeof line, "  node %-5d %-6s baseline %9.3f ms  best %9.3f ms  x%-5.2f  tried %3d  rejected %d  %s\n",
                   k.node, k.source.c_str(), k.baseline_ms, k.best_ms, speedup, k.tried, k.rejected, fuses.c_str());
     out << line;
+    if (!k.actions.empty()) out << "        schedule: " << k.actions << "\n";  // what won
   }
   for (const std::string& w : warnings) out << "  warning: " << w << "\n";
   return out.str();

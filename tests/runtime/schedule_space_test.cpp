@@ -115,12 +115,13 @@ Case causal_attention() {
 
 // A 3x3 convolution with padding: a contraction over C·3·3 whose window
 // index takes r / 9, r / 3 % 3 and r % 3 of the reduction variable.
-Case conv3x3() {
+Case conv3x3(int64_t channels = 8, int64_t out = 32, int64_t h = 10, int64_t w = 12) {
   Case c;
-  Tensor x = c.g.input("x", {Expr(1), Expr(8), Expr(10), Expr(12)}), w = c.g.input("w", {Expr(32), Expr(8), Expr(3), Expr(3)});
-  c.g.mark_output(ops::conv2d(x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 1), "y");
-  c.inputs["x"] = filled(DType::F32, {1, 8, 10, 12}, 1);
-  c.inputs["w"] = filled(DType::F32, {32, 8, 3, 3}, 1);
+  Tensor x = c.g.input("x", {Expr(1), Expr(channels), Expr(h), Expr(w)});
+  Tensor k = c.g.input("w", {Expr(out), Expr(channels), Expr(3), Expr(3)});
+  c.g.mark_output(ops::conv2d(x, k, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 1), "y");
+  c.inputs["x"] = filled(DType::F32, {1, channels, h, w}, 1);
+  c.inputs["w"] = filled(DType::F32, {out, channels, 3, 3}, 1);
   return c;
 }
 
@@ -332,6 +333,37 @@ TEST(ScheduleSpace, ConvolutionReductionSplitsIntoChannelsAndWindow) {
   };
   EXPECT_TRUE(has_split(lk.kernel.body));
   check_heuristic_and_neighbours(std::move(c));
+}
+
+// A 512-channel 3x3 convolution at 7 x 7: the packed K x nr panel (K = 4608)
+// is 1.2 MB at nr = 64, more than a 1 MB L2, so the tile narrows to two
+// vectors (590 KB) and takes 7 rows, which divide the 49 positions.
+TEST(ScheduleSpace, APanelLargerThanL2NarrowsTheTile) {
+  Case c = conv3x3(512, 512, 7, 7);
+  Contraction k = contraction_kernel(c);
+  ASSERT_GE(k.node, 0);
+  auto knobs_for = [&](int64_t l2) {
+    kernel::Target t{16, 2};
+    t.l2_bytes = l2;
+    return kernel::heuristic_knobs(kernel::kernel_facts(c.g, k.node, k.materialized, t));
+  };
+  kernel::Knobs small = knobs_for(int64_t{1} << 20), big = knobs_for(int64_t{2} << 20), unknown = knobs_for(0);
+  EXPECT_EQ(small.nr, 32) << small.to_string();
+  EXPECT_EQ(small.mr, 7) << small.to_string();
+  EXPECT_EQ(big.nr, 64) << big.to_string();
+  EXPECT_EQ(unknown.nr, 64) << unknown.to_string();
+  EXPECT_EQ(unknown.mr, 6) << unknown.to_string();
+  // The narrowed 7-row tile computes the right thing (a 16-channel one, its
+  // 36 KB panel over a 16 KB "L2").
+  Case small_conv = conv3x3(16, 64, 7, 7);
+  bool narrowed = false;
+  check(small_conv, [&](kernel::KernelFacts f) {
+    f.l2_bytes = 16 << 10;
+    kernel::Knobs h = kernel::heuristic_knobs(f);
+    if (h.nr == 2 * f.lanes && h.mr == 7) narrowed = true;
+    return kernel::knob_actions(f, h);
+  }, "narrowed tile");
+  EXPECT_TRUE(narrowed);
 }
 
 // pack_inline: the panels are made inside the kernel by the thread that reads

