@@ -44,10 +44,10 @@ inline int64_t lumen_floormod(int64_t a, int64_t b) {
 inline int64_t lumen_min(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t lumen_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
-// NaN-propagating maximum, as the interpreter's MaxReduce.
-// NaN-propagating max without a data-dependent branch: one maxss and a NaN
-// test that is almost never taken (a branch on a > b mispredicts on every
-// other element of random data: 3x slower max pooling).
+// NaN-propagating maximum, as the interpreter's MaxReduce, without a
+// data-dependent branch: one maxss and a NaN test that is almost never taken
+// (a branch on a > b mispredicts on every other element of random data: 3x
+// slower max pooling).
 inline float lumen_maxf(float a, float b) {
   float m = a > b ? a : b;
   return ((a != a) | (b != b)) ? a + b : m;
