@@ -42,6 +42,9 @@ class KernelRig {
   // them there (the previous run read them): the rig reads them hot too.
   KernelRig(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Bindings& dims,
             std::shared_ptr<const backend::Backend> backend, bool parameters_warm = false);
+  ~KernelRig();
+  KernelRig(const KernelRig&) = delete;
+  KernelRig& operator=(const KernelRig&) = delete;
 
   // Lowers `actions` into a candidate (error set if illegal).
   Candidate make(const std::vector<kernel::Action>& actions, const std::string& name);
@@ -61,6 +64,11 @@ class KernelRig {
   // weights are read in a real program; other inputs and intermediates stay hot.
   void* run_data(NodeId n);
   void bind_scratch(Candidate& c);
+  // A backend with its own memory (a GPU): the device copy of host buffer
+  // `host` (copied up when first asked for), so runs time the kernels, not
+  // the bus; the output is copied down after each run, outside the clock.
+  void* on_device(backend::Queue& queue, void* host, size_t bytes);
+  size_t host_bytes(NodeId b, const Candidate& c) const;
 
   const Graph& graph_;
   std::shared_ptr<const backend::Backend> backend_;
@@ -77,6 +85,8 @@ class KernelRig {
   std::map<std::pair<std::string, int>, Array> scratch_;  // (owner, scratch) -> buffer
   std::vector<std::pair<std::vector<int64_t>, Scalar>> reference_;  // sampled element -> value
   double reference_scale_ = 1;
+  bool device_memory_ = false;
+  std::map<const void*, std::pair<void*, size_t>> device_;  // host buffer -> its device copy and size
 };
 
 }  // namespace lumen::search
