@@ -180,6 +180,20 @@ def time_feed(reset, feed, ids, reply, runs=3):
     return median(pre), median(dec)
 
 
+def near_tie(same):
+    """How to read a divergence: a near-tie when both sides' top-2 margins are within the logits' difference."""
+    if max(same["lumen_margin"], same["llamacpp_margin"]) <= max(same["logit_diff"], 0.25):
+        return "a near-tie"
+    return "not a near-tie: a real difference"
+
+
+def int8_chosen(llm):
+    """Whether the graph search kept the integer-dot-product candidate for the decode program."""
+    report = llm.report()
+    decode = report[:report.find("prefill program:")]
+    return any(line.strip().startswith("* candidate") and "int8" in line for line in decode.splitlines())
+
+
 def load_torch(path, threads):
     """transformers' GGUF loader (dequantizes to f32), or the reason it could not load the file."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # transformers' de-quantizing progress bar
@@ -232,8 +246,10 @@ def real_model_demo(path, args):
               f"reference interpreter and timed) ...", flush=True)
         start = time.perf_counter()
         # A private tuning cache: the demo shows a search from scratch, not yesterday's results.
+        # int8_dot="auto": integer dot products for the quantized weights are a candidate the graph
+        # search verifies and times against f32 (llama.cpp's own Q4_1 products quantize activations too).
         tuned = lumen.models.Llama(path, capacity=capacity, budget_s=args.budget, tuning_cache=True,
-                                   cache_path=os.path.join(tmp, "tuning.db"))
+                                   cache_path=os.path.join(tmp, "tuning.db"), int8_dot="auto")
         print(f"      compiled with search in {time.perf_counter() - start:.1f} s")
         text, stats = tuned.chat(messages, max_new_tokens=args.tokens)
     reply = list(stats["tokens"])
@@ -287,9 +303,11 @@ def real_model_demo(path, args):
         print(f"greedy tokens: lumen and llama.cpp agree on the first {n} reply tokens, then choose differently "
               f"(lumen {tokenizer.decode([same['lumen_token']])!r}, llama.cpp {tokenizer.decode([same['llamacpp_token']])!r}); "
               f"top-2 margin there: {same['lumen_margin']:.3f} in lumen's logits, {same['llamacpp_margin']:.3f} in "
-              f"llama.cpp's — a near-tie")
+              f"llama.cpp's — {near_tie(same)}")
+    how = ("the graph search chose integer dot products for lumen's searched program: it does too"
+           if int8_chosen(tuned) else "lumen computes in f32 on the dequantized weights")
     print(f"next-token logits of the prompt: max |lumen - llama.cpp| = {same['logit_diff']:.2f} (llama.cpp quantizes "
-          f"activations to 8 bits in its Q4_1 products; lumen computes in f32 on the dequantized weights)")
+          f"activations to 8 bits in its Q4_1 products; {how})")
 
 
 def open_template(path):
