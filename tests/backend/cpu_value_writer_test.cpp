@@ -11,6 +11,8 @@
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/compiler/compiler.h"
+#include "lumen/compile.h"
+#include "lumen/ops/conv.h"
 #include "lumen/ops/elementwise.h"
 
 namespace lumen {
@@ -132,6 +134,39 @@ TEST(CpuValueWriter, RoundingToHalfTypesIsInLanesAndMatchesTheScalarRounding) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace lumen
+
+namespace lumen {
+namespace {
+
+// A padded 3x3 window over rows the lanes do not divide (28): the vector
+// overhanging the row's end and the padding's validity ("0 < min(w, 27)")
+// both clamp; the taps are still whole masked vector loads, not a vector
+// assembled lane by lane, and the result is the interpreter's.
+TEST(CpuValueWriter, PaddedWindowsOverUnevenRowsAreMaskedVectorLoads) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  Graph g;
+  Tensor x = g.input("x", {Expr(1), Expr(4), Expr(6), Expr(28)}), w = g.input("w", {Expr(4), Expr(1), Expr(3), Expr(3)});
+  Tensor y = ops::conv2d(x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 4);
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));  // past the prelude
+  EXPECT_NE(kernels.find("lumen_maskload_f32(b1"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
+  Program cpu = compile(g, {}, {Backend::Cpu});
+  Program ref = compile(g, {}, {Backend::Interp});
+  Array xs(DType::F32, {1, 4, 6, 28}), ws(DType::F32, {4, 1, 3, 3});
+  for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
+  for (int64_t i = 0; i < ws.numel(); ++i) ws.set(i, std::cos(0.7 * static_cast<double>(i)));
+  for (Program* p : {&cpu, &ref}) {
+    p->set("x", xs);
+    p->set("w", ws);
+    p->run();
+  }
+  for (int64_t i = 0; i < cpu.get("y").numel(); ++i) EXPECT_NEAR(cpu.get("y").get(i), ref.get("y").get(i), 1e-5) << i;
 }
 
 }  // namespace

@@ -30,8 +30,13 @@ std::optional<int64_t> lane_stride(const Expr& e, const Expr& var);
 struct Unclamped {
   Expr index;
   Expr in_bounds;
+  std::vector<Expr> clamps;  // the min(x, bound) nodes taken out
 };
 std::optional<Unclamped> unclamp(const Expr& index, const Expr& var);
+// `e` with each of `clamps` replaced by its x: for a load's validity, whose
+// lanes past the clamps are masked by the unclamped index's in_bounds anyway
+// (a padded window's "0 < min(x, W - 1)" becomes the affine "0 < x").
+Expr without_clamps(const Expr& e, const std::vector<Expr>& clamps, const Expr& var);
 
 // Index Exprs as C int64 expressions; dynamic dims read from `d_<name>`.
 class ExprPrinter {

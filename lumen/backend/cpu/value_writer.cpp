@@ -174,12 +174,14 @@ std::optional<int64_t> lane_stride(const Expr& e, const Expr& var) {
 
 std::optional<Unclamped> unclamp(const Expr& index, const Expr& var) {
   Expr in_bounds = Expr(1);
+  std::vector<Expr> clamps;
   std::function<Expr(const Expr&)> walk = [&](const Expr& e) -> Expr {
     if (!e.defined() || !mentions(e, var)) return e;
     if (e.kind() == ExprKind::Min && mentions(e.a(), var) != mentions(e.b(), var)) {
       const Expr& x = mentions(e.a(), var) ? e.a() : e.b();
       const Expr& bound = mentions(e.a(), var) ? e.b() : e.a();
       in_bounds = logical_and(in_bounds, lt(x, bound + 1));
+      clamps.push_back(e);
       return walk(x);
     }
     switch (e.kind()) {
@@ -190,7 +192,23 @@ std::optional<Unclamped> unclamp(const Expr& index, const Expr& var) {
   };
   Expr unclamped = simplify(walk(index));
   if (in_bounds.is_const(1) || unclamped == index) return std::nullopt;
-  return Unclamped{unclamped, simplify(in_bounds)};
+  return Unclamped{unclamped, simplify(in_bounds), clamps};
+}
+
+Expr without_clamps(const Expr& e, const std::vector<Expr>& clamps, const Expr& var) {
+  if (!e.defined() || !mentions(e, var)) return e;
+  if (e.kind() == ExprKind::Min && std::find(clamps.begin(), clamps.end(), e) != clamps.end()) {
+    return without_clamps(mentions(e.a(), var) ? e.a() : e.b(), clamps, var);
+  }
+  switch (e.kind()) {
+    case ExprKind::Const:
+    case ExprKind::Var: return e;
+    case ExprKind::Not: return make_not(without_clamps(e.a(), clamps, var));
+    case ExprKind::Select:
+      return make_select(without_clamps(e.a(), clamps, var), without_clamps(e.b(), clamps, var),
+                         without_clamps(e.c(), clamps, var));
+    default: return make_binary(e.kind(), without_clamps(e.a(), clamps, var), without_clamps(e.b(), clamps, var));
+  }
 }
 
 Reg KernelWriter::value(const Value& v, const Combo& combo, const std::string& pad) {
@@ -400,7 +418,7 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       if (!(stride && *stride == 1) && (v->dtype == DType::F32 || v->dtype == DType::I32)) {
         if (auto u = unclamp(index, combo.vl); u && lane_stride(u->index, combo.vl) == std::optional<int64_t>(1)) {
           index = u->index;  // lanes past the clamp read nothing (masked) and are never stored
-          valid = simplify(logical_and(valid, u->in_bounds));
+          valid = simplify(logical_and(without_clamps(valid, u->clamps, combo.vl), u->in_bounds));
           stride = 1;
         } else if (auto w = unwrap_overhang(index, valid, combo.vl); w && lane_stride(*w, combo.vl) == std::optional<int64_t>(1)) {
           index = *w;  // a reduction's overhanging vector: masked lanes read nothing
