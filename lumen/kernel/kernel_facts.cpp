@@ -1,0 +1,351 @@
+#include "lumen/kernel/schedule_space.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "lumen/core/error.h"
+#include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
+#include "lumen/core/simplify.h"
+#include "lumen/kernel/lower.h"
+
+// kernel_facts (schedule_space.h): what the schedule space needs to know about one kernel, read off its plain lowering.
+
+namespace lumen::kernel {
+
+namespace {
+
+double assumed(const Expr& e) {
+  Bindings b;
+  for (const Expr& v : expr_vars(e)) b[v.name()] = 64;
+  return static_cast<double>(evaluate(e, b));
+}
+
+bool mentions(const std::vector<Expr>& vars, const Expr& v) { return std::find(vars.begin(), vars.end(), v) != vars.end(); }
+
+// Calls on_loop for every loop (before its body) and on_load for every load
+// of a kernel, in statement order.
+void walk_loads(const Kernel& k, const std::function<void(const Stmt&)>& on_loop,
+                const std::function<void(const ValueNode&)>& on_load) {
+  std::function<void(const Value&)> value = [&](const Value& v) {
+    if (v->kind == ValueKind::Load) on_load(*v);
+    for (const Value& a : v->args) value(a);
+  };
+  std::function<void(const Block&)> block = [&](const Block& b) {
+    for (const Stmt& st : b) {
+      if (st.kind == StmtKind::Loop) on_loop(st);
+      if (st.value) value(st.value);
+      if (st.kind == StmtKind::Loop) block(st.body);
+    }
+  };
+  block(k.body);
+}
+
+int64_t linear_coefficient(const Expr& index, const Expr& var);
+
+// How an index walks the lanes of `var` split into aligned vectors of
+// `lanes` (var = o·lanes + l): the coefficient of l, or -1 if l enters it
+// non-linearly. r / 32 is 0 over lanes of 16 (a per-block scale), r % 32 is 1
+// (the elements of a packed quant block), (h + d / 32) % 9 · 64 + d % 32 is 1
+// over lanes of 16 (a rotary embedding's other half).
+int64_t stride_in_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
+  Expr o = Expr::index(var.name() + "_vo", simplify((extent + (lanes - 1)) / lanes));
+  Expr l = Expr::index(var.name() + "_vl", Expr(lanes));
+  Expr split = simplify(substitute(index, VarMap{{var, o * lanes + l}}));
+  return linear_coefficient(split, l);
+}
+
+// For each loop variable, the coefficients it has in load indices (over aligned
+// vectors of `lanes`, where the index is not linear in it).
+std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
+  std::map<std::string, std::vector<int64_t>> by_var;
+  std::map<std::string, Expr> extents;  // loop variables' extents by name
+  walk_loads(
+      k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
+      [&](const ValueNode& load) {
+        auto form = LinearForm::of(load.index);
+        if (!form) return;
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() == ExprKind::Var) {
+            by_var[term.name()].push_back(c);
+            continue;
+          }
+          for (const Expr& var : expr_vars(term)) {
+            auto it = extents.find(var.name());
+            int64_t stride = it == extents.end() ? -1 : stride_in_lanes(load.index, var, it->second, lanes);
+            by_var[var.name()].push_back(stride);
+          }
+        }
+      });
+  return by_var;
+}
+
+// The n of every r / n and r % n a load index takes of a reduction variable r
+// whose extent n divides (what reduce_split can turn into loop variables).
+std::vector<int64_t> reduce_divisors(const Kernel& k) {
+  std::map<std::string, Expr> extents;  // reduction loops seen so far
+  std::vector<int64_t> out;
+  std::function<void(const Expr&)> expr = [&](const Expr& e) {
+    if (!e.defined() || e.kind() == ExprKind::Var || e.kind() == ExprKind::Const) return;
+    if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) && e.a().kind() == ExprKind::Var && e.b().is_const()) {
+      auto it = extents.find(e.a().name());
+      int64_t n = e.b().value();
+      if (it != extents.end() && n > 1 && n <= kMaxReduceSplit && known_factor(it->second) % n == 0 &&
+          std::find(out.begin(), out.end(), n) == out.end()) {
+        out.push_back(n);
+      }
+    }
+    expr(e.a());
+    expr(e.b());
+    expr(e.c());
+  };
+  walk_loads(
+      k, [&](const Stmt& loop) { if (loop.var.name()[0] == 'r') extents[loop.var.name()] = loop.extent; },
+      [&](const ValueNode& load) {
+        expr(load.index);
+        expr(load.valid);
+      });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The period of the digits (r / d) % m (d a multiple of `lanes`, d·m at most
+// kMaxLaneChunks vectors) that load indices and masks take of a reduction
+// variable r: lanes spanning it see each digit as a constant. 0: none.
+int64_t lane_period(const Kernel& k, int64_t lanes) {
+  int64_t period = 0;
+  std::function<void(const Expr&)> expr = [&](const Expr& e) {
+    if (!e.defined() || e.kind() == ExprKind::Var || e.kind() == ExprKind::Const) return;
+    if (e.kind() == ExprKind::Mod && e.b().is_const() && e.a().kind() == ExprKind::Div && e.a().a().kind() == ExprKind::Var &&
+        e.a().a().name()[0] == 'r' && e.a().b().is_const()) {
+      int64_t d = e.a().b().value(), m = e.b().value();
+      if (d % lanes == 0 && m > 1 && d * m <= kMaxLaneChunks * lanes) period = std::max(period, d * m);
+    }
+    expr(e.a());
+    expr(e.b());
+    expr(e.c());
+  };
+  walk_loads(k, [](const Stmt&) {}, [&](const ValueNode& load) {
+    expr(load.index);
+    expr(load.valid);
+  });
+  return period;
+}
+
+// How many loads a kernel makes: each load times the extents of its loops
+// (dynamic extents taken as 64).
+double load_count(const Kernel& k) {
+  std::function<double(const Block&)> block = [&](const Block& b) {
+    double n = 0;
+    for (const Stmt& st : b) {
+      if (st.value) {
+        std::function<double(const Value&)> value = [&](const Value& v) {
+          double c = v->kind == ValueKind::Load ? 1 : 0;
+          for (const Value& a : v->args) c += value(a);
+          return c;
+        };
+        n += value(st.value);
+      }
+      if (st.kind == StmtKind::Loop) n += assumed(st.extent) * block(st.body);
+    }
+    return n;
+  };
+  return block(k.body);
+}
+
+// Every load ignores `var` or walks it with unit stride, and one walks it.
+// Whether some reduction walks bytes four at a time (8-bit loads with coefficient 4 on its
+// variable, every other load of it linear with coefficient 0, 1 or 4, or not linear in it: a
+// block's scale r / c): the int8 dot products of lumen/compiler/int8_dot.h, where SIMD lanes
+// along the reduction are lanes of vpdpbusd.
+bool byte_group_reduction(const Kernel& k) {
+  std::map<std::string, bool> bytes, other;  // per reduction variable: a byte load at 4; a load it disqualifies
+  walk_loads(
+      k, [](const Stmt&) {},
+      [&](const ValueNode& load) {
+        auto form = LinearForm::of(load.index);
+        if (!form) return;
+        for (const auto& [term, c] : form->terms) {
+          if (term.kind() != ExprKind::Var || term.name().empty() || term.name()[0] != 'r') continue;
+          bool is_byte = load.dtype == DType::I8 || load.dtype == DType::U8;
+          if (is_byte && c == 4) bytes[term.name()] = true;
+          else if (c != 0 && c != 1 && c != 4) other[term.name()] = true;
+        }
+      });
+  for (const auto& [var, found] : bytes) {
+    if (found && !other.count(var)) return true;
+  }
+  return false;
+}
+
+bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
+  auto it = strides.find(var);
+  if (it == strides.end()) return false;
+  bool any = false;
+  for (int64_t c : it->second) {
+    if (c != 0 && c != 1) return false;
+    any = any || c == 1;
+  }
+  return any;
+}
+
+// How an operand's index depends on a variable: its coefficient if linear, -1 if not.
+int64_t linear_coefficient(const Expr& index, const Expr& var) {
+  auto form = LinearForm::of(index);
+  if (!form) return -1;
+  int64_t coefficient = 0;
+  for (const auto& [term, c] : form->terms) {
+    if (term == var) {
+      coefficient = c;
+    } else if (mentions(expr_vars(term), var)) {
+      return -1;
+    }
+  }
+  return coefficient;
+}
+
+// How many distinct elements an operand's index reads over the loops `probe`
+// of `shape`: the product of the extents its variables take, a variable seen
+// only as v / c counting extent / c (grouped-query heads: h / 3).
+double distinct_reads(const Expr& index, const std::vector<Expr>& probe, const Shape& shape) {
+  double n = 1;
+  for (size_t d = 0; d < probe.size(); ++d) {
+    const Expr& v = probe[d];
+    int64_t divisor = 0;  // 0: not seen; -1: seen bare
+    std::function<void(const Expr&)> visit = [&](const Expr& e) {
+      if (!e.defined()) return;
+      if (e.kind() == ExprKind::Div && e.a() == v && e.b().is_const() && e.b().value() > 0) {
+        divisor = divisor == 0 ? e.b().value() : divisor == e.b().value() ? divisor : -1;
+        return;
+      }
+      if (e == v) {
+        divisor = -1;
+        return;
+      }
+      visit(e.a());
+      visit(e.b());
+      visit(e.c());
+    };
+    visit(index);
+    if (divisor == 0) continue;
+    double extent = assumed(shape[d]);
+    n *= divisor > 0 ? std::max(1.0, extent / static_cast<double>(divisor)) : extent;
+  }
+  return std::max(n, 1.0);
+}
+
+}  // namespace
+
+KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target) {
+  KernelFacts f;
+  const Node& n = graph.node(node);
+  f.node = node;
+  f.shape = n.shape;
+  f.lanes = target.f32_lanes;
+  f.threads = target.threads;
+  f.l2_bytes = target.l2_bytes;
+  f.gpu = target.gpu;
+  // f32 values, and f32 values rounded to bf16/f16 as they are stored (the
+  // precision pass's operand of the next contraction, fused as an epilogue):
+  // both are computed in f32 SIMD lanes.
+  bool rounded = n.op == Op::Cast && (n.dtype == DType::BF16 || n.dtype == DType::F16) &&
+                 graph.node(n.inputs[0].node).dtype == DType::F32;
+  f.f32 = n.dtype == DType::F32 || rounded;
+  f.numel = 1;
+  for (const Expr& d : n.shape) f.numel *= assumed(d);
+  LoweredKernel plain = lower(graph, node, materialized, Schedule(n.shape), "probe");
+  for (double e : plain.evaluations) f.work += e;
+  auto strides = load_strides(plain.kernel, f.lanes);
+  f.loads = load_count(plain.kernel);
+  for (NodeId b : plain.buffer_nodes) {
+    if (b >= 0 && graph.node(b).op == Op::Input && graph.node(b).parameter) f.reads_parameter = true;
+  }
+  for (const auto& [var, coefs] : strides) {
+    if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
+  }
+  f.byte_groups = byte_group_reduction(plain.kernel);
+  if (f.byte_groups) f.unit_reduce = true;
+  if (NodeId r = outer_reduction_of(graph, node, materialized); r >= 0) {
+    const Node& reduction = graph.node(r);
+    f.rfactor_extent = known_factor(reduction.inputs[0].view.shape()[static_cast<size_t>(reduction.axis)]);
+  }
+  int rank = static_cast<int>(n.shape.size());
+  if (rank == 0) return f;
+  std::string last_var = "i" + std::to_string(rank - 1);
+  const Expr& last = n.shape.back();
+  int64_t last_factor = known_factor(last);  // dynamic extents such as 16*blocks count by their factor
+  // (i8 outputs too: a quantized activation's bytes, stored 16 lanes at a time.)
+  bool last_ok = (f.f32 || n.dtype == DType::I8) && last_factor > 0 && last_factor % f.lanes == 0;
+  // A last dim the lanes do not divide (a row of past + 1 scores, ViT's 197 positions) is SIMD
+  // too when it is dynamic or longer than a vector: its last vector overhangs the row's end, masked.
+  bool overhangs = f.f32 && !last_ok && (!last.is_const() || last.value() > f.lanes);
+  f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var));
+  auto strided = [&](const std::string& var) {
+    auto it = strides.find(var);
+    return it != strides.end() && std::any_of(it->second.begin(), it->second.end(), [](int64_t c) { return c < 0 || c > 1; });
+  };
+  if (strided(last_var)) {
+    for (int d = rank - 2; d >= 0 && f.transposed_dim < 0; --d) {
+      auto it = strides.find("i" + std::to_string(d));
+      if (it != strides.end() && std::count(it->second.begin(), it->second.end(), 1) > 0) f.transposed_dim = d;
+    }
+  }
+  f.reduce_splits = reduce_divisors(plain.kernel);
+  f.lane_period = lane_period(plain.kernel, f.lanes);
+  f.contraction = contraction_of(graph, node, materialized);
+  f.row_dim = rank - 2;
+  for (int d = rank - 2; d >= 0; --d) {
+    if (!n.shape[static_cast<size_t>(d)].is_const(1)) {
+      f.row_dim = d;
+      break;
+    }
+  }
+  if (f.contraction < 0 || rank < 2 || !last_ok) return f;
+  // Which operand of the product to pack: one that varies along n and k but is
+  // not already contiguous along n with close reduction rows (B of a row-major
+  // matmul at large N, transposed weights, convolution windows).
+  const Node& r = graph.node(f.contraction);
+  const Node& product = graph.node(r.inputs[0].node);
+  std::vector<Expr> probe = loop_indices(product.shape);
+  auto k_dim = static_cast<size_t>(r.axis);
+  f.contraction_extent = known_factor(product.shape[k_dim]);
+  size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
+  bool all_friendly = true;
+  auto widened_bf16 = [&](const Edge& e) {
+    const Node& x = graph.node(e.node);
+    return x.op == Op::Cast && x.dtype == DType::F32 && graph.node(x.inputs[0].node).dtype == DType::BF16;
+  };
+  bool bf16_pairs = target.bf16_dot && product.op == Op::Mul && widened_bf16(product.inputs[0]) &&
+                    widened_bf16(product.inputs[1]) && known_factor(product.shape[k_dim]) % 2 == 0;
+  // A weight read as bf16 pairs: its pack reads only the parameter, so it is
+  // made once and kept between runs — worth it even when each run reads it
+  // once (a decode step's matrix-vector product then streams half the bytes).
+  auto kept_weight = [&](const Edge& e) {
+    if (!bf16_pairs) return false;  // (so e is a widening cast)
+    const Node& bf16 = graph.node(graph.node(e.node).inputs[0].node);
+    const Node& source = bf16.op == Op::Cast ? graph.node(bf16.inputs[0].node) : bf16;
+    return source.op == Op::Input && source.parameter;
+  };
+  for (int j = 0; j < 2; ++j) {
+    Expr index = product.inputs[static_cast<size_t>(j)].view.index(probe).index;
+    std::vector<Expr> used = expr_vars(index);
+    if (!mentions(used, probe[n_dim])) continue;  // broadcast along n (A): read as scalars
+    int64_t coef_n = linear_coefficient(index, probe[n_dim]), coef_k = linear_coefficient(index, probe[k_dim]);
+    bool friendly = coef_n == 1 && coef_k >= 0 && coef_k < 64;
+    if (!friendly) all_friendly = false;
+    // How often each element of the operand is read: a panel packed once is
+    // worth it when read many times (B of a matmul: M times), not for a decode
+    // step's values, read by the few query heads that share a key/value head.
+    double points = 1;
+    for (const Expr& d : product.shape) points *= assumed(d);
+    double reuse = points / distinct_reads(index, probe, product.shape);
+    bool kept = kept_weight(product.inputs[static_cast<size_t>(j)]);
+    if (!friendly && mentions(used, probe[k_dim]) && (reuse >= 8 || kept) && f.pack_operand < 0) f.pack_operand = j;
+  }
+  f.tileable = f.pack_operand >= 0 || (all_friendly && unit_stride(strides, last_var));
+  f.pair_dot = bf16_pairs && f.pack_operand >= 0;
+  return f;
+}
+
+}  // namespace lumen::kernel
