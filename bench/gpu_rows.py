@@ -2,7 +2,7 @@
 Llama) in one run on one GPU. Run where an NVIDIA GPU exists (the device
 check, scripts/device/gpu_check, runs it); elsewhere it says so and exits 0.
 
-    python3 bench/gpu_rows.py [--runs 20] [--json out.json] [--only sgemm,softmax]
+    python3 bench/gpu_rows.py [--runs 20] [--json out.json] [--only sgemm,softmax] [--budget 10]
 
 Every row: median milliseconds after warm-up runs, lumen's output compared
 with PyTorch's, and the ratio PyTorch ms / lumen ms (above 1: lumen faster).
@@ -10,7 +10,8 @@ lumen's time is a whole `Program.run()`: its kernels on device memory, inputs
 already on the device (set once), the output copied back to the host;
 PyTorch's is the op on device tensors, synchronised, output left on the
 device, and again with the output copied to the host (what lumen's run
-includes). Schedules are lumen's heuristic ones (no search budget)."""
+includes). Schedules are lumen's heuristic ones unless --budget gives the
+schedule search seconds per program (candidates timed on the GPU)."""
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,9 @@ def median_ms(fn, runs, warmup=3, sync=None):
     return statistics.median(times)
 
 
+BUDGET = 0.0  # --budget: schedule search seconds per program
+
+
 def lumen_program(build, inputs):
     """A compiled cuda program with `inputs` set once; returns (run, output)."""
     import lumen
@@ -50,7 +54,7 @@ def lumen_program(build, inputs):
     tensors = {name: g.input(name, list(a.shape), dtype=dtypes[a.dtype]) for name, a in inputs.items()}
     y = build(lumen, tensors)
     start = time.perf_counter()
-    program = g.compile([y], backend="cuda")
+    program = g.compile([y], backend="cuda", budget_s=BUDGET, tuning_cache=False)
     compile_s = time.perf_counter() - start
     for name, a in inputs.items():
         program.set(name, a)
@@ -136,7 +140,8 @@ def llama_decode_row(steps=32):
     from transformers.cache_utils import DynamicCache
     files = llama_files()
     start = time.perf_counter()
-    r = lumen.models.Llama(files["dir"], capacity=DECODE_FROM + steps, backend="cuda")
+    r = lumen.models.Llama(files["dir"], capacity=DECODE_FROM + steps, backend="cuda", budget_s=BUDGET,
+                           tuning_cache=False)
     compile_s = time.perf_counter() - start
     prompt = prompt_tokens(DECODE_FROM, 32000)
     nexts = [(i * 13 + 5) % 32000 for i in range(steps)]
@@ -175,7 +180,10 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--only", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--budget", type=float, default=0.0, help="schedule search seconds per program (0: heuristic)")
     args = ap.parse_args()
+    global BUDGET
+    BUDGET = args.budget
     try:
         import torch
         if not torch.cuda.is_available():
@@ -192,7 +200,7 @@ def main():
             rows.append({"row": "Llama 110M f32 decode", "error": f"{type(e).__name__}: {e}"})
         print("row:", json.dumps(rows[-1]), flush=True)
     gpu = torch.cuda.get_device_name(0)
-    print(f"\nGPU: {gpu}; torch {torch.__version__}\n")
+    print(f"\nGPU: {gpu}; torch {torch.__version__}; lumen search budget {BUDGET:g} s per program\n")
     print("| row | lumen ms | PyTorch ms | PyTorch ÷ lumen | PyTorch + copy to host ms | ÷ lumen "
           "| agrees (max abs err) | lumen compile s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
