@@ -193,10 +193,12 @@ Knobs heuristic_knobs(const KernelFacts& f) {
 Knobs traced_heuristic_knobs(const Graph& graph, const KernelFacts& facts) {
   Knobs knobs = heuristic_knobs(facts);
   if (debug_enabled("schedules")) {  // LUMEN_DEBUG=schedules: the heuristic's point for every kernel
-    std::fprintf(stderr, "schedule: node %lld (%s) %s: %s (vector_last %d unit_reduce %d contraction %lld tileable %d)\n",
+    std::fprintf(stderr,
+                 "schedule: node %lld (%s) %s: %s (vector_last %d unit_reduce %d contraction %lld tileable %d "
+                 "transposed_dim %d)\n",
                  static_cast<long long>(facts.node), op_name(graph.node(facts.node).op), to_string(facts.shape).c_str(),
                  knobs.to_string().c_str(), facts.vector_last, facts.unit_reduce, static_cast<long long>(facts.contraction),
-                 facts.tileable);
+                 facts.tileable, facts.transposed_dim);
   }
   return knobs;
 }
