@@ -21,6 +21,12 @@ namespace lumen {
 
 namespace {
 
+// A kernel found a gather index out of range (`where`: the gathers it fuses, if known).
+[[noreturn]] void fail_gather(const backend::LaunchStatus& status, const std::string& where) {
+  fail("gather: index ", status.value, " is out of range for an axis of size ", status.bound,
+       where.empty() ? "" : " (in " + where + ")", "; indices must be in [0, ", status.bound, ")");
+}
+
 int64_t bytes_of(const Shape& shape, DType dtype, const Bindings& b) {
   std::vector<int64_t> dims;
   for (const Expr& d : shape) dims.push_back(evaluate(d, b));
@@ -269,7 +275,7 @@ std::vector<Array> CompiledExecutor::execute_by_node(const NodeArrays& inputs, c
     const Array* a = inputs[static_cast<size_t>(id)];
     if (a) pointer[static_cast<size_t>(id)] = const_cast<void*>(a->data());
   }
-  unsigned char* arena = device_ ? static_cast<unsigned char*>(device_->slot("arena", static_cast<size_t>(arena_capacity_)))
+  unsigned char* arena = device_ ? static_cast<unsigned char*>(device_->slot(DeviceResidency::Arena, 0, static_cast<size_t>(arena_capacity_)))
                                  : arena_.get();
   for (NodeId n : arena_nodes_) {
     pointer[static_cast<size_t>(n)] = arena + plan_.offsets[static_cast<size_t>(buffer_index_[static_cast<size_t>(n)])];
@@ -294,8 +300,7 @@ std::vector<Array> CompiledExecutor::execute_by_node(const NodeArrays& inputs, c
       for (const std::string& f : program_.kernels[l.kernel].fused) {
         if (f.rfind("Gather", 0) == 0) fused += (fused.empty() ? "" : ", ") + f;
       }
-      fail("gather: index ", status.value, " is out of range for an axis of size ", status.bound, " (in ",
-           fused.empty() ? program_.kernels[l.kernel].name : fused, "); indices must be in [0, ", status.bound, ")");
+      fail_gather(status, fused.empty() ? program_.kernels[l.kernel].name : fused);
     }
   };
   std::vector<void*> args;
@@ -319,10 +324,7 @@ std::vector<Array> CompiledExecutor::execute_by_node(const NodeArrays& inputs, c
   if (device_) {
     to_host(*queue, inputs, pointer);
     backend::LaunchStatus status = backend.finish(*queue);
-    if (status.failed) {
-      fail("gather: index ", status.value, " is out of range for an axis of size ", status.bound,
-           "; indices must be in [0, ", status.bound, ")");
-    }
+    if (status.failed) fail_gather(status, "");  // which of the run's launches is not known
     inputs_set_.clear();
   }
   std::vector<Array> out;
@@ -334,19 +336,17 @@ void CompiledExecutor::to_device(backend::Queue& queue, const NodeArrays& inputs
                                  std::vector<void*>& scratch) {
   for (size_t o = 0; o < program_.outputs.size(); ++o) {
     auto n = static_cast<size_t>(program_.outputs[o].node);
-    pointer[n] = device_->slot("output " + std::to_string(o), static_cast<size_t>(results_[o].nbytes()));
+    pointer[n] = device_->slot(DeviceResidency::Output, o, static_cast<size_t>(results_[o].nbytes()));
   }
-  std::vector<bool> is_state(graph().size(), false);
-  for (NodeId id : graph().state_ids()) is_state[static_cast<size_t>(id)] = true;
   for (NodeId id : graph().input_ids()) {
     const Array* a = inputs[static_cast<size_t>(id)];
     if (!a || !pointer[static_cast<size_t>(id)]) continue;
     const Node& n = graph().node(id);
-    bool changed = is_state[static_cast<size_t>(id)] || inputs_set_.count(n.name);
+    bool changed = n.persistent || inputs_set_.count(n.name);  // a state: another program may have written it
     pointer[static_cast<size_t>(id)] = device_->input(queue, id, a->data(), static_cast<size_t>(a->nbytes()), changed);
   }
   for (size_t i = 0; i < program_.scratch.size(); ++i) {
-    if (kept_[i].defined()) scratch[i] = device_->slot("kept " + std::to_string(i), static_cast<size_t>(kept_[i].nbytes()));
+    if (kept_[i].defined()) scratch[i] = device_->slot(DeviceResidency::Kept, i, static_cast<size_t>(kept_[i].nbytes()));
   }
 }
 
@@ -356,10 +356,10 @@ void CompiledExecutor::to_host(backend::Queue& queue, const NodeArrays& inputs, 
     const void* device = pointer[static_cast<size_t>(program_.outputs[o].node)];
     backend.copy_to_host(queue, results_[o].data(), device, static_cast<size_t>(results_[o].nbytes()));
   }
-  for (NodeId id : graph().state_ids()) {  // state writes land in the state's device copy
+  for (NodeId id : graph().input_ids()) {  // state writes land in the state's device copy
     const Array* a = inputs[static_cast<size_t>(id)];
     void* device = pointer[static_cast<size_t>(id)];
-    if (a && device) backend.copy_to_host(queue, const_cast<void*>(a->data()), device, static_cast<size_t>(a->nbytes()));
+    if (graph().node(id).persistent && a && device) backend.copy_to_host(queue, const_cast<void*>(a->data()), device, static_cast<size_t>(a->nbytes()));
   }
 }
 

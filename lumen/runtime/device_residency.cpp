@@ -1,5 +1,7 @@
 #include "lumen/runtime/device_residency.h"
 
+#include <algorithm>
+
 namespace lumen {
 
 DeviceResidency::~DeviceResidency() {
@@ -7,24 +9,20 @@ DeviceResidency::~DeviceResidency() {
   for (auto& [id, b] : inputs_) backend_->device_free(b.device);
 }
 
+// A block of at least `bytes` (one, for an empty buffer); a new one holds no host copy.
 DeviceResidency::Block& DeviceResidency::grow(Block& b, size_t bytes) {
-  if (bytes <= b.bytes && b.device) return b;
+  bytes = std::max<size_t>(bytes, 1);
+  if (b.device && bytes <= b.bytes) return b;
   backend_->device_free(b.device);
-  b.device = nullptr;
-  b.bytes = 0;
-  b.host = nullptr;
-  b.device = backend_->device_alloc(bytes == 0 ? 1 : bytes);
-  b.bytes = bytes == 0 ? 1 : bytes;
+  b = Block{backend_->device_alloc(bytes), bytes};
   return b;
 }
 
-void* DeviceResidency::slot(const std::string& key, size_t bytes) { return grow(slots_[key], bytes).device; }
+void* DeviceResidency::slot(Kind kind, size_t index, size_t bytes) { return grow(slots_[{kind, index}], bytes).device; }
 
 void* DeviceResidency::input(backend::Queue& queue, NodeId id, const void* host, size_t bytes, bool changed) {
-  Block& b = inputs_[id];
-  bool fresh = b.device && bytes <= b.bytes;
-  grow(b, bytes);
-  if (changed || !fresh || b.host != host || b.used != bytes) {
+  Block& b = grow(inputs_[id], bytes);
+  if (changed || b.host != host || b.used != bytes) {
     backend_->copy_to_device(queue, b.device, host, bytes);
     b.host = host;
     b.used = bytes;

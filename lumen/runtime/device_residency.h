@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <string>
+#include <utility>
 
 #include "lumen/backend/backend.h"
 #include "lumen/core/graph.h"
@@ -25,9 +25,11 @@ class DeviceResidency {
   DeviceResidency(const DeviceResidency&) = delete;
   DeviceResidency& operator=(const DeviceResidency&) = delete;
 
-  // Device memory named `key` of at least `bytes`, kept across runs; a slot
-  // that must grow is allocated anew (its contents are not kept).
-  void* slot(const std::string& key, size_t bytes);
+  // Device memory for the arena, output `index` or kept pack `index`, of at
+  // least `bytes`, kept across runs; a slot that must grow is allocated anew
+  // (its contents are not kept).
+  enum Kind { Arena, Output, Kept };
+  void* slot(Kind kind, size_t index, size_t bytes);
   // The device copy of input `id` (host memory `host`, `bytes` long), copied
   // up on `queue` when `changed`, new, moved or resized.
   void* input(backend::Queue& queue, NodeId id, const void* host, size_t bytes, bool changed);
@@ -44,7 +46,7 @@ class DeviceResidency {
   Block& grow(Block& b, size_t bytes);
 
   std::shared_ptr<const backend::Backend> backend_;
-  std::map<std::string, Block> slots_;
+  std::map<std::pair<Kind, size_t>, Block> slots_;
   std::map<NodeId, Block> inputs_;
 };
 

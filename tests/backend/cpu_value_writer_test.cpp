@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include "lumen/backend/cpu/cpu_backend.h"
 #include "lumen/backend/cpu/isa.h"
@@ -14,6 +15,8 @@
 #include "lumen/compile.h"
 #include "lumen/ops/conv.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/runtime/compiled_executor.h"
+#include "tests/runtime/against_interpreter.h"
 
 namespace lumen {
 namespace {
@@ -136,12 +139,6 @@ TEST(CpuValueWriter, RoundingToHalfTypesIsInLanesAndMatchesTheScalarRounding) {
   }
 }
 
-}  // namespace
-}  // namespace lumen
-
-namespace lumen {
-namespace {
-
 // A padded 3x3 window over rows the lanes do not divide (28): the vector
 // overhanging the row's end and the padding's validity ("0 < min(w, 27)")
 // both clamp; the taps are still whole masked vector loads, not a vector
@@ -156,17 +153,12 @@ TEST(CpuValueWriter, PaddedWindowsOverUnevenRowsAreMaskedVectorLoads) {
   std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));  // past the prelude
   EXPECT_NE(kernels.find("lumen_maskload_f32(b1"), std::string::npos) << kernels;
   EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
-  Program cpu = compile(g, {}, {Backend::Cpu});
-  Program ref = compile(g, {}, {Backend::Interp});
   Array xs(DType::F32, {1, 4, 6, 28}), ws(DType::F32, {4, 1, 3, 3});
   for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
   for (int64_t i = 0; i < ws.numel(); ++i) ws.set(i, std::cos(0.7 * static_cast<double>(i)));
-  for (Program* p : {&cpu, &ref}) {
-    p->set("x", xs);
-    p->set("w", ws);
-    p->run();
-  }
-  for (int64_t i = 0; i < cpu.get("y").numel(); ++i) EXPECT_NEAR(cpu.get("y").get(i), ref.get("y").get(i), 1e-5) << i;
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}, {"w", ws}}, "y");
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
 }
 
 }  // namespace

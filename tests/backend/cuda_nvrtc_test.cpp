@@ -11,8 +11,8 @@
 
 #include "lumen/backend/cuda/cuda_backend.h"
 #include "lumen/backend/cuda/cuda_driver.h"
-#include "lumen/compile.h"
 #include "lumen/compiler/compiler.h"
+#include "lumen/compile.h"
 #include "lumen/models/llama.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/linalg.h"
@@ -24,9 +24,9 @@ namespace {
 
 using namespace lumen::ops;
 
-std::vector<Edge> outputs_of(const Graph &g) {
+std::vector<Edge> outputs_of(const Graph& g) {
   std::vector<Edge> out;
-  for (const NamedOutput &o : g.outputs()) out.push_back(o.edge);
+  for (const NamedOutput& o : g.outputs()) out.push_back(o.edge);
   return out;
 }
 
@@ -35,8 +35,7 @@ struct Workload {
   Graph graph;
 };
 
-// The bench workloads at full size (`small`: sizes the interpreter checks in
-// seconds).
+// The bench workloads at full size (`small`: sizes the interpreter checks in seconds).
 std::vector<Workload> workloads(bool small = false) {
   std::vector<Workload> out;
   {
@@ -61,8 +60,7 @@ std::vector<Workload> workloads(bool small = false) {
     g.mark_output(scaled_dot_product_attention(q, k, v, std::nullopt, causal));
     out.push_back({causal ? "attention_causal" : "attention", std::move(g)});
   }
-  {  // 64-bit values: i64 indices past 2^31 and f64 math, reductions over rows
-    // (work-group trees) and points
+  {  // 64-bit values: i64 indices past 2^31 and f64 math, reductions over rows (work-group trees) and points
     Graph g;
     Tensor x = g.input("x", {Expr(64), Expr(4096)});
     Tensor wide = x.cast(DType::F64);
@@ -90,32 +88,30 @@ std::vector<Workload> workloads(bool small = false) {
   return out;
 }
 
-// Random inputs for every input of `g` at these dims (integers in [0, 64):
-// token ids).
-void fill_inputs(const Graph &g, const Bindings &dims, std::vector<Program *> programs) {
+// Random inputs for every input of `g` at these dims (integers in [0, 64): token ids).
+void fill_inputs(const Graph& g, const Bindings& dims, std::vector<Program*> programs) {
   uint32_t seed = 7;
   for (NodeId id : g.input_ids()) {
-    const Node &n = g.node(id);
+    const Node& n = g.node(id);
     std::vector<int64_t> shape;
-    for (const Expr &d : n.shape) shape.push_back(evaluate(d, dims));
+    for (const Expr& d : n.shape) shape.push_back(evaluate(d, dims));
     Array a(n.dtype, shape);
     for (int64_t i = 0; i < a.numel(); ++i) {
       seed = seed * 1664525u + 1013904223u;
       double unit = static_cast<double>(seed >> 8) / static_cast<double>(1u << 24);
       a.set(i, is_float(n.dtype) ? unit * 2 - 1 : std::floor(unit * 64));
     }
-    for (Program *p : programs) p->set(n.name, a);
+    for (Program* p : programs) p->set(n.name, a);
   }
-  for (const std::string &d : g.dim_names()) {
-    for (Program *p : programs) p->bind(d, dims.at(d));
+  for (const std::string& d : g.dim_names()) {
+    for (Program* p : programs) p->bind(d, dims.at(d));
   }
 }
 
-// sm_80 and sm_90: 255 registers a thread, 64K registers and 48 KiB static
-// shared memory a block.
-void check_limits(const cuda::NvrtcResult &r, const std::string &what, int group_size) {
+// sm_80 and sm_90: 255 registers a thread, 64K registers and 48 KiB static shared memory a block.
+void check_limits(const cuda::NvrtcResult& r, const std::string& what, int group_size) {
   ASSERT_FALSE(r.resources.empty()) << what << ": ptxas reported nothing:\n" << r.log;
-  for (const auto &[entry, res] : r.resources) {
+  for (const auto& [entry, res] : r.resources) {
     EXPECT_GT(res.registers, 0) << what << " " << entry;
     EXPECT_LE(res.registers, 255) << what << " " << entry;
     EXPECT_LE(int64_t{res.registers} * group_size, 65536) << what << " " << entry;
@@ -126,20 +122,20 @@ void check_limits(const cuda::NvrtcResult &r, const std::string &what, int group
 TEST(CudaNvrtc, EveryWorkloadKernelCompilesForSm80AndSm90WithinLimits) {
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_FAIL() << "NVRTC is required for this test: " << why;
-  for (Workload &w : workloads()) {
+  for (Workload& w : workloads()) {
     for (const std::string arch : {"sm_80", "sm_90"}) {
       auto backend = std::make_shared<cuda::CudaBackend>(arch);
       compiler::CompilerOptions o;
       o.search.use_cache = false;
       compiler::CompileResult r = compiler::compile(w.graph, outputs_of(w.graph), o, backend);
       ASSERT_FALSE(r.program.kernels.empty()) << w.name;
-      const cuda::NvrtcResult &built = cuda::CudaBackend::compiled(*r.program.module);
+      const cuda::NvrtcResult& built = cuda::CudaBackend::compiled(*r.program.module);
       EXPECT_FALSE(built.cubin.empty()) << w.name << " " << arch;
       EXPECT_NE(built.ptx.find(".target " + arch), std::string::npos) << w.name << " " << arch;
       // One report per distinct kernel: every entry was compiled.
       std::set<std::string> names;
-      for (const kernel::Kernel &k : r.program.kernels) names.insert("lumen_" + k.name);
-      for (const std::string &n : names) EXPECT_TRUE(built.resources.count(n)) << w.name << " " << arch << " " << n;
+      for (const kernel::Kernel& k : r.program.kernels) names.insert("lumen_" + k.name);
+      for (const std::string& n : names) EXPECT_TRUE(built.resources.count(n)) << w.name << " " << arch << " " << n;
       check_limits(built, w.name + " " + arch, 128);
       if (w.name == "dtype64") {  // printed in 64 bits, not narrowed
         EXPECT_NE(r.program.source.find("const double"), std::string::npos) << r.program.source;
@@ -155,17 +151,16 @@ TEST(CudaNvrtc, EveryWorkloadKernelCompilesForSm80AndSm90WithinLimits) {
 TEST(CudaRun, EveryWorkloadAgreesWithTheInterpreter) {
   std::string why;
   if (!cuda::cuda_device_available(&why)) GTEST_SKIP() << why;
-  for (Workload &w : workloads(true)) {
+  for (Workload& w : workloads(true)) {
     Program gpu = compile(w.graph, {}, {Backend::Cuda});
     Program ref = compile(w.graph, {}, {Backend::Interp});
     fill_inputs(w.graph, {{"seq", 5}, {"past", 3}}, {&gpu, &ref});
-    for (int run = 0; run < 2; ++run) {  // a second run reuses the first's
-                                         // memory (and state: the KV cache)
+    for (int run = 0; run < 2; ++run) {  // a second run reuses the first's memory (and state: the KV cache)
       gpu.run();
       ref.run();
-      for (const NamedOutput &o : w.graph.outputs()) {
-        const Array &a = gpu.get(o.name);
-        const Array &b = ref.get(o.name);
+      for (const NamedOutput& o : w.graph.outputs()) {
+        const Array& a = gpu.get(o.name);
+        const Array& b = ref.get(o.name);
         ASSERT_EQ(a.shape(), b.shape()) << w.name << " " << o.name;
         int64_t bad = 0;
         for (int64_t i = 0; i < a.numel(); ++i) {
@@ -205,12 +200,12 @@ TEST(CudaNvrtc, CompileOnlyBackendRefusesToLaunch) {
   o.search.use_cache = false;
   compiler::CompileResult r = compiler::compile(g, outputs_of(g), o, backend);
   std::vector<float> x(32, 1.0f), y(32, 0.0f);
-  std::vector<void *> buffers(r.program.kernels[r.program.launches[0].kernel].buffers.size(), x.data());
+  std::vector<void*> buffers(r.program.kernels[r.program.launches[0].kernel].buffers.size(), x.data());
   int64_t dims[1] = {0};
   try {
     backend->launch(*std::make_shared<backend::Queue>(), r.program.launches[0].entry, buffers.data(), dims);
     FAIL() << "a compile-only backend launched";
-  } catch (const Error &e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("compiled for sm_80 only"), std::string::npos) << e.what();
   }
 }
@@ -224,7 +219,7 @@ TEST(CudaDriver, WithoutAGpuCompileSaysSo) {
   try {
     compile(g, {}, {Backend::Cuda});
     FAIL() << "compile for cuda succeeded without a device";
-  } catch (const Error &e) {
+  } catch (const Error& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("cuda:"), std::string::npos) << m;
     EXPECT_NE(m.find("opencl"), std::string::npos) << m;  // says what to use instead

@@ -20,9 +20,9 @@
 #include "lumen/compiler/compiler.h"
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/schedule_space.h"
+#include "lumen/runtime/compiled_executor.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
-#include "lumen/runtime/compiled_executor.h"
 #include "tests/runtime/gather_range_check.h"
 #ifdef LUMEN_HAVE_OPENCL
 #include "lumen/backend/opencl/opencl_backend.h"
@@ -43,13 +43,11 @@ Kernel elementwise(int64_t rows, int64_t cols) {
   Kernel k;
   k.name = "twice";
   k.buffers = {{"out", DType::F32, true}, {"in", DType::F32, false}};
-  k.body = {
-      Stmt::make_loop(i, Expr(rows), LoopKind::Parallel, {Stmt::make_loop(j, Expr(cols), LoopKind::Serial, inner)})};
+  k.body = {Stmt::make_loop(i, Expr(rows), LoopKind::Parallel, {Stmt::make_loop(j, Expr(cols), LoopKind::Serial, inner)})};
   return k;
 }
 
-// Per row: acc = Σ_r f(acc, x[row, r]) with `rolling` reading the accumulator
-// inside the loop.
+// Per row: acc = Σ_r f(acc, x[row, r]) with `rolling` reading the accumulator inside the loop.
 Kernel row_reduce(bool rolling) {
   Expr i = Expr::index("i", Expr(4)), r = Expr::index("r", Expr(100));
   Value x = load(1, DType::F32, i * 100 + r, Expr(1));
@@ -74,8 +72,7 @@ TEST(GpuLowering, LeadingLoopNestBecomesTheGrid) {
   EXPECT_EQ(g.kernel.body[0].kind, StmtKind::Store);
 }
 
-// out[i, j] for j in 4 lanes: the lane loop is the thread's register tile, not
-// a grid axis.
+// out[i, j] for j in 4 lanes: the lane loop is the thread's register tile, not a grid axis.
 TEST(GpuLowering, LaneLoopsStayInTheThread) {
   Kernel k = elementwise(3, 4);
   k.body[0].body[0].loop = LoopKind::Unroll;
@@ -89,12 +86,9 @@ TEST(GpuLowering, LaneLoopsStayInTheThread) {
 }
 
 TEST(GpuLowering, HeuristicSharesRowsAcrossAWorkGroup) {
-  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(false)).reduce,
-            gpu::ReduceMode::Group);  // 4 rows of 100
-  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(true)).reduce,
-            gpu::ReduceMode::Thread);  // rolling update
-  EXPECT_EQ(gpu::heuristic_gpu_schedule(elementwise(3, 5)).reduce,
-            gpu::ReduceMode::Thread);  // nothing to reduce
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(false)).reduce, gpu::ReduceMode::Group);   // 4 rows of 100
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(row_reduce(true)).reduce, gpu::ReduceMode::Thread);   // rolling update
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(elementwise(3, 5)).reduce, gpu::ReduceMode::Thread);  // nothing to reduce
 }
 
 TEST(GpuLowering, GroupReductionOnlyWhereItIsAPlainCombine) {
@@ -108,8 +102,7 @@ TEST(GpuLowering, GroupReductionOnlyWhereItIsAPlainCombine) {
   std::string cu = gpu::print_gpu_kernel(plain, gpu::cuda_dialect(), "k");
   EXPECT_NE(cu.find("__syncthreads()"), std::string::npos) << cu;
   EXPECT_NE(cu.find("__shared__ float lm_red_f[64]"), std::string::npos) << cu;
-  // A rolling update (reads the accumulator it updates) cannot be split into
-  // partial results.
+  // A rolling update (reads the accumulator it updates) cannot be split into partial results.
   gpu::GpuKernel rolling = gpu::lower_for_gpu(row_reduce(true), group);
   EXPECT_EQ(rolling.schedule.reduce, gpu::ReduceMode::Thread);
   EXPECT_EQ(gpu::print_gpu_kernel(rolling, gpu::opencl_dialect(), "k").find("barrier"), std::string::npos);
@@ -121,8 +114,7 @@ TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
   ASSERT_EQ(n.size(), 2u);
   EXPECT_EQ(n[0], 15);
   EXPECT_EQ(n[1], 15);
-  // A padded read: out[i] = i < 3 ? in[i] : 0 over i in [0, 5) touches 3
-  // elements of `in`, not 5.
+  // A padded read: out[i] = i < 3 ? in[i] : 0 over i in [0, 5) touches 3 elements of `in`, not 5.
   Expr i = Expr::index("i", Expr(5));
   Kernel k;
   k.buffers = {{"out", DType::F32, true}, {"in", DType::F32, false}};
@@ -140,10 +132,8 @@ TEST(GpuScheduleAction, ParsesPrintsAndRejectsBadSizes) {
   Schedule s = Schedule::from_actions({Expr(8), Expr(16)}, a);
   EXPECT_EQ(s.gpu_reduce(), 1);
   EXPECT_EQ(s.gpu_group(), 128);
-  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(1, 100)}),
-               Error);  // not a power of two
-  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(2, 64)}),
-               Error);  // no such mode
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(1, 100)}), Error);  // not a power of two
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(2, 64)}), Error);   // no such mode
 }
 
 TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
@@ -156,13 +146,12 @@ TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
   auto count_gpu = [&](bool gpu) {
     KernelFacts f = kernel_facts(g, y.edge().node, materialized, Target{4, 2, gpu});
     int n = 0;
-    for (const Knobs &k : neighbours(f, heuristic_knobs(f))) {
+    for (const Knobs& k : neighbours(f, heuristic_knobs(f))) {
       if (k.gpu_reduce < 0 && k.gpu_group == 0) continue;
       ++n;
       std::vector<Action> actions = knob_actions(f, k);
-      EXPECT_TRUE(std::any_of(actions.begin(), actions.end(), [](const Action &a) {
-        return a.kind == ActionKind::Gpu;
-      })) << k.to_string();
+      EXPECT_TRUE(std::any_of(actions.begin(), actions.end(), [](const Action& a) { return a.kind == ActionKind::Gpu; }))
+          << k.to_string();
     }
     return n;
   };
@@ -172,7 +161,7 @@ TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
 
 // The GPU backends under test: OpenCL where the build has it (PoCL here), CUDA
 // where cuInit finds a GPU; each test is skipped, and says why, elsewhere.
-class GpuBackend : public testing::TestWithParam<const char *> {
+class GpuBackend : public testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     std::string name = GetParam();
@@ -197,24 +186,23 @@ class GpuBackend : public testing::TestWithParam<const char *> {
 std::vector<float> values(int64_t n, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(n));
   uint32_t s = seed;
-  for (float &x : v) {
+  for (float& x : v) {
     s = s * 1664525u + 1013904223u;
     x = static_cast<float>((s >> 8) % 2000) / 500.0f - 2.0f;
   }
   return v;
 }
 
-Array array_of(const std::vector<float> &v, std::vector<int64_t> shape, DType dtype) {
+Array array_of(const std::vector<float>& v, std::vector<int64_t> shape, DType dtype) {
   Array a(dtype, std::move(shape));
   for (size_t i = 0; i < v.size(); ++i) a.set(static_cast<int64_t>(i), v[i]);
   return a;
 }
 
-// Builds y(x, w) and checks the GPU program against the interpreter, in both
-// reduction modes.
-void check_against_interp(Backend target, const std::function<Tensor(Graph &, const Tensor &, const Tensor &)> &build,
+// Builds y(x, w) and checks the GPU program against the interpreter, in both reduction modes.
+void check_against_interp(Backend target, const std::function<Tensor(Graph&, const Tensor&, const Tensor&)>& build,
                           DType dtype, double tolerance) {
-  for (const char *mode : {"thread", "group"}) {
+  for (const char* mode : {"thread", "group"}) {
     setenv("LUMEN_GPU_REDUCE", mode, 1);
     Graph g;
     Tensor x = g.input("x", {Expr(7), Expr(33)}, dtype), w = g.input("w", {Expr(33), Expr(5)}, dtype);
@@ -223,13 +211,13 @@ void check_against_interp(Backend target, const std::function<Tensor(Graph &, co
     o.backend = target;
     Program cl = compile(g, {}, o);
     Program ref = compile(g, {}, {Backend::Interp});
-    for (Program *p : {&cl, &ref}) {
+    for (Program* p : {&cl, &ref}) {
       p->set("x", array_of(values(7 * 33, 1), {7, 33}, dtype));
       p->set("w", array_of(values(33 * 5, 2), {33, 5}, dtype));
       p->run();
     }
-    const Array &a = cl.get("y");
-    const Array &b = ref.get("y");
+    const Array& a = cl.get("y");
+    const Array& b = ref.get("y");
     ASSERT_EQ(a.numel(), b.numel());
     for (int64_t i = 0; i < a.numel(); ++i) {
       EXPECT_NEAR(a.get(i), b.get(i), tolerance * (1 + std::fabs(b.get(i)))) << mode << " element " << i;
@@ -239,7 +227,7 @@ void check_against_interp(Backend target, const std::function<Tensor(Graph &, co
 }
 
 TEST_P(GpuBackend, MatmulSoftmaxAndReductionsAgreeWithTheInterpreter) {
-  auto f = [](Graph &, const Tensor &x, const Tensor &w) {
+  auto f = [](Graph&, const Tensor& x, const Tensor& w) {
     Tensor m = matmul(softmax(x, -1), w);
     return m + x.max_reduce(1).unsqueeze(1).expand({Expr(7), Expr(5)}) * 0.5;
   };
@@ -247,15 +235,10 @@ TEST_P(GpuBackend, MatmulSoftmaxAndReductionsAgreeWithTheInterpreter) {
 }
 
 TEST_P(GpuBackend, HalfPrecisionStorageAgreesWithTheInterpreter) {
-  auto f = [](Graph &, const Tensor &x, const Tensor &w) -> Tensor {
-    return matmul(x, w).sqrt().cast(DType::F32) * 1.0;
-  };
-  check_against_interp(
-      target(), [&](Graph &g, const Tensor &x, const Tensor &w) -> Tensor { return f(g, x.exp(), w.exp()); },
-      DType::F16, 2e-3);
-  check_against_interp(
-      target(), [&](Graph &g, const Tensor &x, const Tensor &w) -> Tensor { return f(g, x.exp(), w.exp()); },
-      DType::BF16, 2e-2);
+  auto f = [](Graph&, const Tensor& x, const Tensor& w) -> Tensor { return matmul(x, w).sqrt().cast(DType::F32) * 1.0; };
+  auto exp_inputs = [&](Graph& g, const Tensor& x, const Tensor& w) -> Tensor { return f(g, x.exp(), w.exp()); };
+  check_against_interp(target(), exp_inputs, DType::F16, 2e-3);
+  check_against_interp(target(), exp_inputs, DType::BF16, 2e-2);
 }
 
 TEST_P(GpuBackend, GatherOutOfRangeRaisesAnError) {
@@ -264,15 +247,14 @@ TEST_P(GpuBackend, GatherOutOfRangeRaisesAnError) {
   expect_gather_range_error([&](const Graph& g) { return compile(g, {}, o); });
 }
 
-// The gpu action reaches the printed kernel: a work-group of 128 reducing in
-// local memory.
+// The gpu action reaches the printed kernel: a work-group of 128 reducing in local memory.
 TEST_P(GpuBackend, ScheduleGpuActionPicksModeAndGroupSize) {
   Graph g;
   Tensor x = g.input("x", {Expr(5), Expr(300)});
   g.mark_output(softmax(x, -1), "y");
   compiler::CompilerOptions o;
   o.search.use_cache = false;
-  o.choose = [](const Graph &graph, NodeId n, const std::vector<bool> &materialized) {
+  o.choose = [](const Graph& graph, NodeId n, const std::vector<bool>& materialized) {
     std::vector<Action> a = heuristic_actions(graph, n, materialized, Target{4, 2, true});
     a.push_back(Action::gpu(1, 128));
     return a;
@@ -284,7 +266,7 @@ TEST_P(GpuBackend, ScheduleGpuActionPicksModeAndGroupSize) {
   auto shared = std::make_shared<const Graph>(g);
   Program cl(shared, g.outputs(), std::make_unique<CompiledExecutor>(std::move(compiled)));
   Program ref = compile(g, {}, {Backend::Interp});
-  for (Program *p : {&cl, &ref}) {
+  for (Program* p : {&cl, &ref}) {
     p->set("x", Array::from_floats(values(5 * 300, 4), {5, 300}));
     p->run();
   }
@@ -304,7 +286,7 @@ TEST_P(GpuBackend, SearchedProgramAgreesWithTheInterpreter) {
   o.graph_search = false;
   Program cl = compile(g, {}, o);
   Program ref = compile(g, {}, {Backend::Interp});
-  for (Program *p : {&cl, &ref}) {
+  for (Program* p : {&cl, &ref}) {
     p->set("x", Array::from_floats(values(16 * 512, 5), {16, 512}));
     p->run();
   }
@@ -325,13 +307,13 @@ TEST_P(GpuBackend, BuiltBinariesAreCached) {
   EXPECT_NE(second.object_path.find(std::string("/") + GetParam() + "/"), std::string::npos) << second.object_path;
   backend::Entry entry = be->load(*module, k.name);
   std::vector<float> in = values(15, 3), out(15, 0.0f);
-  void *buffers[2] = {out.data(), in.data()};
+  void* buffers[2] = {out.data(), in.data()};
   EXPECT_EQ(be->launch(*be->queue(), entry, buffers, nullptr).failed, 0);
   for (size_t i = 0; i < 15; ++i) EXPECT_EQ(out[i], 2 * in[i]);
 }
 
 INSTANTIATE_TEST_SUITE_P(OpenClAndCuda, GpuBackend, testing::Values("opencl", "cuda"),
-                         [](const testing::TestParamInfo<const char *> &info) { return std::string(info.param); });
+                         [](const testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace lumen

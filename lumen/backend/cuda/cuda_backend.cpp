@@ -55,6 +55,18 @@ struct DeviceBuffers {
   }
 };
 
+// Launches `function` over `groups` work-groups with the kernel's arguments:
+// its buffers, its dims, the status words.
+void launch_kernel(void* function, const gpu::LaunchShape& shape, int64_t groups, std::vector<CuDevicePtr> pointers,
+                   const int64_t* dims, CuDevicePtr status, void* stream) {
+  std::vector<int64_t> dim_values(dims, dims + shape.kernel.kernel.dims.size());
+  std::vector<void*> args;
+  for (CuDevicePtr& p : pointers) args.push_back(&p);
+  for (int64_t& d : dim_values) args.push_back(&d);
+  args.push_back(&status);
+  cu_launch(function, groups, shape.group_size(), stream, args.data());
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(std::string arch) : arch_(std::move(arch)), programs_(gpu::cuda_dialect()) {}
@@ -174,13 +186,7 @@ backend::LaunchStatus CudaBackend::launch(backend::Queue& queue, const backend::
   if (q.device) {  // device pointers already; asynchronous, status read by finish()
     std::vector<CuDevicePtr> pointers(k.buffers.size());
     for (size_t i = 0; i < k.buffers.size(); ++i) pointers[i] = reinterpret_cast<CuDevicePtr>(buffers[i]);
-    std::vector<int64_t> dim_values(dims, dims + k.dims.size());
-    CuDevicePtr status_ptr = q.status;
-    std::vector<void*> args;
-    for (CuDevicePtr& p : pointers) args.push_back(&p);
-    for (int64_t& d : dim_values) args.push_back(&d);
-    args.push_back(&status_ptr);
-    cu_launch(e.function, groups, shape.group_size(), stream, args.data());
+    launch_kernel(e.function, shape, groups, pointers, dims, q.status, stream);
     return {};
   }
   bool direct = cuda_device().pageable_access;
@@ -204,12 +210,7 @@ backend::LaunchStatus CudaBackend::launch(backend::Queue& queue, const backend::
     device.owned.push_back(status_ptr);
     cu_copy_to_device(status_ptr, status, sizeof status, stream);
   }
-  std::vector<int64_t> dim_values(dims, dims + k.dims.size());
-  std::vector<void*> args;
-  for (CuDevicePtr& p : pointers) args.push_back(&p);
-  for (int64_t& d : dim_values) args.push_back(&d);
-  args.push_back(&status_ptr);
-  cu_launch(e.function, groups, shape.group_size(), stream, args.data());
+  launch_kernel(e.function, shape, groups, pointers, dims, status_ptr, stream);
   for (size_t i = 0; i < k.buffers.size() && !direct; ++i) {
     if (k.buffers[i].output && bytes[i] > 0 && buffers[i]) cu_copy_to_host(buffers[i], pointers[i], bytes[i], stream);
   }
