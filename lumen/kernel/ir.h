@@ -132,7 +132,8 @@ struct Kernel {
   std::vector<std::string> fused;  // graph nodes fused in here, for the generated comment
   int64_t prefetch_rows = 0;       // reductions prefetch this many parallel iterations ahead
   // GPU backends (schedule action gpu): reduction mode (0 per work item, 1
-  // across a work-group) and work-group size; -1 / 0: the backend's heuristic.
+  // across a work-group, 2 per work item with shared operands staged) and
+  // work-group size; -1 / 0: the backend's heuristic.
   int gpu_reduce = -1;
   int64_t gpu_group = 0;
 };

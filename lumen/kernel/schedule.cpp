@@ -219,7 +219,7 @@ void Schedule::apply(const Action& a) {
       rfactor_ = a.value;
       break;
     case ActionKind::Gpu:
-      if (a.loop < -1 || a.loop > 1) fail("schedule: gpu mode must be -1, 0 or 1, got ", a.loop);
+      if (a.loop < -1 || a.loop > 2) fail("schedule: gpu mode must be -1, 0, 1 or 2, got ", a.loop);
       if (a.value != 0 && (a.value < 32 || a.value > 1024 || (a.value & (a.value - 1)) != 0)) {
         fail("schedule: gpu work-group size must be 0 or a power of two in [32, 1024], got ", a.value);
       }

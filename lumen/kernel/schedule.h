@@ -41,7 +41,9 @@
 //                           one PairDot (the CPU writes vdpbf16ps). K even
 //   gpu(mode, size)         GPU backends only (lumen/backend/gpu): mode 0
 //                           reduces inside each work item, 1 across a
-//                           work-group (local memory, barriers), -1 lets the
+//                           work-group (local memory, barriers), 2 inside
+//                           each work item with shared operands staged in
+//                           local memory (blocks of points), -1 lets the
 //                           backend pick; size work items per group (a power
 //                           of two in [32, 1024]; 0: the backend's). The CPU
 //                           backend ignores it

@@ -450,7 +450,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     push(n);
   }
   if (f.gpu) {  // work-group knobs: reduction mode and group size
-    for (int mode : {0, 1}) {
+    for (int mode : {0, 1, 2}) {
       Knobs n = k;
       n.gpu_reduce = mode;
       push(n);

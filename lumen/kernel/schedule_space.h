@@ -72,7 +72,7 @@ struct Knobs {
   int64_t reduce_split = 1;  // reductions run as outer x inner loops of this many (see Action::reduce_split)
   int parallel = 0;        // which loop with >1 iteration runs in parallel (0: the first); -1: none
   int64_t rfactor = 1;     // the outer reduction cut into this many parts, computed in parallel first
-  int gpu_reduce = -1;     // GPU: 0 reduce per work item, 1 across a work-group, -1 the backend's choice
+  int gpu_reduce = -1;     // GPU: 0 reduce per work item, 1 across a work-group, 2 per item staged, -1 the backend's choice
   int64_t gpu_group = 0;   // GPU: work items per group; 0 the backend's choice
   bool pair_dot = false;   // packed bf16 contraction: k-pairs interleaved, one PairDot (vdpbf16ps) per two k
 

@@ -21,6 +21,7 @@
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/schedule_space.h"
 #include "lumen/runtime/compiled_executor.h"
+#include "lumen/ops/conv.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
 #include "tests/runtime/gather_range_check.h"
@@ -108,6 +109,81 @@ TEST(GpuLowering, GroupReductionOnlyWhereItIsAPlainCombine) {
   EXPECT_EQ(gpu::print_gpu_kernel(rolling, gpu::opencl_dialect(), "k").find("barrier"), std::string::npos);
 }
 
+// out[i, j] = Σ_r a[i, r] · b[r, j] (+ c[i, j] read inside the loop when `own`),
+// over M × N points and K terms; `triangular`: row i sums i + 1 terms.
+Kernel contraction(int64_t m, int64_t n, int64_t k, bool own = false, bool triangular = false) {
+  Expr i = Expr::index("i", Expr(m)), j = Expr::index("j", Expr(n));
+  Expr extent = triangular ? i + 1 : Expr(k);
+  Expr r = Expr::var("r", 0, k - 1, extent);
+  Value term = binary(Op::Mul, load(1, DType::F32, i * k + r, Expr(1)), load(2, DType::F32, r * n + j, Expr(1)));
+  if (own) term = binary(Op::Add, term, load(3, DType::F32, i * n + j, Expr(1)));
+  Block point = {Stmt::acc_init(0, DType::F32, Combine::Sum),
+                 Stmt::make_loop(r, extent, LoopKind::Serial, {Stmt::acc_update(0, Combine::Sum, term)}),
+                 Stmt::store(0, i * n + j, acc_value(0, DType::F32))};
+  Kernel kn;
+  kn.name = "mm";
+  kn.accumulators = 1;
+  kn.buffers = {{"out", DType::F32, true}, {"a", DType::F32, false}, {"b", DType::F32, false}};
+  if (own) kn.buffers.push_back({"c", DType::F32, false});
+  kn.body = {Stmt::make_loop(i, Expr(m), LoopKind::Parallel,
+                             {Stmt::make_loop(j, Expr(n), LoopKind::Parallel, point)})};
+  return kn;
+}
+
+gpu::GpuSchedule staged(int group_size) {
+  gpu::GpuSchedule s;
+  s.stage = true;
+  s.group_size = group_size;
+  return s;
+}
+
+// A block of points copies the rows of `a` and the columns of `b` it shares
+// into local memory, a chunk of r at a time; a read per point is not staged.
+TEST(GpuLowering, StagingTilesTheOperandsABlockOfPointsShares) {
+  gpu::GpuKernel g = gpu::lower_for_gpu(contraction(100, 60, 50, true), staged(256));
+  ASSERT_TRUE(g.staging.active);
+  EXPECT_EQ(g.staging.bx, 16);  // over j, the last grid axis
+  EXPECT_EQ(g.staging.by, 16);
+  EXPECT_EQ(g.staging.chunk, 16);
+  ASSERT_EQ(g.staging.tiles.size(), 2u);  // a and b; c[i, j] is read once per point
+  const gpu::StagedTile& a = g.staging.tiles[0];
+  EXPECT_EQ(a.load->buffer, 1);
+  ASSERT_EQ(a.dims.size(), 2u);
+  EXPECT_EQ(a.dims[0].kind, gpu::StagedDim::BlockY);  // a[i*50 + r]: r fastest, the copy is coalesced
+  EXPECT_EQ(a.dims[1].kind, gpu::StagedDim::Chunk);
+  EXPECT_EQ(a.strides[0], 17);  // 16 padded to odd: items of a warp read different banks
+  const gpu::StagedTile& b = g.staging.tiles[1];
+  EXPECT_EQ(b.dims[0].kind, gpu::StagedDim::Chunk);  // b[r*60 + j]: j fastest
+  EXPECT_EQ(b.dims[1].kind, gpu::StagedDim::BlockX);
+  EXPECT_EQ(gpu::work_groups(g), Expr(4 * 7));  // ceil(60 / 16) × ceil(100 / 16)
+  std::string cl = gpu::print_gpu_kernel(g, gpu::opencl_dialect(), "k");
+  EXPECT_NE(cl.find("__local float lm_tile0[272]"), std::string::npos) << cl;
+  EXPECT_NE(cl.find("if (lm_in) {"), std::string::npos) << cl;  // items past the grid's edge do not store
+  EXPECT_NE(cl.find("b3[((i * 60L) + j)]"), std::string::npos) << cl;
+  std::string cu = gpu::print_gpu_kernel(g, gpu::cuda_dialect(), "k");
+  EXPECT_NE(cu.find("__shared__ float lm_tile1["), std::string::npos) << cu;
+  EXPECT_NE(cu.find("__syncthreads()"), std::string::npos) << cu;
+}
+
+TEST(GpuLowering, StagingNeedsTheSameIterationsOnEveryItem) {
+  // Row i sums i + 1 terms: items would reach the barriers a different number of times.
+  gpu::GpuKernel g = gpu::lower_for_gpu(contraction(40, 40, 40, false, true), staged(64));
+  EXPECT_FALSE(g.staging.active);
+  EXPECT_FALSE(g.schedule.stage);
+  EXPECT_EQ(gpu::print_gpu_kernel(g, gpu::opencl_dialect(), "k").find("barrier"), std::string::npos);
+  // Narrow grids keep the block within the axis: 2 columns take 2 items, the rest go to rows.
+  gpu::GpuKernel narrow = gpu::lower_for_gpu(contraction(300, 2, 64), staged(64));
+  ASSERT_TRUE(narrow.staging.active);
+  EXPECT_EQ(narrow.staging.bx, 2);
+  EXPECT_EQ(narrow.staging.by, 32);
+  // Tiles beyond the local-memory budget take shorter chunks.
+  gpu::GpuKernel small = gpu::lower_for_gpu(contraction(300, 300, 64), staged(1024));
+  ASSERT_TRUE(small.staging.active);
+  EXPECT_LE(small.staging.local_bytes(), gpu::kMaxStagedBytes);
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(contraction(512, 512, 512)).stage, true);
+  EXPECT_EQ(gpu::heuristic_gpu_schedule(contraction(512, 512, 8)).stage, false);  // too few terms to pay
+}
+
 TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
   gpu::BufferExtents e(elementwise(3, 5));
   std::vector<int64_t> n = e.elements(nullptr);
@@ -133,7 +209,7 @@ TEST(GpuScheduleAction, ParsesPrintsAndRejectsBadSizes) {
   EXPECT_EQ(s.gpu_reduce(), 1);
   EXPECT_EQ(s.gpu_group(), 128);
   EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(1, 100)}), Error);  // not a power of two
-  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(2, 64)}), Error);   // no such mode
+  EXPECT_THROW(Schedule::from_actions({Expr(8)}, {Action::gpu(3, 64)}), Error);   // no such mode
 }
 
 TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
@@ -156,7 +232,7 @@ TEST(GpuScheduleAction, TheSpaceHasWorkGroupKnobsOnlyForGpuTargets) {
     return n;
   };
   EXPECT_EQ(count_gpu(false), 0);
-  EXPECT_EQ(count_gpu(true), 6);  // two modes, four group sizes
+  EXPECT_EQ(count_gpu(true), 7);  // three modes, four group sizes
 }
 
 // The GPU backends under test: OpenCL where the build has it (PoCL here), CUDA
@@ -202,7 +278,7 @@ Array array_of(const std::vector<float>& v, std::vector<int64_t> shape, DType dt
 // Builds y(x, w) and checks the GPU program against the interpreter, in both reduction modes.
 void check_against_interp(Backend target, const std::function<Tensor(Graph&, const Tensor&, const Tensor&)>& build,
                           DType dtype, double tolerance) {
-  for (const char* mode : {"thread", "group"}) {
+  for (const char* mode : {"thread", "group", "stage"}) {
     setenv("LUMEN_GPU_REDUCE", mode, 1);
     Graph g;
     Tensor x = g.input("x", {Expr(7), Expr(33)}, dtype), w = g.input("w", {Expr(33), Expr(5)}, dtype);
@@ -293,6 +369,56 @@ TEST_P(GpuBackend, SearchedProgramAgreesWithTheInterpreter) {
   for (int64_t i = 0; i < 16 * 512; ++i) EXPECT_NEAR(cl.get("y").get(i), ref.get("y").get(i), 1e-6);
   EXPECT_GT(cl.stats()["search_timing_runs"], 0) << cl.report();
   if (std::getenv("SHOW_REPORT")) std::cout << cl.report();
+}
+
+// Staged contractions at sizes the blocks and chunks do not divide: batched
+// (an outer grid axis), padded windows (reads with validity), 16-bit storage.
+TEST_P(GpuBackend, StagedContractionsAgreeWithTheInterpreter) {
+  setenv("LUMEN_GPU_REDUCE", "stage", 1);
+  struct Case {
+    const char* name;
+    std::vector<std::vector<int64_t>> shapes;
+    std::function<Tensor(const std::vector<Tensor>&)> build;
+    DType dtype;
+  };
+  std::vector<Case> cases = {
+      {"bmm", {{3, 37, 45}, {3, 45, 29}}, [](const std::vector<Tensor>& t) { return bmm(t[0], t[1]); }, DType::F32},
+      {"conv", {{2, 5, 11, 13}, {7, 5, 3, 3}},
+       [](const std::vector<Tensor>& t) { return conv2d(t[0], t[1], std::nullopt, {1, 1}, {1, 1}); }, DType::F32},
+      {"hgemm", {{50, 70}, {70, 33}}, [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }, DType::F16},
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      std::vector<Expr> shape(c.shapes[i].begin(), c.shapes[i].end());
+      in.push_back(g.input("x" + std::to_string(i), shape, c.dtype));
+    }
+    g.mark_output(c.build(in).cast(DType::F32), "y");
+    compiler::CompilerOptions o;
+    o.search.use_cache = false;
+    std::vector<Edge> outs = {g.outputs()[0].edge};
+    backend::CompiledProgram compiled = compiler::compile(g, outs, o, object()).program;
+    EXPECT_NE(compiled.source.find("lm_tile0"), std::string::npos) << c.name << compiled.source;
+    auto shared = std::make_shared<const Graph>(g);
+    Program gpu(shared, g.outputs(), std::make_unique<CompiledExecutor>(std::move(compiled)));
+    Program ref = compile(g, {}, {Backend::Interp});
+    for (Program* p : {&gpu, &ref}) {
+      for (size_t i = 0; i < c.shapes.size(); ++i) {
+        int64_t n = 1;
+        for (int64_t d : c.shapes[i]) n *= d;
+        p->set("x" + std::to_string(i), array_of(values(n, static_cast<uint32_t>(i + 7)), c.shapes[i], c.dtype));
+      }
+      p->run();
+    }
+    const Array& a = gpu.get("y");
+    const Array& b = ref.get("y");
+    ASSERT_EQ(a.numel(), b.numel()) << c.name;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      ASSERT_NEAR(a.get(i), b.get(i), 2e-3 * (1 + std::fabs(b.get(i)))) << c.name << " element " << i;
+    }
+  }
+  unsetenv("LUMEN_GPU_REDUCE");
 }
 
 TEST_P(GpuBackend, BuiltBinariesAreCached) {

@@ -56,7 +56,8 @@ int64_t planned(const Expr& e, int64_t dynamic) {
 
 std::string GpuSchedule::key() const {
   return std::string(reduce == ReduceMode::Group ? "group/" : "thread/") + std::to_string(group_size) +
-         (tile_lanes ? "/tile" : "/flat") + "/u" + std::to_string(unroll);
+         (tile_lanes ? "/tile" : "/flat") + "/u" + std::to_string(unroll) +
+         (stage ? "/stage" + std::to_string(stage_chunk) : "");
 }
 
 // Accumulators a top-level loop updates that are declared outside it.
@@ -120,6 +121,10 @@ GpuKernel lower_for_gpu(const Kernel& k, const GpuSchedule& schedule) {
   // A work-group's partial sums already split a long sum (terms / group size
   // each, then a tree); a thread's own reduction is bounded as on the CPU.
   if (g.schedule.reduce == ReduceMode::Thread) bound_float_sums(g.kernel, 1, sum_block());
+  if (g.schedule.stage && g.schedule.reduce == ReduceMode::Thread) {
+    g.staging = plan_staging(g, g.schedule.group_size, g.schedule.stage_chunk, kMaxStagedBytes);
+  }
+  if (!g.staging.active) g.schedule.stage = false;
   return g;
 }
 
@@ -139,13 +144,31 @@ GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
   if (rows && !tiled && group_reduce_legal(peeled.kernel.body)) {
     s.reduce = ReduceMode::Group;
     s.group_size = terms >= 4096 ? 128 : 64;
+    return s;
   }
+  // Points that share operands of a long reduction loop read them once per block.
+  GpuSchedule staged = s;
+  staged.stage = true;
+  staged.group_size = 256;
+  GpuKernel g = lower_for_gpu(k, staged);
+  if (g.staging.active && points >= 256 && planned(g.staging.loop_extent, 1024) >= 32) return staged;
   return s;
 }
 
 Expr grid_points(const GpuKernel& k) {
   Expr n(1);
   for (const GridAxis& a : k.grid) n = n * a.extent;
+  return n;
+}
+
+Expr work_groups(const GpuKernel& k) {
+  if (k.schedule.reduce == ReduceMode::Group) return grid_points(k);
+  if (!k.staging.active) return (grid_points(k) + Expr(k.schedule.group_size - 1)) / Expr(k.schedule.group_size);
+  const Staging& s = k.staging;
+  size_t blocked = s.by > 1 || k.grid.size() >= 2 ? 2 : 1;
+  Expr n = (k.grid.back().extent + Expr(s.bx - 1)) / Expr(s.bx);
+  if (blocked == 2) n = n * ((k.grid[k.grid.size() - 2].extent + Expr(s.by - 1)) / Expr(s.by));
+  for (size_t i = 0; i + blocked < k.grid.size(); ++i) n = n * k.grid[i].extent;
   return n;
 }
 

@@ -20,6 +20,10 @@
 //            tree). Legal when no strided loop reads an accumulator it
 //            updates (rolling updates combine otherwise than + or max).
 //
+// Staged (a Thread-mode option, staging.h): a work-group is a block of grid
+// points that copies the operands they share into local memory, a chunk of
+// the reduction loop at a time.
+//
 // Lane loops (unroll / vector) inside a point are printed in lock step when
 // `tile_lanes` is set and the region allows it: one copy of each leaf
 // statement per lane, nested loops shared — a per-thread register tile (the
@@ -29,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "lumen/backend/gpu/staging.h"
 #include "lumen/kernel/ir.h"
 
 namespace lumen::gpu {
@@ -40,7 +45,9 @@ struct GpuSchedule {
   int group_size = 64;     // work items per work-group (a power of two)
   bool tile_lanes = true;  // lane loops as per-thread register tiles
   int unroll = 1;          // unroll hint for serial loops inside a point (1: none)
-  std::string key() const;  // e.g. "thread/64/tile/u1", for names and tuning keys
+  bool stage = false;      // Thread mode: shared operands staged in local memory (staging.h)
+  int64_t stage_chunk = 16;  // reduction iterations per fill
+  std::string key() const;  // e.g. "thread/64/tile/u1", "thread/256/tile/u1/stage16", for names and tuning keys
 };
 
 struct GridAxis {
@@ -50,14 +57,16 @@ struct GridAxis {
 struct GpuKernel {
   kernel::Kernel kernel;        // body: what one grid point runs (grid loops peeled)
   std::vector<GridAxis> grid;   // outermost first; empty: one point
-  GpuSchedule schedule;         // as applied (Group falls back to Thread where illegal)
+  GpuSchedule schedule;         // as applied (Group falls back to Thread, stage to none, where illegal)
+  Staging staging;              // active when schedule.stage
 };
 
 // The GPU form of `k` under `schedule` (float sums bounded as on the CPU).
 GpuKernel lower_for_gpu(const kernel::Kernel& k, const GpuSchedule& schedule);
 
 // A schedule for `k` without measuring: Group reductions for row reductions
-// (many terms a point, few points, no register tile), else Thread.
+// (many terms a point, few points, no register tile), else Thread, staged
+// where the points of a block share operands of a long reduction loop.
 GpuSchedule heuristic_gpu_schedule(const kernel::Kernel& k);
 
 // Whether the Group mode is legal for a point body.
@@ -65,5 +74,12 @@ bool group_reduce_legal(const kernel::Block& body);
 
 // The number of grid points (product of the grid extents).
 Expr grid_points(const GpuKernel& k);
+
+// Work-groups a launch needs: one a point (Group), one a block of points
+// (staged), else one per `group_size` points.
+Expr work_groups(const GpuKernel& k);
+
+// Work-group memory staging may use (under CUDA's 48 KiB of static shared memory).
+inline constexpr int64_t kMaxStagedBytes = 40 * 1024;
 
 }  // namespace lumen::gpu

@@ -59,12 +59,17 @@ class Writer {
  public:
   Writer(const GpuKernel& g, const Dialect& d) : g_(g), d_(d), values_(g.kernel, d, out_) {
     group_ = g.schedule.reduce == ReduceMode::Group;
+    staged_ = g.schedule.stage && g.staging.active;
+    if (staged_) values_.set_staging(&g.staging);
   }
   std::string render(const std::string& entry);
 
  private:
   void signature(const std::string& entry);
   void prologue();
+  void staged_prologue();
+  void staged_loop(const Stmt& s, int depth);
+  void fill(const StagedTile& t, const std::string& pad);
   void block(const Block& b, int depth, bool top);
   void loop(const Stmt& s, int depth, bool top);
   void lanes(const Stmt& s, int depth);
@@ -78,6 +83,7 @@ class Writer {
   std::ostringstream out_;
   ValueWriter values_;
   bool group_ = false;
+  bool staged_ = false;
 };
 
 std::string Writer::render(const std::string& entry) {
@@ -105,6 +111,10 @@ void Writer::signature(const std::string& entry) {
 }
 
 void Writer::prologue() {
+  if (staged_) {
+    staged_prologue();
+    return;
+  }
   std::string points = values_.expr(simplify(grid_points(g_)));
   if (group_) {
     int gs = g_.schedule.group_size;
@@ -149,8 +159,8 @@ void Writer::block(const Block& b, int depth, bool top) {
       loop(s, depth, top);
       continue;
     }
-    bool guarded = top && group_ && s.kind == StmtKind::Store;
-    if (guarded) out_ << pad << "if (lm_lid == 0) {\n";
+    bool guarded = s.kind == StmtKind::Store && ((top && group_) || staged_);
+    if (guarded) out_ << pad << (staged_ ? "if (lm_in) {\n" : "if (lm_lid == 0) {\n");
     for (int64_t c = 0; c < combos(); ++c) {
       values_.set_combo(c);
       leaf(s, guarded ? pad + "  " : pad);
@@ -184,6 +194,10 @@ bool Writer::lane_region_supported(const Stmt& s) const {
 void Writer::loop(const Stmt& s, int depth, bool top) {
   std::string pad(static_cast<size_t>(depth) * 2, ' ');
   bool strided = top && group_;
+  if (staged_ && s.var == g_.staging.loop_var) {
+    staged_loop(s, depth);
+    return;
+  }
   if (!strided && is_lane(s.loop) && lane_region_supported(s)) {
     lanes(s, depth);
     return;
@@ -205,6 +219,108 @@ void Writer::loop(const Stmt& s, int depth, bool top) {
   if (strided) {
     for (int acc : updated_outside(s)) combine_across_group(acc, pad);
   }
+}
+
+// A block of bx × by points a work-group: each item's point on the last two
+// grid axes, clamped to the grid (items past its edge compute but do not store).
+void Writer::staged_prologue() {
+  const Staging& st = g_.staging;
+  const std::string& i64 = d_.i64;
+  for (const StagedTile& t : st.tiles) {
+    out_ << "  " << d_.local_decl << " " << value_type(t.dtype) << " " << t.name << "[" << t.elements << "];  // "
+         << t.load->index << "\n";
+  }
+  out_ << "  const " << i64 << " lm_lid = " << d_.local_id << ";\n";
+  out_ << "  const " << i64 << " lm_tx = lm_lid % " << st.bx << ", lm_ty = lm_lid / " << st.bx << ";\n";
+  out_ << "  " << i64 << " lm_rest = " << d_.group_id << ";\n";
+  size_t n = g_.grid.size();
+  bool two = n >= 2;
+  const GridAxis& x = g_.grid[n - 1];
+  std::string ex = values_.expr(x.extent);
+  out_ << "  const " << i64 << " lm_gx = lm_rest % ((" << ex << " + " << st.bx - 1 << ") / " << st.bx << ");\n";
+  out_ << "  lm_rest = lm_rest / ((" << ex << " + " << st.bx - 1 << ") / " << st.bx << ");\n";
+  std::string in = "lm_gx * " + std::to_string(st.bx) + " + lm_tx < " + ex;
+  out_ << "  const " << i64 << " " << values_.expr(x.var) << " = lm_min(lm_gx * " << st.bx << " + lm_tx, " << ex
+       << " - 1);  // grid axis, extent " << x.extent << ", blocked by " << st.bx << "\n";
+  if (two) {
+    const GridAxis& y = g_.grid[n - 2];
+    std::string ey = values_.expr(y.extent);
+    out_ << "  const " << i64 << " lm_gy = lm_rest % ((" << ey << " + " << st.by - 1 << ") / " << st.by << ");\n";
+    out_ << "  lm_rest = lm_rest / ((" << ey << " + " << st.by - 1 << ") / " << st.by << ");\n";
+    in += " && lm_gy * " + std::to_string(st.by) + " + lm_ty < " + ey;
+    out_ << "  const " << i64 << " " << values_.expr(y.var) << " = lm_min(lm_gy * " << st.by << " + lm_ty, " << ey
+         << " - 1);  // grid axis, extent " << y.extent << ", blocked by " << st.by << "\n";
+  }
+  for (size_t i = n - (two ? 2 : 1); i-- > 0;) {
+    const GridAxis& a = g_.grid[i];
+    std::string e = values_.expr(a.extent);
+    out_ << "  const " << i64 << " " << values_.expr(a.var) << " = lm_rest % " << e << ";  // grid axis, extent "
+         << a.extent << "\n";
+    out_ << "  lm_rest = lm_rest / " << e << ";\n";
+  }
+  out_ << "  (void)lm_rest;\n";
+  out_ << "  const int lm_in = " << in << ";  // a point of the grid: its stores happen\n";
+}
+
+// The staged loop: chunks of the loop, each copied into the tiles by the
+// whole group between two barriers, then run reading the tiles.
+void Writer::staged_loop(const Stmt& s, int depth) {
+  const Staging& st = g_.staging;
+  std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  values_.set_combo(0);
+  std::string k = values_.expr(st.loop_extent), var = values_.expr(s.var);
+  out_ << pad << "for (" << d_.i64 << " lm_r0 = 0; lm_r0 < " << k << "; lm_r0 += " << st.chunk << ") {  // "
+       << var << " staged " << st.chunk << " at a time\n";
+  for (const StagedTile& t : st.tiles) fill(t, pad + "  ");
+  out_ << pad << "  " << d_.barrier << "\n";
+  bool whole = st.loop_extent.is_const() && st.loop_extent.value() % st.chunk == 0;
+  out_ << pad << "  #pragma unroll 4\n";
+  out_ << pad << "  for (" << d_.i64 << " lm_kk = 0; lm_kk < " << st.chunk
+       << (whole ? "" : " && lm_r0 + lm_kk < " + k) << "; ++lm_kk) {\n";
+  out_ << pad << "    const " << d_.i64 << " " << var << " = lm_r0 + lm_kk;\n";
+  out_ << pad << "    (void)" << var << ";\n";
+  block(s.body, depth + 2, false);
+  out_ << pad << "  }\n";
+  out_ << pad << "  " << d_.barrier << "\n";
+  out_ << pad << "}\n";
+}
+
+// The group copies one tile: each element once, the dimension of smallest
+// global stride fastest; elements off the grid or past the loop are 0.
+void Writer::fill(const StagedTile& t, const std::string& pad) {
+  const Staging& st = g_.staging;
+  int64_t count = 1;
+  for (const StagedDim& d : t.dims) count *= d.size;
+  out_ << pad << "for (" << d_.i64 << " lm_t = lm_lid; lm_t < " << count << "; lm_t += " << g_.schedule.group_size
+       << ") {  // " << t.name << ": the group copies " << count << " elements\n";
+  out_ << pad << "  " << d_.i64 << " lm_q = lm_t;\n";
+  std::string offset = "0", in = "1";
+  for (size_t i = t.dims.size(); i-- > 0;) {
+    const StagedDim& d = t.dims[i];
+    std::string c = "lm_c" + std::to_string(i), v = values_.expr(d.var);
+    out_ << pad << "  const " << d_.i64 << " " << c << " = lm_q % " << d.size << ";\n";
+    out_ << pad << "  lm_q = lm_q / " << d.size << ";\n";
+    offset += " + " + c + " * " + std::to_string(t.strides[i]);
+    switch (d.kind) {
+      case StagedDim::BlockX:
+        out_ << pad << "  const " << d_.i64 << " " << v << " = lm_gx * " << st.bx << " + " << c << ";\n";
+        in += " && " + v + " < " + values_.expr(g_.grid.back().extent);
+        break;
+      case StagedDim::BlockY:
+        out_ << pad << "  const " << d_.i64 << " " << v << " = lm_gy * " << st.by << " + " << c << ";\n";
+        in += " && " + v + " < " + values_.expr(g_.grid[g_.grid.size() - 2].extent);
+        break;
+      case StagedDim::Chunk:
+        out_ << pad << "  const " << d_.i64 << " " << v << " = lm_r0 + " << c << ";\n";
+        in += " && " + v + " < " + values_.expr(st.loop_extent);
+        break;
+      case StagedDim::Lane:
+      case StagedDim::Uniform: out_ << pad << "  const " << d_.i64 << " " << v << " = " << c << ";\n"; break;
+    }
+  }
+  out_ << pad << "  " << t.name << "[" << offset << "] = (" << in << ") ? " << values_.fill_value(t.load) << " : ("
+       << value_type(t.dtype) << ")0;\n";
+  out_ << pad << "}\n";
 }
 
 // A lane loop in lock step: nested loops shared, leaves once per lane.

@@ -24,19 +24,21 @@ std::string fnv_hex(const std::string& text) {
 int64_t LaunchShape::groups(const int64_t* dims) const {
   Bindings bound;
   for (size_t i = 0; i < kernel.kernel.dims.size(); ++i) bound[kernel.kernel.dims[i]] = dims[i];
-  int64_t points = evaluate(grid_points(kernel), bound);
-  if (points <= 0) return 0;
-  if (group_reduce()) return points;
-  return (points + group_size() - 1) / group_size();
+  if (evaluate(grid_points(kernel), bound) <= 0) return 0;
+  return evaluate(work_groups(kernel), bound);
 }
 
 GpuSchedule GpuPrograms::schedule_for(const kernel::Kernel& k) const {
   GpuSchedule s = heuristic_gpu_schedule(k);
-  if (k.gpu_reduce >= 0) s.reduce = k.gpu_reduce == 1 ? ReduceMode::Group : ReduceMode::Thread;  // the schedule's gpu action
+  if (k.gpu_reduce >= 0) {  // the schedule's gpu action: 0 thread, 1 group, 2 thread staged
+    s.reduce = k.gpu_reduce == 1 ? ReduceMode::Group : ReduceMode::Thread;
+    s.stage = k.gpu_reduce == 2;
+  }
   if (k.gpu_group > 0) s.group_size = static_cast<int>(k.gpu_group);
   if (const char* mode = std::getenv("LUMEN_GPU_REDUCE")) {
     std::string m = mode;
-    if (m == "thread") s.reduce = ReduceMode::Thread;
+    if (m == "thread" || m == "group" || m == "stage") s.stage = m == "stage";
+    if (m == "thread" || m == "stage") s.reduce = ReduceMode::Thread;
     if (m == "group") s.reduce = ReduceMode::Group;
   }
   return s;

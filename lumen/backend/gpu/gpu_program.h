@@ -33,7 +33,7 @@ struct LaunchShape {
 class GpuPrograms {
  public:
   explicit GpuPrograms(const Dialect& dialect) : dialect_(dialect) {}
-  // The schedule a kernel gets: LUMEN_GPU_REDUCE=thread|group forces the mode (tests), else the heuristic.
+  // The schedule a kernel gets: LUMEN_GPU_REDUCE=thread|group|stage forces the mode (tests), else the heuristic.
   GpuSchedule schedule_for(const kernel::Kernel& k) const;
   std::string kernel_name(const kernel::Kernel& k) const;
   // Prelude + every kernel (one per name); remembers each kernel's LaunchShape.

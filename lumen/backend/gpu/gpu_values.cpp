@@ -247,14 +247,26 @@ std::string ValueWriter::value(const Value& v, const std::string& pad) {
 }
 
 std::string ValueWriter::load(const Value& v) {
-  std::string ref = "b" + std::to_string(v->buffer) + "[" + expr(substituted(v->index)) + "]";
+  if (staging_) {
+    auto it = staging_->reads.find(v.get());
+    if (it != staging_->reads.end()) {
+      const StagedTile& t = staging_->tiles[static_cast<size_t>(it->second)];
+      return t.name + "[" + expr(substituted(t.offset)) + "]";
+    }
+  }
+  return load_text(v, substituted(v->index), substituted(v->valid));
+}
+
+std::string ValueWriter::fill_value(const Value& load) const { return load_text(load, load->index, load->valid); }
+
+std::string ValueWriter::load_text(const Value& v, const Expr& index, const Expr& valid) const {
+  std::string ref = "b" + std::to_string(v->buffer) + "[" + expr(index) + "]";
   DType d = kernel_.buffers.at(static_cast<size_t>(v->buffer)).dtype;
   std::string loaded = d == DType::F16    ? "lm_f16_to_f32(" + ref + ")"
                        : d == DType::BF16 ? "lm_bf16_to_f32(" + ref + ")"
                        : d == DType::Bool ? "(" + ref + " != 0)"
                        : d == DType::I8 || d == DType::U8 ? "(int)" + ref
                                                           : ref;
-  Expr valid = substituted(v->valid);
   if (!valid.defined() || valid.is_const(1)) return loaded;
   return "(" + expr(valid) + " ? " + loaded + " : " + number_literal(0, v->dtype, d_) + ")";
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lumen/backend/gpu/dialect.h"
+#include "lumen/backend/gpu/staging.h"
 #include "lumen/kernel/ir.h"
 
 namespace lumen::gpu {
@@ -46,10 +47,17 @@ class ValueWriter {
   const AccInfo& acc(int id) const;
   std::string acc_name(int id) const;
 
+  // Staged reads (staging.h): loads of `s` print as reads of their tiles.
+  void set_staging(const Staging* s) { staging_ = s; }
+  // A staged load as the copy into its tile evaluates it: index and validity
+  // over the variables as declared there (no lane combination applied).
+  std::string fill_value(const kernel::Value& load) const;
+
  private:
   std::string value(const kernel::Value& v, const std::string& pad);
   std::string compute(const kernel::Value& v, const std::string& pad);
   std::string load(const kernel::Value& v);
+  std::string load_text(const kernel::Value& v, const Expr& index, const Expr& valid) const;
 
   const kernel::Kernel& kernel_;
   const Dialect& d_;
@@ -61,6 +69,7 @@ class ValueWriter {
   std::map<int, AccInfo> accs_;
   std::map<const kernel::ValueNode*, std::string> cache_;
   int counter_ = 0;
+  const Staging* staging_ = nullptr;
 };
 
 }  // namespace lumen::gpu
