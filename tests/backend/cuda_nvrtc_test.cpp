@@ -45,6 +45,13 @@ std::vector<Workload> workloads(bool small = false) {
     g.mark_output(matmul(a, b));
     out.push_back({"sgemm_1024", std::move(g)});
   }
+  {  // 16-bit storage: the hardware's conversions, staged tiles of f16 operands
+    Graph g;
+    int64_t m = small ? 130 : 1024, k = small ? 200 : 1024;
+    Tensor a = g.input("a", {Expr(m), Expr(k)}, DType::F16), b = g.input("b", {Expr(k), Expr(m)}, DType::F16);
+    g.mark_output(matmul(a, b), "y");
+    out.push_back({"hgemm", std::move(g)});
+  }
   {
     Graph g;
     int64_t n = small ? 1000 : 4096;
@@ -136,7 +143,7 @@ TEST(CudaNvrtc, EveryWorkloadKernelCompilesForSm80AndSm90WithinLimits) {
       std::set<std::string> names;
       for (const kernel::Kernel& k : r.program.kernels) names.insert("lumen_" + k.name);
       for (const std::string& n : names) EXPECT_TRUE(built.resources.count(n)) << w.name << " " << arch << " " << n;
-      check_limits(built, w.name + " " + arch, 128);
+      check_limits(built, w.name + " " + arch, 256);  // the largest work-group the heuristic launches (staged)
       if (w.name == "dtype64") {  // printed in 64 bits, not narrowed
         EXPECT_NE(r.program.source.find("const double"), std::string::npos) << r.program.source;
         EXPECT_NE(r.program.source.find("lm_maxd("), std::string::npos) << r.program.source;
@@ -164,7 +171,8 @@ TEST(CudaRun, EveryWorkloadAgreesWithTheInterpreter) {
         ASSERT_EQ(a.shape(), b.shape()) << w.name << " " << o.name;
         int64_t bad = 0;
         for (int64_t i = 0; i < a.numel(); ++i) {
-          if (std::fabs(a.get(i) - b.get(i)) > 1e-4 * (1 + std::fabs(b.get(i))) && bad++ < 5) {
+          double tolerance = w.name == "hgemm" ? 2e-3 : 1e-4;  // f16 outputs: sums in another order may round a ulp apart
+          if (std::fabs(a.get(i) - b.get(i)) > tolerance * (1 + std::fabs(b.get(i))) && bad++ < 5) {
             ADD_FAILURE() << w.name << " " << o.name << " element " << i << ": cuda " << a.get(i) << ", interpreter "
                           << b.get(i);
           }

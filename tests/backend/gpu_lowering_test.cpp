@@ -184,6 +184,31 @@ TEST(GpuLowering, StagingNeedsTheSameIterationsOnEveryItem) {
   EXPECT_EQ(gpu::heuristic_gpu_schedule(contraction(512, 512, 8)).stage, false);  // too few terms to pay
 }
 
+// out[j] = Σ_r x[r] · w[j, r], four rows a point in registers: neighbouring
+// points read rows far apart, so a work-group shares each point (lane loops
+// looked through: one partial sum a lane per item, combined a lane at a time).
+TEST(GpuLowering, RowsReadFarApartShareAPointAcrossAGroup) {
+  Expr j = Expr::index("j", Expr(1000)), l = Expr::index("l", Expr(4)), r = Expr::index("r", Expr(768));
+  Value term = binary(Op::Mul, load(1, DType::F32, r, Expr(1)), load(2, DType::F32, (j * 4 + l) * 768 + r, Expr(1)));
+  Block lane = {Stmt::acc_init(0, DType::F32, Combine::Sum),
+                Stmt::make_loop(r, Expr(768), LoopKind::Serial, {Stmt::acc_update(0, Combine::Sum, term)}),
+                Stmt::store(0, j * 4 + l, acc_value(0, DType::F32))};
+  Kernel k;
+  k.name = "gemv";
+  k.accumulators = 1;
+  k.buffers = {{"out", DType::F32, true}, {"x", DType::F32, false}, {"w", DType::F32, false}};
+  k.body = {Stmt::make_loop(j, Expr(1000), LoopKind::Parallel, {Stmt::make_loop(l, Expr(4), LoopKind::Unroll, lane)})};
+  gpu::GpuSchedule s = gpu::heuristic_gpu_schedule(k);
+  EXPECT_EQ(s.reduce, gpu::ReduceMode::Group);
+  std::string cl = gpu::print_gpu_kernel(gpu::lower_for_gpu(k, s), gpu::opencl_dialect(), "k");
+  EXPECT_NE(cl.find("for (lm_i64 r = lm_lid; r < 768L; r += 64)"), std::string::npos) << cl;
+  for (int lane = 0; lane < 4; ++lane) {
+    std::string acc = "acc0_" + std::to_string(lane);
+    EXPECT_NE(cl.find("// " + acc + ": the work-group's partial results combined"), std::string::npos) << cl;
+  }
+  EXPECT_NE(cl.find("if (lm_lid == 0) {"), std::string::npos) << cl;  // one item stores
+}
+
 TEST(GpuLowering, BufferExtentsBoundTheTouchedElements) {
   gpu::BufferExtents e(elementwise(3, 5));
   std::vector<int64_t> n = e.elements(nullptr);

@@ -64,6 +64,7 @@ LM_FN double lm_clampd(double x) { return x != x ? x : x > 1e30 ? 1e30 : x < -1e
 #endif
 LM_FN int lm_sat_i8f(float x) { return x != x ? 0 : x <= -128.0f ? -128 : x >= 127.0f ? 127 : (int)x; }
 LM_FN int lm_sat_u8f(float x) { return x != x ? 0 : x <= 0.0f ? 0 : x >= 255.0f ? 255 : (int)x; }
+#ifndef LM_F16_CONVERSIONS
 LM_FN unsigned short lm_f32_to_f16(float value) {
   unsigned int x = LM_BITS(value);
   unsigned int sign = (x >> 16) & 0x8000u, exponent = (x >> 23) & 0xffu, mantissa = x & 0x7fffffu;
@@ -93,6 +94,7 @@ LM_FN float lm_f16_to_f32(unsigned short bits) {
   }
   return LM_FLOAT(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
+#endif
 LM_FN unsigned short lm_f32_to_bf16(float value) {
   unsigned int x = LM_BITS(value);
   if (value != value) return (unsigned short)((x >> 16) | 0x40u);
@@ -190,6 +192,18 @@ typedef long long lm_i64;
 #define lm_sind(x) sin(x)
 #define lm_sqrtd(x) sqrt(x)
 #define lm_fmodd(a, b) fmod(a, b)
+// Half precision through the hardware's conversions (round to nearest even, as the interpreter).
+#define LM_F16_CONVERSIONS 1
+LM_FN unsigned short lm_f32_to_f16(float value) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(value));
+  return h;
+}
+LM_FN float lm_f16_to_f32(unsigned short bits) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+  return f;
+}
 )CU") + kCommon;
   return d;
 }

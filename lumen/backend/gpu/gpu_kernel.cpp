@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/bounded_sum.h"
 
@@ -74,10 +76,23 @@ static std::set<int> outer_updates(const Stmt& loop) {
   return out;
 }
 
+std::vector<const Stmt*> top_level(const Block& body) {
+  std::vector<const Stmt*> out;
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::Loop && is_lane(s.loop)) {
+      for (const Stmt* t : top_level(s.body)) out.push_back(t);
+    } else {
+      out.push_back(&s);
+    }
+  }
+  return out;
+}
+
 bool group_reduce_legal(const Block& body) {
   std::set<int> combined;  // accumulators already combined after an earlier loop
   bool any_loop = false;
-  for (const Stmt& s : body) {
+  for (const Stmt* p : top_level(body)) {
+    const Stmt& s = *p;
     if (s.kind == StmtKind::AccUpdate) return false;  // every item would add it
     if (s.kind != StmtKind::Loop) continue;
     any_loop = true;
@@ -90,6 +105,38 @@ bool group_reduce_legal(const Block& body) {
     }
   }
   return any_loop;
+}
+
+// Whether a point's reduction reads memory that neighbouring points (one
+// work item each) read far apart while the reduction walks it contiguously,
+// and staging does not copy it: a matrix-vector product's rows.
+static bool uncoalesced_reads(const GpuKernel& g) {
+  if (g.grid.empty()) return false;
+  const Expr& x = g.grid.back().var;
+  bool found = false;
+  for (const Stmt* p : top_level(g.kernel.body)) {
+    if (p->kind != StmtKind::Loop || outer_updates(*p).empty()) continue;
+    std::vector<Expr> inner = {p->var};
+    walk(p->body, [&](const Stmt& u) {
+      if (u.kind == StmtKind::Loop) inner.push_back(u.var);
+    });
+    std::function<void(const Value&)> check = [&](const Value& v) {
+      if (!v) return;
+      for (const Value& a : v->args) check(a);
+      if (v->kind != ValueKind::Load || (g.staging.active && g.staging.reads.count(v.get()))) return;
+      std::optional<LinearForm> f = LinearForm::of(v->index);
+      if (!f) return;
+      int64_t across = 0;
+      bool along = false;
+      for (const auto& [term, c] : f->terms) {
+        if (term == x) across = std::llabs(c);
+        for (const Expr& r : inner) along = along || (term == r && std::llabs(c) == 1);
+      }
+      found = found || (across >= 8 && along);
+    };
+    walk(p->body, [&](const Stmt& u) { check(u.value); });
+  }
+  return found;
 }
 
 namespace {
@@ -133,24 +180,27 @@ GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
   GpuKernel peeled = peel_grid(k, GpuSchedule{});
   int64_t points = planned(simplify(grid_points(peeled)), 4096);
   int64_t terms = 0;
-  for (const Stmt& st : peeled.kernel.body) {
-    if (st.kind == StmtKind::Loop && !outer_updates(st).empty()) terms = std::max(terms, planned(st.extent, 1024));
+  for (const Stmt* st : top_level(peeled.kernel.body)) {
+    if (st->kind == StmtKind::Loop && !outer_updates(*st).empty()) terms = std::max(terms, planned(st->extent, 1024));
   }
+  bool legal = group_reduce_legal(peeled.kernel.body);
+  GpuSchedule group = s;
+  group.reduce = ReduceMode::Group;
+  group.group_size = terms >= 4096 ? 128 : 64;
   // Row reductions (few long rows: softmax, norms) share a row across a
   // work-group; contractions with a register tile keep their tile per thread.
   bool tiled = false;
   walk(peeled.kernel.body, [&](const Stmt& st) { tiled = tiled || (st.kind == StmtKind::Loop && is_lane(st.loop)); });
   bool rows = (terms >= 256 && points <= 4096) || (terms >= 64 && points <= 256);
-  if (rows && !tiled && group_reduce_legal(peeled.kernel.body)) {
-    s.reduce = ReduceMode::Group;
-    s.group_size = terms >= 4096 ? 128 : 64;
-    return s;
-  }
+  if (rows && !tiled && legal) return group;
   // Points that share operands of a long reduction loop read them once per block.
   GpuSchedule staged = s;
   staged.stage = true;
   staged.group_size = 256;
   GpuKernel g = lower_for_gpu(k, staged);
+  // Rows read far apart by neighbouring points (a matrix-vector product) are
+  // read together, coalesced, when a work-group shares each point.
+  if (legal && terms >= 64 && uncoalesced_reads(g)) return group;
   if (g.staging.active && points >= 256 && planned(g.staging.loop_extent, 1024) >= 32) return staged;
   return s;
 }

@@ -69,6 +69,11 @@ GpuKernel lower_for_gpu(const kernel::Kernel& k, const GpuSchedule& schedule);
 // where the points of a block share operands of a long reduction loop.
 GpuSchedule heuristic_gpu_schedule(const kernel::Kernel& k);
 
+// The statements at a point body's top level, lane loops looked through (their
+// bodies run once per lane, in lock step or as a loop of uniform extent): the
+// loops Group mode strides over a work-group.
+std::vector<const kernel::Stmt*> top_level(const kernel::Block& body);
+
 // Whether the Group mode is legal for a point body.
 bool group_reduce_legal(const kernel::Block& body);
 

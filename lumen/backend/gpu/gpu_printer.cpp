@@ -72,7 +72,7 @@ class Writer {
   void fill(const StagedTile& t, const std::string& pad);
   void block(const Block& b, int depth, bool top);
   void loop(const Stmt& s, int depth, bool top);
-  void lanes(const Stmt& s, int depth);
+  void lanes(const Stmt& s, int depth, bool top);
   void leaf(const Stmt& s, const std::string& pad);
   void combine_across_group(int acc, const std::string& pad);
   bool lane_region_supported(const Stmt& s) const;
@@ -123,9 +123,9 @@ void Writer::prologue() {
       if (s.kind == StmtKind::AccInit) dtypes[s.acc] = s.dtype;
     });
     std::set<std::string> arrays;  // one local array per type the combined accumulators hold
-    for (const Stmt& s : g_.kernel.body) {
-      if (s.kind != StmtKind::Loop) continue;
-      for (int a : updated_outside(s)) arrays.insert(reduction_array(dtypes[a]));
+    for (const Stmt* s : top_level(g_.kernel.body)) {
+      if (s->kind != StmtKind::Loop) continue;
+      for (int a : updated_outside(*s)) arrays.insert(reduction_array(dtypes[a]));
     }
     for (const std::string& name : arrays) {
       out_ << "  " << d_.local_decl << " " << reduction_type(name) << " " << name << "[" << gs << "];\n";
@@ -193,13 +193,14 @@ bool Writer::lane_region_supported(const Stmt& s) const {
 
 void Writer::loop(const Stmt& s, int depth, bool top) {
   std::string pad(static_cast<size_t>(depth) * 2, ' ');
-  bool strided = top && group_;
+  // Group mode strides the reduction loops at a point's top level, lane loops looked through.
+  bool strided = top && group_ && !is_lane(s.loop);
   if (staged_ && s.var == g_.staging.loop_var) {
     staged_loop(s, depth);
     return;
   }
-  if (!strided && is_lane(s.loop) && lane_region_supported(s)) {
-    lanes(s, depth);
+  if (is_lane(s.loop) && lane_region_supported(s)) {
+    lanes(s, depth, top);
     return;
   }
   values_.set_combo(0);
@@ -214,10 +215,15 @@ void Writer::loop(const Stmt& s, int depth, bool top) {
     out_ << pad << "for (" << d_.i64 << " " << v << " = 0; " << v << " < " << extent << "; ++" << v << ") {  // "
          << loop_kind_name(s.loop) << "\n";
   }
-  block(s.body, depth + 1, false);
+  block(s.body, depth + 1, top && is_lane(s.loop));
   out_ << pad << "}\n";
   if (strided) {
-    for (int acc : updated_outside(s)) combine_across_group(acc, pad);
+    for (int acc : updated_outside(s)) {
+      for (int64_t c = 0; c < combos(); ++c) {  // each lane's register
+        values_.set_combo(c);
+        combine_across_group(acc, pad);
+      }
+    }
   }
 }
 
@@ -324,11 +330,11 @@ void Writer::fill(const StagedTile& t, const std::string& pad) {
 }
 
 // A lane loop in lock step: nested loops shared, leaves once per lane.
-void Writer::lanes(const Stmt& s, int depth) {
+void Writer::lanes(const Stmt& s, int depth, bool top) {
   std::string pad(static_cast<size_t>(depth) * 2, ' ');
   out_ << pad << "{  // " << s.var << " in [0, " << s.extent << "): lanes in registers\n";
   values_.push_lane(s.var, s.extent.value());
-  block(s.body, depth + 1, false);
+  block(s.body, depth + 1, top);
   values_.pop_lane();
   out_ << pad << "}\n";
 }
@@ -345,7 +351,6 @@ void Writer::leaf(const Stmt& s, const std::string& pad) {
 
 // Every item holds a partial result of `acc`; afterwards every item holds the whole.
 void Writer::combine_across_group(int acc, const std::string& pad) {
-  values_.set_combo(0);
   const AccInfo& info = values_.acc(acc);
   std::string red = reduction_array(info.dtype);
   std::string name = values_.acc_name(acc);
