@@ -147,11 +147,23 @@ GpuKernel peel_grid(const Kernel& k, const GpuSchedule& schedule) {
   g.kernel = k;
   g.schedule = schedule;
   Block body = k.body;
-  // Lane loops stay inside the thread: they are its register tile.
-  while (body.size() == 1 && body[0].kind == StmtKind::Loop && !is_lane(body[0].loop) &&
-         !mentions_any(body[0].extent, g.grid)) {
-    g.grid.push_back({body[0].var, body[0].extent});
-    Block inner = body[0].body;
+  // Lane loops stay inside the thread: they are its register tile. Gathered
+  // indices bound before a loop (an embedding row read as a residual) are
+  // bound again in each of its iterations: a bind is a pure read and check.
+  while (true) {
+    size_t binds = 0;
+    while (binds < body.size() && body[binds].kind == StmtKind::Bind) ++binds;
+    if (body.size() != binds + 1) break;
+    const Stmt& loop = body[binds];
+    if (loop.kind != StmtKind::Loop || is_lane(loop.loop) || mentions_any(loop.extent, g.grid)) break;
+    bool extent_reads_bind = false;
+    for (size_t b = 0; b < binds; ++b) {
+      for (const Expr& v : expr_vars(loop.extent)) extent_reads_bind = extent_reads_bind || v == body[b].var;
+    }
+    if (extent_reads_bind) break;
+    g.grid.push_back({loop.var, loop.extent});
+    Block inner(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(binds));
+    inner.insert(inner.end(), loop.body.begin(), loop.body.end());
     body = std::move(inner);
   }
   g.kernel.body = std::move(body);
@@ -193,6 +205,13 @@ GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
   walk(peeled.kernel.body, [&](const Stmt& st) { tiled = tiled || (st.kind == StmtKind::Loop && is_lane(st.loop)); });
   bool rows = (terms >= 256 && points <= 4096) || (terms >= 64 && points <= 256);
   if (rows && !tiled && legal) return group;
+  // Few points, each running loops of many independent iterations (a decode
+  // step's scores over the cache, one point a head): the group shares them.
+  int64_t iterations = 0;
+  for (const Stmt* st : top_level(peeled.kernel.body)) {
+    if (st->kind == StmtKind::Loop && outer_updates(*st).empty()) iterations = std::max(iterations, planned(st->extent, 1024));
+  }
+  if (legal && points <= 1024 && iterations >= 32) return group;
   // Points that share operands of a long reduction loop read them once per block.
   GpuSchedule staged = s;
   staged.stage = true;
