@@ -1,5 +1,5 @@
 """Where the cuda backend's time goes (LUMEN_PROFILE=1: every launch timed to
-its end): the bench's 110M Llama decode and the sgemm / softmax rows of
+its end): the bench's 110M Llama decode and the sgemm / softmax / attention rows of
 bench/gpu_rows.py. Run on a GPU machine by scripts/device/gpu_check's
 `profile` step."""
 import os
@@ -21,8 +21,13 @@ for i in range(32):
 report = r.report()
 print(report[report.index("profile:"):report.index("prefill program:")] if "profile:" in report else report[-3000:])
 rng = np.random.default_rng(0)
+def causal_attention(g, x):
+    return lumen.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True)
+
+
 for name, shape, build in (("sgemm 4096", (4096, 4096), lambda g, x: lumen.matmul(x, x)),
-                           ("softmax 4096", (4096, 4096), lambda g, x: lumen.softmax(x, -1))):
+                           ("softmax 4096", (4096, 4096), lambda g, x: lumen.softmax(x, -1)),
+                           ("causal attention S4096", (1, 8, 4096, 64), causal_attention)):
     g = lumen.Graph()
     x = g.input("x", list(shape))
     p = g.compile([build(g, x)], backend="cuda")

@@ -187,6 +187,19 @@ GpuKernel lower_for_gpu(const Kernel& k, const GpuSchedule& schedule) {
   return g;
 }
 
+// Accumulators a point keeps per lane: the product of the lane loops around its
+// accumulators (a matmul's 6 x 16 tile: 96; a norm's sum: 1).
+static int64_t register_tile(const Block& body, int64_t lanes) {
+  int64_t most = 0;
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::AccInit) most = std::max(most, lanes);
+    if (s.kind == StmtKind::Loop && is_lane(s.loop)) {
+      most = std::max(most, register_tile(s.body, lanes * (s.extent.is_const() ? s.extent.value() : 64)));
+    }
+  }
+  return most;
+}
+
 GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
   GpuSchedule s;
   GpuKernel peeled = peel_grid(k, GpuSchedule{});
@@ -201,8 +214,7 @@ GpuSchedule heuristic_gpu_schedule(const Kernel& k) {
   group.group_size = terms >= 4096 ? 128 : 64;
   // Row reductions (few long rows: softmax, norms) share a row across a
   // work-group; contractions with a register tile keep their tile per thread.
-  bool tiled = false;
-  walk(peeled.kernel.body, [&](const Stmt& st) { tiled = tiled || (st.kind == StmtKind::Loop && is_lane(st.loop)); });
+  bool tiled = register_tile(peeled.kernel.body, 1) > 4;
   bool rows = (terms >= 256 && points <= 4096) || (terms >= 64 && points <= 256);
   if (rows && !tiled && legal) return group;
   // Few points, each running loops of many independent iterations (a decode

@@ -36,6 +36,8 @@ constexpr int64_t kMaxLaneCombos = 128;  // registers a thread's tile may take
 
 bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
 
+int64_t planned_extent(const Expr& e) { return e.is_const() ? e.value() : 1024; }
+
 void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
   for (const Stmt& s : block) {
     f(s);
@@ -84,6 +86,7 @@ class Writer {
   ValueWriter values_;
   bool group_ = false;
   bool staged_ = false;
+  Expr stride_var_;  // Group mode: the loop of a chain to stride over the group
 };
 
 std::string Writer::render(const std::string& entry) {
@@ -193,8 +196,25 @@ bool Writer::lane_region_supported(const Stmt& s) const {
 
 void Writer::loop(const Stmt& s, int depth, bool top) {
   std::string pad(static_cast<size_t>(depth) * 2, ' ');
-  // Group mode strides the reduction loops at a point's top level, lane loops looked through.
+  // Group mode strides the reduction loops at a point's top level, lane loops
+  // looked through; a loop without reductions, the longest loop of its chain
+  // of single loops (a norm's output row under loops of extent 1).
   bool strided = top && group_ && !is_lane(s.loop);
+  if (strided && updated_outside(s).empty()) {
+    const Stmt* target = &s;
+    for (const Stmt* c = &s; c->kind == StmtKind::Loop && !is_lane(c->loop);) {
+      if (planned_extent(c->extent) > planned_extent(target->extent)) target = c;
+      if (c->body.size() != 1) break;
+      c = &c->body[0];
+    }
+    if (target != &s) {
+      strided = false;
+      stride_var_ = target->var;
+    }
+  } else if (!strided && stride_var_.defined() && s.var == stride_var_) {
+    strided = true;
+    stride_var_ = Expr();
+  }
   if (staged_ && s.var == g_.staging.loop_var) {
     staged_loop(s, depth);
     return;
@@ -297,14 +317,15 @@ void Writer::fill(const StagedTile& t, const std::string& pad) {
   const Staging& st = g_.staging;
   int64_t count = 1;
   for (const StagedDim& d : t.dims) count *= d.size;
-  out_ << pad << "for (" << d_.i64 << " lm_t = lm_lid; lm_t < " << count << "; lm_t += " << g_.schedule.group_size
+  // Positions inside the tile in 32 bits: its divisions by constants stay cheap.
+  out_ << pad << "for (int lm_t = (int)lm_lid; lm_t < " << count << "; lm_t += " << g_.schedule.group_size
        << ") {  // " << t.name << ": the group copies " << count << " elements\n";
-  out_ << pad << "  " << d_.i64 << " lm_q = lm_t;\n";
+  out_ << pad << "  int lm_q = lm_t;\n";
   std::string offset = "0", in = "1";
   for (size_t i = t.dims.size(); i-- > 0;) {
     const StagedDim& d = t.dims[i];
     std::string c = "lm_c" + std::to_string(i), v = values_.expr(d.var);
-    out_ << pad << "  const " << d_.i64 << " " << c << " = lm_q % " << d.size << ";\n";
+    out_ << pad << "  const int " << c << " = lm_q % " << d.size << ";\n";
     out_ << pad << "  lm_q = lm_q / " << d.size << ";\n";
     offset += " + " + c + " * " + std::to_string(t.strides[i]);
     switch (d.kind) {
