@@ -95,13 +95,40 @@ class BodyLowering {
     fail_at(scope_.source, e.span, "unknown name '", e.text, "'");
   }
 
+  // `a / d` with `a` affine and `d` a positive constant: the affine part and d.
+  std::optional<std::pair<Affine, int64_t>> divided_form(const Ast& index) const {
+    if (index.kind != NodeKind::Binary || index.text != "/") return std::nullopt;
+    auto divisor = affine_form(*index.args[1], scope_);
+    if (!divisor || !divisor->coeff.empty() || divisor->constant <= 0) return std::nullopt;
+    auto form = affine_form(*index.args[0], scope_);
+    if (!form) return std::nullopt;
+    return std::make_pair(*form, divisor->constant);
+  }
+
+  // A read at `a / d` along dim j (a group's statistic read per channel):
+  // the dim repeated d times in place is read at `a`, a view, not a gather.
+  // In bounds as the original: a / d in [0, n) exactly when a in [0, n·d).
+  static Tensor repeated(const Tensor& t, size_t j, int64_t d) {
+    Shape wide = t.shape(), merged = t.shape();
+    wide.insert(wide.begin() + static_cast<std::ptrdiff_t>(j) + 1, Expr(d));
+    merged[j] = Expr(checked_mul(merged[j].value(), d, "repeated dim"));
+    return t.unsqueeze(static_cast<int>(j) + 1).expand(wide).reshape(merged);
+  }
+
   Tensor access(const Ast& e) {
-    const Tensor& t = scope_.tensors.at(e.text);
+    Tensor t = scope_.tensors.at(e.text);
     std::vector<std::vector<int64_t>> coeff;
     std::vector<int64_t> constant;
     bool affine = true;
-    for (const AstPtr& index : e.args) {
+    for (size_t j = 0; j < e.args.size(); ++j) {
+      const AstPtr& index = e.args[j];
       auto form = affine_form(*index, scope_);
+      if (!form) {
+        if (auto divided = divided_form(*index)) {
+          t = repeated(t, j, divided->second);
+          form = divided->first;
+        }
+      }
       if (!form) {
         affine = false;
         break;
@@ -114,7 +141,7 @@ class BodyLowering {
       constant.push_back(form->constant);
     }
     if (affine) return strided_read(t, coeff, constant, space_);
-    return gathered_read(t, e);
+    return gathered_read(scope_.tensors.at(e.text), e);
   }
 
   // data[flat index] for indices that are not affine (computed or read from

@@ -3,6 +3,7 @@
 // primitives only, the same nodes as the built-in matmul).
 #include "lumen/ops/conv.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/ops/movement.h"
 #include "lumen/ops/normalization.h"
 #include "lumen/ops/reduce.h"
 #include "tests/tc/tc_test_util.h"
@@ -206,13 +207,48 @@ TEST(TcLower, IntTensorsAndGatherForDataDependentIndices) {
   }
 }
 
-TEST(TcLower, ComputedIndicesGather) {
-  // i / 2 is not affine: the read is a Gather of computed positions.
-  const char* src = "def up(float(N) A) -> (B) { B(i) = A(i / 2) where i in 0:2*N }";
+int gathers(const Graph& g) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.op == Op::Gather;
+  return n;
+}
+
+TEST(TcLower, DividedIndicesAreRepeatedViews) {
+  // i / 2 and (i + 1) / 2 read A with each element repeated in place: views, no Gather.
+  const char* src = "def up(float(N) A) -> (B, C) { B(i) = A(i / 2) where i in 0:2*N\n C(i) = A((i + 1) / 2) where i in 0:2*N-1 }";
+  Graph g;
+  Tensor a = g.input("A", {Expr(5)});
+  define(src)({a});
+  EXPECT_EQ(gathers(g), 0);
   for (Backend b : kBackends) {
     std::vector<Array> got = run_tc(src, {{"A", DType::F32, {5}}}, {}, b);
     std::vector<Array> want = run_graph({{"A", DType::F32, {5}}}, [](const std::vector<Tensor>& t) {
-      return std::vector<Tensor>{t[0].unsqueeze(1).expand({Expr(5), Expr(2)}).reshape({Expr(10)})};
+      Tensor twice = t[0].unsqueeze(1).expand({Expr(5), Expr(2)}).reshape({Expr(10)});
+      return std::vector<Tensor>{twice, twice.slice(0, Expr(1), Expr(10))};
+    }, Backend::Interp);
+    expect_close(got[0], want[0], 0);
+    expect_close(got[1], want[1], 0);
+  }
+  // A group's statistic read per channel (group norm): Var(n, k / (C/4)).
+  const char* per_channel = "def pc(float(N,G) V, float(N,C) X) -> (Y) { Y(n,k) = X(n,k) * V(n, k / (C/4)) }";
+  expect_same(per_channel, {{"V", DType::F32, {2, 4}}, {"X", DType::F32, {2, 12}}}, {}, [](const std::vector<Tensor>& t) {
+    Tensor v = t[0].unsqueeze(2).expand({Expr(2), Expr(4), Expr(3)}).reshape({Expr(2), Expr(12)});
+    return std::vector<Tensor>{t[1] * v};
+  });
+}
+
+TEST(TcLower, ComputedIndicesGather) {
+  // i * i is not affine: the read is a Gather of computed positions.
+  const char* src = "def sq(float(N) A) -> (B) { B(i) = A(i * i) where i in 0:3 }";
+  Graph g;
+  Tensor a = g.input("A", {Expr(9)});
+  define(src)({a});
+  EXPECT_GE(gathers(g), 1);
+  for (Backend b : kBackends) {
+    std::vector<Array> got = run_tc(src, {{"A", DType::F32, {9}}}, {}, b);
+    std::vector<Array> want = run_graph({{"A", DType::F32, {9}}}, [](const std::vector<Tensor>& t) {
+      return std::vector<Tensor>{ops::concat({t[0].slice(0, Expr(0), Expr(1)), t[0].slice(0, Expr(1), Expr(2)),
+                                              t[0].slice(0, Expr(4), Expr(5))}, 0)};
     }, Backend::Interp);
     expect_close(got[0], want[0], 0);
   }
