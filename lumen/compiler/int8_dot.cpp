@@ -31,8 +31,9 @@ struct Format {
   Form form;
   int64_t half = 0;  // Nibbles: byte j of a group holds element j (low) and half + j (high)
   bool mins = false;
+  int64_t scale_block = kBlock;  // elements per weight scale: 32, or 16 (Q6_K: Q8_0's form on blocks of 16)
   std::string name() const {
-    if (form == Form::Signed) return "Q8_0 form";
+    if (form == Form::Signed) return scale_block == kBlock ? "Q8_0 form" : "Q6_K form";
     if (form == Form::Unsigned) return "Q5_1 form";
     return half == 16 ? (mins ? "Q4_1 form" : "Q4_0 form") : "Q4_K form";
   }
@@ -86,8 +87,11 @@ std::vector<Format> shape_formats(const Graph& g, const QuantParams& p, int64_t 
   auto shape_is = [](const Node& node, int64_t a, int64_t b) {
     return node.shape.size() == 2 && static_dim(node.shape[0]) == a && static_dim(node.shape[1]) == b;
   };
-  if (!shape_is(s, n, k / kBlock) || !is_float(s.dtype)) return {};
+  if (!is_float(s.dtype)) return {};
   bool mins = p.mins >= 0;
+  // i8 quants with a scale every 16 elements (Q6_K as the reader stores it: q - 32, d·sc).
+  if (q.dtype == DType::I8 && shape_is(q, n, k) && !mins && shape_is(s, n, k / 16)) return {{Form::Signed, 0, false, 16}};
+  if (!shape_is(s, n, k / kBlock)) return {};
   if (mins && (!shape_is(g.node(p.mins), n, k / kBlock) || !is_float(g.node(p.mins).dtype))) return {};
   if (q.dtype == DType::I8 && shape_is(q, n, k) && !mins) return {{Form::Signed, 0, false}};
   if (q.dtype == DType::U8 && shape_is(q, n, k) && mins) return {{Form::Unsigned, 0, true}};
@@ -104,7 +108,7 @@ std::vector<Format> shape_formats(const Graph& g, const QuantParams& p, int64_t 
 bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const Format& f, int64_t n, int64_t k) {
   std::mt19937 rng(1234);
   const Node& qn = g.node(p.q);
-  int64_t kb = f.form == Form::Nibbles ? k / 2 : k, blocks = k / kBlock;
+  int64_t kb = f.form == Form::Nibbles ? k / 2 : k, blocks = k / f.scale_block;
   Array q(qn.dtype, {n, kb}), scales(g.node(p.scales).dtype, {n, blocks}), mins;
   if (f.mins) mins = Array(g.node(p.mins).dtype, {n, blocks});
   const double values[] = {0.5, 0.75, 1.25, 2.0, -1.5, 0.375};
@@ -122,7 +126,7 @@ bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const 
   for (int64_t row : rows) {
     for (int64_t col = 0; col < k; ++col) {
       if (col >= 128 && col < k - 64) continue;
-      double d = scales.get(row * blocks + col / kBlock), want = 0;
+      double d = scales.get(row * blocks + col / f.scale_block), want = 0;
       if (f.form == Form::Nibbles) {
         int64_t group = col / (2 * f.half), j = col % f.half;
         auto byte = static_cast<int64_t>(q.get(row * kb + group * f.half + j));
@@ -337,23 +341,23 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
 }
 
 // Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
-// per-block tensor [.., K / 32] of the block that group's `half` (0 low, 1
-// high) belongs to.
-Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t k) {
+// per-block tensor [.., K / block] of the block that group's `half` (0 low,
+// 1 high) belongs to.
+Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t k, int64_t block = kBlock) {
   Shape lead(blocks.shape().begin(), blocks.shape().end() - 1);
   auto with = [&](std::initializer_list<int64_t> tail) {
     Shape s = lead;
     for (int64_t e : tail) s.push_back(Expr(e));
     return s;
   };
-  const int64_t nb = k / kBlock;
+  const int64_t nb = k / block;
   const Tensor& t = blocks;
   if (f.form == Form::Nibbles && f.half == 32) {
     // groups of 64 quants: the low ones are block 2g, the high ones block 2g + 1; 8 byte groups a block
     Tensor pair = t.reshape(with({nb / 2, 2})).slice(static_cast<int>(lead.size()) + 1, Expr(half_index), Expr(half_index + 1));
     return pair.expand(with({nb / 2, 8})).reshape(with({nb * 4}));
   }
-  int64_t lanes = f.form == Form::Nibbles ? 4 : 8;  // byte groups of four a block: 16 or 32 bytes
+  int64_t lanes = f.form == Form::Nibbles ? 4 : block / 4;  // byte groups of four a block: 16, 32 (or 16: Q6_K) bytes
   return t.reshape(with({nb, 1})).expand(with({nb, lanes})).reshape(with({nb * lanes}));
 }
 
@@ -365,7 +369,7 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
   auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
   Tensor wbytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)});
   Tensor wq = wbytes.cast(DType::I32);
-  Tensor scales = f32(g.tensor(m.params.scales));  // [N, K/32]
+  Tensor scales = f32(g.tensor(m.params.scales));  // [N, K / scale_block]
   Tensor mins = m.format.mins ? f32(g.tensor(m.params.mins)) : Tensor();
   const int chains = f.form == Form::Nibbles ? 2 : 1;
   const bool shared = f.form == Form::Nibbles && f.half == 16;  // Q4_0 / Q4_1: both chains of a group in one block
@@ -395,7 +399,7 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
     if (shared && h == 0) continue;
     int64_t offset = f.form == Form::Signed ? 128 : (f.form == Form::Nibbles && !f.mins) ? 8 : 0;
     Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
-    Tensor term = f32(integer).mul(per_group(scales, f, h, k));  // [.., m, N, R]
+    Tensor term = f32(integer).mul(per_group(scales, f, h, k, f.scale_block));  // [.., m, N, R]
     if (f.mins) term = term.add(f32(sums).mul(per_group(mins, f, h, k)));
     add(total, term.mul(per_group(a.scale, f, h, k)));
     dot = Tensor();

@@ -2,7 +2,7 @@
 //
 // A contraction sum_k x[.., m, k] · W[n, k] whose weight W is the
 // dequantization of a parameter in one of ggml's block formats (Q8_0 / Q5_0:
-// i8 q·d; Q4_0: packed nibbles (q - 8)·d; Q4_1: q·d + m; Q4_K: nibbles in
+// i8 q·d; Q6_K: i8 q·d with a scale every 16; Q4_0: packed nibbles (q - 8)·d; Q4_1: q·d + m; Q4_K: nibbles in
 // groups of 64, q·d + m; Q5_1 / Q5_K: u8 q·d + m; blocks of 32) becomes, as
 // llama.cpp computes it:
 //

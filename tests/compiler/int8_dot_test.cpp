@@ -39,15 +39,18 @@ StoredWeight random_weight(WeightFormat format, int64_t n, int64_t k, uint32_t s
   StoredWeight w;
   w.format = format;
   w.shape = {n, k};
-  w.block = 32;
+  const bool q6 = format == WeightFormat::Q6_K;  // i8 q - 32, a scale every 16 (as the GGUF reader unpacks it)
+  w.block = q6 ? 16 : 32;
   const bool nibbles = format == WeightFormat::Q4_0 || format == WeightFormat::Q4_1 || format == WeightFormat::Q4_K;
   const bool k_quant = format == WeightFormat::Q4_K;
   w.packed_half = nibbles ? (k_quant ? 32 : 16) : 0;
-  DType qtype = format == WeightFormat::Q8_0 ? DType::I8 : DType::U8;
+  DType qtype = format == WeightFormat::Q8_0 || q6 ? DType::I8 : DType::U8;
   w.data = Array(qtype, {n, nibbles ? k / 2 : k});
-  for (int64_t i = 0; i < w.data.numel(); ++i) w.data.set(i, qtype == DType::I8 ? static_cast<int>(rng() % 255) - 127 : rng() % 256);
-  DType stype = k_quant ? DType::F32 : DType::F16;
-  w.scales = Array(stype, {n, k / 32});
+  for (int64_t i = 0; i < w.data.numel(); ++i) {
+    w.data.set(i, q6 ? static_cast<int>(rng() % 64) - 32 : qtype == DType::I8 ? static_cast<int>(rng() % 255) - 127 : rng() % 256);
+  }
+  DType stype = k_quant || q6 ? DType::F32 : DType::F16;
+  w.scales = Array(stype, {n, k / w.block});
   std::uniform_real_distribution<float> scale(0.002f, 0.02f);
   for (int64_t i = 0; i < w.scales.numel(); ++i) w.scales.set(i, scale(rng));
   if (format == WeightFormat::Q4_1 || format == WeightFormat::Q4_K) {
@@ -107,12 +110,13 @@ std::vector<double> reference_int8(const StoredWeight& w, const Array& x, int64_
       for (int64_t j = 0; j < 32; ++j) q[static_cast<size_t>(b * 32 + j)] = static_cast<int>(std::round(static_cast<float>(x.get(m * k + b * 32 + j)) * inv));
       d[static_cast<size_t>(b)] = dd;
     }
+    const int64_t per_scale = w.block, scale_blocks = k / per_scale;  // Q6_K: two weight scales an activation block
     for (int64_t row = 0; row < n; ++row) {
       double acc = 0;
-      for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t b = 0; b < k / per_scale; ++b) {
         int64_t dot = 0, sum = 0;
-        for (int64_t j = 0; j < 32; ++j) {
-          int64_t col = b * 32 + j, wq;
+        for (int64_t j = 0; j < per_scale; ++j) {
+          int64_t col = b * per_scale + j, wq;
           if (w.packed_half > 0) {
             int64_t half = w.packed_half, group = col / (2 * half), jj = col % half;
             auto byte = static_cast<int64_t>(w.data.get(row * (k / 2) + group * half + jj));
@@ -124,8 +128,9 @@ std::vector<double> reference_int8(const StoredWeight& w, const Array& x, int64_
           dot += wq * q[static_cast<size_t>(col)];
           sum += q[static_cast<size_t>(col)];
         }
-        acc += w.scales.get(row * blocks + b) * d[static_cast<size_t>(b)] * static_cast<double>(dot);
-        if (w.mins.defined()) acc += w.mins.get(row * blocks + b) * d[static_cast<size_t>(b)] * static_cast<double>(sum);
+        const double dx = d[static_cast<size_t>(b * per_scale / 32)];
+        acc += w.scales.get(row * scale_blocks + b) * dx * static_cast<double>(dot);
+        if (w.mins.defined()) acc += w.mins.get(row * blocks + b) * dx * static_cast<double>(sum);
       }
       out[static_cast<size_t>(m * n + row)] = acc;
     }
@@ -211,7 +216,8 @@ TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, Int8Dot,
                          ::testing::Values(Case{WeightFormat::Q8_0, "Q8_0 form"}, Case{WeightFormat::Q4_0, "Q4_0 form"},
-                                           Case{WeightFormat::Q4_1, "Q4_1 form"}, Case{WeightFormat::Q4_K, "Q4_K form"}),
+                                           Case{WeightFormat::Q4_1, "Q4_1 form"}, Case{WeightFormat::Q4_K, "Q4_K form"},
+                                           Case{WeightFormat::Q6_K, "Q6_K form"}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.form;
                            return s.substr(0, s.find(' '));
