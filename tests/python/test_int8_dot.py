@@ -98,8 +98,8 @@ def test_int8_dot_argument_is_checked(model_path):
 
 
 def test_int8_q4_k_m_from_llama_cpp_quantizer(tmp_path):
-    # Q4_K_M as llama.cpp's quantizer writes it: Q4_K matrices are rewritten (Q4_1's form on blocks of
-    # 32, f32 scales and mins), Q6_K ones (blocks of 16) keep their f32 kernels.
+    # Q4_K_M as llama.cpp's quantizer writes it: Q4_K matrices (Q4_1's form on groups of 64, f32 scales
+    # and mins) and Q6_K ones (i8 quants, a scale every 16) are both rewritten.
     import ctypes
 
     llama_cpp = pytest.importorskip("llama_cpp")
@@ -117,7 +117,7 @@ def test_int8_q4_k_m_from_llama_cpp_quantizer(tmp_path):
         assert bool(rewritten) == (mode == "on")
         if mode == "on":
             count = int(rewritten[0].split(": ")[1].split()[0])
-            assert 0 < count < 15  # some, not all: the Q6_K ones stay
+            assert count == 15  # every projection of the two layers and the LM head, the Q6_K ones too
         logits[mode] = np.stack([r.forward([t]) for t in PROMPT])
     a, b = logits["off"], logits["on"]
     assert 1e-6 < np.abs(a - b).max() / np.abs(a).max() < TOLERANCE
