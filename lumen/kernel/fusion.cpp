@@ -9,11 +9,16 @@
 #include "lumen/core/debug_flags.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/known_region.h"
 #include "lumen/kernel/lower.h"
 
 namespace lumen::kernel {
 
 namespace {
+
+// The cost per element (op_cost units: a vectorised transcendental is 5) from
+// which a value computed from indices alone is worth a buffer when recomputed.
+constexpr double kWorthABuffer = 5;
 
 // Rough ALU cost of evaluating a node once, given its inputs. Transcendentals
 // cost ~1 op per element in SIMD code but tens as scalar calls, and rows
@@ -119,23 +124,39 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   // reduction counts 1 inside its consumers (it is computed once per point and
   // reused), but its own cost is a whole reduction.
   std::vector<double> subtree(n, 0);
-  std::vector<bool> reads_data(n, false);  // a node whose value is a pure constant is never worth a buffer
+  std::vector<bool> reads_data(n, false);  // a node whose value is a pure constant is rarely worth a buffer
+  std::vector<bool> transcendental(n, false);  // a Log2, Exp2 or Sin among it and its inlined producers
   LowerOptions lower_options;
   lower_options.assumed_dim = options.assumed_dim;
   std::vector<std::vector<std::pair<size_t, double>>> counts(n);  // per kernel: nodes it inlines, evaluations
   std::vector<double> own_cost(n);
   for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]) + rounding_cost(graph, graph.nodes()[i]);
   std::vector<bool> lowered(n, false);
+  // A function of a 0/1 value computed from indices (log2(1 - mask): -inf
+  // where masked, ops::neg_inf_where) is a select in disguise, not a
+  // transcendental worth a buffer; its known region serves the consumer.
+  KnownRegions known(graph);
+  std::vector<int> two_valued(n, -1);
+  auto two_valued_operand = [&](size_t i) {
+    if (two_valued[i] < 0) {
+      const Node& node = graph.nodes()[i];
+      Known k = known.through(node.inputs[0], loop_indices(node.shape));
+      two_valued[i] = k.exact.defined() && k.exact.lo() >= 0 && k.exact.hi() <= 1;
+    }
+    return two_valued[i] == 1;
+  };
   for (int round = 0; round < 64; ++round) {
     p.rounds = round + 1;
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       double c = own_cost[i];
       bool data = node.op == Op::Input;
+      bool heavy = (node.op == Op::Log2 || node.op == Op::Exp2 || node.op == Op::Sin) && !two_valued_operand(i);
       for (const Edge& e : node.inputs) {
         auto in = static_cast<size_t>(e.node);
         data = data || reads_data[in] || p.materialized[in];
         if (p.materialized[in]) continue;
+        heavy = heavy || transcendental[in];
         bool loop_reduce = is_reduce(graph.nodes()[in].op) && !is_small_reduce(graph.nodes()[in]);
         c += loop_reduce ? 1 : subtree[in];
       }
@@ -144,6 +165,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       }
       subtree[i] = c;
       reads_data[i] = data;
+      transcendental[i] = heavy;
     }
     // Only kernels that inlined a node materialised last round change.
     std::vector<double> evaluations(n, 0);
@@ -170,7 +192,12 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
     // Offenders: recomputed too often for their cost.
     std::vector<bool> offender(n, false);
     for (size_t i = n; i-- > 0;) {
-      if (p.materialized[i] || evaluations[i] == 0 || !reads_data[i]) continue;
+      if (p.materialized[i] || evaluations[i] == 0) continue;
+      // A value computed from indices alone is cheaper to recompute than to
+      // read, unless it takes a transcendental and is no mask (masks keep
+      // their known regions inline, known_region.h): rotary embeddings'
+      // sin(position * frequency), read once per head.
+      if (!reads_data[i] && (!transcendental[i] || subtree[i] < kWorthABuffer)) continue;
       double factor = evaluations[i] / assumed_numel(graph.nodes()[i].shape, options.assumed_dim);
       offender[i] = factor > options.min_recompute && (factor - 1) * subtree[i] > options.max_extra_work;
       // f16/bf16 widened to f32 is exact and free on load: a buffer of it would

@@ -1,0 +1,67 @@
+// Fusion (lumen/kernel/fusion.h): which values computed from indices alone
+// get a buffer. A mask stays inline (cheap, and its known regions let the
+// consumer skip work); a transcendental of positions read once per head
+// (rotary embeddings' sin(position * frequency)) is computed once into a
+// buffer rather than once per head.
+#include <gtest/gtest.h>
+
+#include "lumen/compile.h"
+#include "lumen/kernel/fusion.h"
+#include "lumen/ops/creation.h"
+#include "lumen/ops/elementwise.h"
+
+namespace lumen {
+namespace {
+
+// x [heads, s, 32] times sin(position * frequency) [s, 32], broadcast over heads.
+struct Rotary {
+  Graph g;
+  Tensor angle_sin, out;
+};
+
+void build_rotary(Rotary& r, int64_t heads, int64_t s) {
+  Tensor x = r.g.input("x", {Expr(heads), Expr(s), Expr(32)});
+  Tensor position = ops::arange(r.g, 0, static_cast<double>(s)).unsqueeze(1);   // [s, 1]
+  Tensor frequency = ops::arange(r.g, 0, 32).unsqueeze(0) * -0.25;              // [1, 32]
+  r.angle_sin = (position * frequency.exp()).sin();                               // [s, 32]
+  r.out = x * r.angle_sin.unsqueeze(0).expand({Expr(heads), Expr(s), Expr(32)});
+  r.g.mark_output(r.out, "y");
+}
+
+TEST(Fusion, PositionsThroughATranscendentalReadPerHeadGetABuffer) {
+  Rotary r;
+  build_rotary(r, 12, 64);
+  kernel::Partition p = kernel::partition(r.g, {r.out.edge()});
+  EXPECT_TRUE(p.materialized[static_cast<size_t>(r.angle_sin.node_id())]);
+  // Read once per element (one head), recomputing it inline is as cheap as a buffer.
+  Rotary one;
+  build_rotary(one, 1, 64);
+  kernel::Partition q = kernel::partition(one.g, {one.out.edge()});
+  EXPECT_FALSE(q.materialized[static_cast<size_t>(one.angle_sin.node_id())]);
+}
+
+TEST(Fusion, MasksFromIndicesStayInline) {
+  // scores [heads, s, s] + log2(col <= row): -inf above the diagonal, a known region.
+  Graph g;
+  const int64_t heads = 12, s = 64;
+  Tensor scores = g.input("scores", {Expr(heads), Expr(s), Expr(s)});
+  Tensor row = ops::arange(g, 0, static_cast<double>(s)).unsqueeze(1);
+  Tensor col = ops::arange(g, 0, static_cast<double>(s)).unsqueeze(0);
+  Tensor mask = ops::neg_inf_where(ops::gt(col, row), DType::F32);  // [s, s]
+  Tensor out = scores + mask.unsqueeze(0).expand({Expr(heads), Expr(s), Expr(s)});
+  g.mark_output(out, "y");
+  kernel::Partition p = kernel::partition(g, {out.edge()});
+  EXPECT_FALSE(p.materialized[static_cast<size_t>(mask.node_id())]);
+  // ... and the result is right either way.
+  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
+  Array x(DType::F32, {heads, s, s});
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i % 7) - 3);
+  for (Program* prog : {&cpu, &ref}) {
+    prog->set("scores", x);
+    prog->run();
+  }
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(cpu.get("y").get(i), ref.get("y").get(i)) << i;
+}
+
+}  // namespace
+}  // namespace lumen
