@@ -64,7 +64,7 @@ LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightSt
   prefill_->share_state(*decode_);
 }
 
-std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool last_only, double budget_s) {
+std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool last_only, double budget_s, bool from_start) {
   auto start = std::chrono::steady_clock::now();
   Graph g;
   Tensor logits;
@@ -78,14 +78,15 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
     // The cache has room for one block of padding beyond the capacity.
     std::optional<Expr> real;
     if (!seq) real = g.dim("real");  // the tokens before the padding
-    logits = model.step(tokens, g.dim("past"), capacity_ + kSeqBlock, at, real);
+    logits = model.step(tokens, from_start ? Expr(0) : g.dim("past"), capacity_ + kSeqBlock, at, real);
   }
   if (!decode_) {  // the first program declares every parameter: check the checkpoint before compiling
     unused_weights_ = check_unused_llama_weights(config_, *weights_, options_.refuse_unused_weights);
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;
-  if (!o.tune_dims.count("past")) o.tune_dims["past"] = seq ? 128 : 0;  // decode deep in a sequence; prefill from the start
+  if (!from_start && !o.tune_dims.count("past")) o.tune_dims["past"] = seq ? 128 : 0;  // decode deep in a sequence; prefill from the start
+  if (from_start) o.tune_dims.erase("past");
   if (!o.tune_dims.count("seq_blocks")) o.tune_dims["seq_blocks"] = 128 / kSeqBlock;
   if (!o.tune_dims.count("real")) o.tune_dims["real"] = 128;
   auto p = std::make_unique<Program>(compile(g, {logits}, o));
@@ -107,10 +108,19 @@ Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens, bool padd
   return p.get("out0");
 }
 
+Program& LlamaRunner::prefill_at(int64_t past) {
+  if (past != 0) return *prefill_;
+  if (!prefill_start_) {
+    prefill_start_ = build(std::nullopt, true, options_.compile.search_budget_s * 0.4, true);
+    prefill_start_->share_state(*decode_);
+  }
+  return *prefill_start_;
+}
+
 std::vector<float> LlamaRunner::forward(const std::vector<int32_t>& tokens) {
   pending_ = -1;  // the caller feeds the sequence by hand from here
   bool one = tokens.size() == 1;
-  return run(one ? *decode_ : *prefill_, tokens, !one).to_floats();
+  return run(one ? *decode_ : prefill_at(past_), tokens, !one).to_floats();
 }
 
 Array LlamaRunner::forward_all(const std::vector<int32_t>& tokens) {
@@ -139,7 +149,7 @@ std::vector<int32_t> LlamaRunner::generate(const std::vector<int32_t>& prompt, i
   std::vector<int32_t> out;
   auto start = std::chrono::steady_clock::now();
   bool one = fed.size() == 1;
-  std::vector<float> logits = run(one ? *decode_ : *prefill_, fed, !one).to_floats();
+  std::vector<float> logits = run(one ? *decode_ : prefill_at(past_), fed, !one).to_floats();
   pending_ = -1;
   st.prefill_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
@@ -176,6 +186,7 @@ void LlamaRunner::reset() {
 
 std::string LlamaRunner::report() const {
   std::string r = "decode program:\n" + decode_->report() + "\nprefill program:\n" + prefill_->report();
+  if (prefill_start_) r += "\nprefill-from-the-start program:\n" + prefill_start_->report();
   return r;
 }
 

@@ -90,8 +90,14 @@ class LlamaRunner {
 
  private:
   // seq: a static step length (decode: 1), or nothing: a padded multiple of
-  // kSeqBlock tokens with a dynamic count of blocks.
-  std::unique_ptr<Program> build(std::optional<int64_t> seq, bool last_only, double budget_s);
+  // kSeqBlock tokens with a dynamic count of blocks. from_start: for an
+  // empty cache (past = 0 built in, not a dim).
+  std::unique_ptr<Program> build(std::optional<int64_t> seq, bool last_only, double budget_s, bool from_start = false);
+  // The program for a step of several tokens at `past`: from the start of an
+  // empty cache, one with past = 0 built in (compiled on first use: the
+  // causal scores' key axis is then whole blocks, which register tiles
+  // need); else the general one.
+  Program& prefill_at(int64_t past);
   Array run(Program& p, const std::vector<int32_t>& tokens, bool padded);
 
   static constexpr int64_t kSeqBlock = kLlamaSeqBlock;  // llama_step.h
@@ -106,7 +112,7 @@ class LlamaRunner {
   int32_t pending_ = -1;
   std::vector<std::string> unused_weights_;
   double compile_seconds_ = 0;
-  std::unique_ptr<Program> prefill_, decode_, all_;
+  std::unique_ptr<Program> prefill_, decode_, all_, prefill_start_;
 };
 
 }  // namespace lumen::models

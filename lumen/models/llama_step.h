@@ -31,7 +31,7 @@ void feed_step(StepProgram& p, const std::vector<int32_t>& tokens, bool padded, 
   for (int32_t t : tokens) {
     if (t < 0 || t >= vocab) fail("llama: token ", t, " is outside the vocabulary [0, ", vocab, ")");
   }
-  p.bind("past", past);
+  if (p.has_dim("past")) p.bind("past", past);  // a program for a prompt from the start has past = 0 built in
   if (!padded) {
     p.set("tokens", Array::from_ints(tokens, {1, n}));
     return;

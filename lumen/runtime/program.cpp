@@ -157,6 +157,11 @@ void Program::bind(const std::string& dim, int64_t value) {
   bindings_[dim] = value;
 }
 
+bool Program::has_dim(const std::string& dim) const {
+  auto names = graph_->dim_names();
+  return std::find(names.begin(), names.end(), dim) != names.end();
+}
+
 void Program::run() {
   auto held = lock();
   results_.clear();  // lets the executor reuse output buffers nobody else holds

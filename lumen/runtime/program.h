@@ -34,6 +34,7 @@ class Program {
   void set(const std::string& input, const std::vector<int32_t>& values);
   void set(const std::string& input, std::initializer_list<float> values) { set(input, std::vector<float>(values)); }
   void bind(const std::string& dim, int64_t value);
+  bool has_dim(const std::string& dim) const;  // whether the program's graph declares this dynamic dim
 
   // Persistent state (Graph::state): zeroed at compile, updated in place by
   // each run. set() on a state name copies the data in; state() reads it.

@@ -91,6 +91,8 @@ def test_prefill_in_chunks_equals_prefill_at_once(tmp_path):
     runner.forward(tokens[3:5])
     parts = runner.forward(tokens[5:])
     np.testing.assert_allclose(parts, whole, atol=1e-5)
+    # The first prompt ran the program with past = 0 built in, the later chunks the general one.
+    assert "prefill-from-the-start program:" in runner.report()
 
 
 def test_errors_are_clear(tmp_path):
