@@ -136,22 +136,20 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   // where masked, ops::neg_inf_where) is a select in disguise, not a
   // transcendental worth a buffer; its known region serves the consumer.
   KnownRegions known(graph);
-  std::vector<int> two_valued(n, -1);
-  auto two_valued_operand = [&](size_t i) {
-    if (two_valued[i] < 0) {
-      const Node& node = graph.nodes()[i];
-      Known k = known.through(node.inputs[0], loop_indices(node.shape));
-      two_valued[i] = k.exact.defined() && k.exact.lo() >= 0 && k.exact.hi() <= 1;
-    }
-    return two_valued[i] == 1;
-  };
+  std::vector<bool> own_transcendental(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = graph.nodes()[i];
+    if (node.op != Op::Log2 && node.op != Op::Exp2 && node.op != Op::Sin) continue;
+    Known k = known.through(node.inputs[0], loop_indices(node.shape));
+    own_transcendental[i] = !(k.exact.defined() && k.exact.lo() >= 0 && k.exact.hi() <= 1);
+  }
   for (int round = 0; round < 64; ++round) {
     p.rounds = round + 1;
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       double c = own_cost[i];
       bool data = node.op == Op::Input;
-      bool heavy = (node.op == Op::Log2 || node.op == Op::Exp2 || node.op == Op::Sin) && !two_valued_operand(i);
+      bool heavy = own_transcendental[i];
       for (const Edge& e : node.inputs) {
         auto in = static_cast<size_t>(e.node);
         data = data || reads_data[in] || p.materialized[in];

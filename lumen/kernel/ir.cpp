@@ -237,6 +237,15 @@ const char* loop_kind_name(LoopKind kind) {
   return "?";
 }
 
+bool is_lane(LoopKind kind) { return kind == LoopKind::Unroll || kind == LoopKind::Vector; }
+
+void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
+  for (const Stmt& s : block) {
+    f(s);
+    if (s.kind == StmtKind::Loop) walk(s.body, f);
+  }
+}
+
 Value substituted(const Value& v, const VarMap& vars) {
   ValueNode n = *v;
   if (n.index.defined()) n.index = simplify(substitute(n.index, vars));

@@ -10,6 +10,8 @@
 // an outer loop is vectorised.
 #pragma once
 
+#include <functional>
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -139,6 +141,10 @@ struct Kernel {
 };
 
 const char* loop_kind_name(LoopKind kind);
+// Unroll or Vector: a loop whose iterations are lanes of a register tile.
+bool is_lane(LoopKind kind);
+// Calls `f` on every statement nested in `block`, each before its body.
+void walk(const Block& block, const std::function<void(const Stmt&)>& f);
 
 Block substituted(const Block& block, const VarMap& vars);
 

@@ -28,8 +28,6 @@ const char* action_name(ActionKind k) {
   return "?";
 }
 
-bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
-
 }  // namespace
 
 std::string to_string(const Action& a) {

@@ -85,8 +85,8 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
   }
   CompileOptions o = options_.compile;
   o.search_budget_s = budget_s;
-  if (!from_start && !o.tune_dims.count("past")) o.tune_dims["past"] = seq ? 128 : 0;  // decode deep in a sequence; prefill from the start
-  if (from_start) o.tune_dims.erase("past");
+  if (from_start) o.tune_dims.erase("past");  // 0, built in: not a dim
+  else if (!o.tune_dims.count("past")) o.tune_dims["past"] = seq ? 128 : 0;  // decode deep in a sequence; prefill from the start
   if (!o.tune_dims.count("seq_blocks")) o.tune_dims["seq_blocks"] = 128 / kSeqBlock;
   if (!o.tune_dims.count("real")) o.tune_dims["real"] = 128;
   auto p = std::make_unique<Program>(compile(g, {logits}, o));

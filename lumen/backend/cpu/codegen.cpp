@@ -65,17 +65,7 @@ bool kernel_is_wide(const Kernel& k) {
   return block_is_wide(k.body);
 }
 
-bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
-
 constexpr int64_t kMaxCombos = 256;
-
-// Visits every statement nested in `block`.
-void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
-  for (const Stmt& s : block) {
-    f(s);
-    if (s.kind == StmtKind::Loop) walk(s.body, f);
-  }
-}
 
 }  // namespace
 

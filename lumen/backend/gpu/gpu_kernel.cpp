@@ -33,21 +33,12 @@ bool reads_acc(const Value& v, const std::set<int>& accs) {
   return std::any_of(v->args.begin(), v->args.end(), [&](const Value& a) { return reads_acc(a, accs); });
 }
 
-void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
-  for (const Stmt& s : block) {
-    f(s);
-    if (s.kind == StmtKind::Loop) walk(s.body, f);
-  }
-}
-
 // The block of bounded float sums: kSumBlock, or LUMEN_SUM_BLOCK (as the CPU backend).
 int64_t sum_block() {
   const char* v = std::getenv("LUMEN_SUM_BLOCK");
   int64_t b = v ? std::atoll(v) : 0;
   return b > 0 ? b : kSumBlock;
 }
-
-bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
 
 int64_t planned(const Expr& e, int64_t dynamic) {
   if (e.is_const()) return e.value();
@@ -62,8 +53,7 @@ std::string GpuSchedule::key() const {
          (stage ? "/stage" + std::to_string(stage_chunk) : "");
 }
 
-// Accumulators a top-level loop updates that are declared outside it.
-static std::set<int> outer_updates(const Stmt& loop) {
+std::set<int> outer_updates(const Stmt& loop) {
   std::set<int> declared, updated;
   walk(loop.body, [&](const Stmt& s) {
     if (s.kind == StmtKind::AccInit) declared.insert(s.acc);
@@ -246,7 +236,7 @@ Expr work_groups(const GpuKernel& k) {
   if (k.schedule.reduce == ReduceMode::Group) return grid_points(k);
   if (!k.staging.active) return (grid_points(k) + Expr(k.schedule.group_size - 1)) / Expr(k.schedule.group_size);
   const Staging& s = k.staging;
-  size_t blocked = s.by > 1 || k.grid.size() >= 2 ? 2 : 1;
+  size_t blocked = k.grid.size() >= 2 ? 2 : 1;  // the last two grid axes are blocked
   Expr n = (k.grid.back().extent + Expr(s.bx - 1)) / Expr(s.bx);
   if (blocked == 2) n = n * ((k.grid[k.grid.size() - 2].extent + Expr(s.by - 1)) / Expr(s.by));
   for (size_t i = 0; i + blocked < k.grid.size(); ++i) n = n * k.grid[i].extent;

@@ -30,6 +30,7 @@
 // unroll-and-jam the CPU path gets); otherwise as plain loops.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ GpuSchedule heuristic_gpu_schedule(const kernel::Kernel& k);
 // bodies run once per lane, in lock step or as a loop of uniform extent): the
 // loops Group mode strides over a work-group.
 std::vector<const kernel::Stmt*> top_level(const kernel::Block& body);
+
+// Accumulators `loop` updates that are declared outside it: the ones Group
+// mode combines across the work-group after striding the loop.
+std::set<int> outer_updates(const kernel::Stmt& loop);
 
 // Whether the Group mode is legal for a point body.
 bool group_reduce_legal(const kernel::Block& body);

@@ -34,28 +34,7 @@ std::string reduction_type(const std::string& array) {
 
 constexpr int64_t kMaxLaneCombos = 128;  // registers a thread's tile may take
 
-bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
-
 int64_t planned_extent(const Expr& e) { return e.is_const() ? e.value() : 1024; }
-
-void walk(const Block& block, const std::function<void(const Stmt&)>& f) {
-  for (const Stmt& s : block) {
-    f(s);
-    if (s.kind == StmtKind::Loop) walk(s.body, f);
-  }
-}
-
-std::set<int> updated_outside(const Stmt& loop) {
-  std::set<int> declared, updated, out;
-  walk(loop.body, [&](const Stmt& s) {
-    if (s.kind == StmtKind::AccInit) declared.insert(s.acc);
-    if (s.kind == StmtKind::AccUpdate) updated.insert(s.acc);
-  });
-  for (int a : updated) {
-    if (!declared.count(a)) out.insert(a);
-  }
-  return out;
-}
 
 class Writer {
  public:
@@ -128,7 +107,7 @@ void Writer::prologue() {
     std::set<std::string> arrays;  // one local array per type the combined accumulators hold
     for (const Stmt* s : top_level(g_.kernel.body)) {
       if (s->kind != StmtKind::Loop) continue;
-      for (int a : updated_outside(*s)) arrays.insert(reduction_array(dtypes[a]));
+      for (int a : outer_updates(*s)) arrays.insert(reduction_array(dtypes[a]));
     }
     for (const std::string& name : arrays) {
       out_ << "  " << d_.local_decl << " " << reduction_type(name) << " " << name << "[" << gs << "];\n";
@@ -200,7 +179,7 @@ void Writer::loop(const Stmt& s, int depth, bool top) {
   // looked through; a loop without reductions, the longest loop of its chain
   // of single loops (a norm's output row under loops of extent 1).
   bool strided = top && group_ && !is_lane(s.loop);
-  if (strided && updated_outside(s).empty()) {
+  if (strided && outer_updates(s).empty()) {
     const Stmt* target = &s;
     for (const Stmt* c = &s; c->kind == StmtKind::Loop && !is_lane(c->loop);) {
       if (planned_extent(c->extent) > planned_extent(target->extent)) target = c;
@@ -238,7 +217,7 @@ void Writer::loop(const Stmt& s, int depth, bool top) {
   block(s.body, depth + 1, top && is_lane(s.loop));
   out_ << pad << "}\n";
   if (strided) {
-    for (int acc : updated_outside(s)) {
+    for (int acc : outer_updates(s)) {
       for (int64_t c = 0; c < combos(); ++c) {  // each lane's register
         values_.set_combo(c);
         combine_across_group(acc, pad);

@@ -37,9 +37,10 @@ GpuSchedule GpuPrograms::schedule_for(const kernel::Kernel& k) const {
   if (k.gpu_group > 0) s.group_size = static_cast<int>(k.gpu_group);
   if (const char* mode = std::getenv("LUMEN_GPU_REDUCE")) {
     std::string m = mode;
-    if (m == "thread" || m == "group" || m == "stage") s.stage = m == "stage";
-    if (m == "thread" || m == "stage") s.reduce = ReduceMode::Thread;
-    if (m == "group") s.reduce = ReduceMode::Group;
+    if (m == "thread" || m == "group" || m == "stage") {
+      s.reduce = m == "group" ? ReduceMode::Group : ReduceMode::Thread;
+      s.stage = m == "stage";
+    }
   }
   return s;
 }

@@ -22,8 +22,6 @@ int64_t Staging::local_bytes() const {
 
 namespace {
 
-bool is_lane(LoopKind k) { return k == LoopKind::Unroll || k == LoopKind::Vector; }
-
 int64_t planned(const Expr& e) { return e.is_const() ? e.value() : std::min<int64_t>(e.hi(), kMaxDim); }
 
 int64_t pow2_at_least(int64_t n) {
@@ -38,17 +36,10 @@ void each_load(const Value& v, const std::function<void(const Value&)>& f) {
   for (const Value& a : v->args) each_load(a, f);
 }
 
-void each_stmt(const Block& b, const std::function<void(const Stmt&)>& f) {
-  for (const Stmt& s : b) {
-    f(s);
-    if (s.kind == StmtKind::Loop) each_stmt(s.body, f);
-  }
-}
-
 // A candidate loop and what is in scope around it.
 struct Candidate {
   const Stmt* loop = nullptr;
-  std::vector<Expr> lanes;    // lane variables around it and inside it
+  std::map<const ExprNode*, int64_t> lanes;  // lane variables around it and inside it, with their extents
   std::set<const ExprNode*> uniform;  // variables equal on every item of a group
 };
 
@@ -82,21 +73,21 @@ class Planner {
   }
 
   // Calls `f` for every serial loop every item of a group reaches equally often.
-  void find(const Block& b, std::vector<Expr> lanes, std::set<const ExprNode*> u,
+  void find(const Block& b, std::map<const ExprNode*, int64_t> lanes, std::set<const ExprNode*> u,
             const std::function<void(const Candidate&)>& f) {
     for (const Stmt& s : b) {
       if (s.kind != StmtKind::Loop) continue;
       if (is_lane(s.loop)) {
         if (!s.extent.is_const()) continue;
-        std::vector<Expr> inner = lanes;
-        inner.push_back(s.var);
+        std::map<const ExprNode*, int64_t> inner = lanes;
+        inner[s.var.get()] = s.extent.value();
         find(s.body, inner, u, f);
         continue;
       }
       if (!uniform(s.extent, u)) continue;
       Candidate c{&s, lanes, u};
-      each_stmt(s.body, [&](const Stmt& t) {
-        if (t.kind == StmtKind::Loop && is_lane(t.loop) && t.extent.is_const()) c.lanes.push_back(t.var);
+      walk(s.body, [&](const Stmt& t) {
+        if (t.kind == StmtKind::Loop && is_lane(t.loop) && t.extent.is_const()) c.lanes[t.var.get()] = t.extent.value();
       });
       f(c);
       std::set<const ExprNode*> inner = u;
@@ -105,24 +96,16 @@ class Planner {
     }
   }
 
-  // The tile dimension `v` gives a read inside loop `c`, or nothing: the read cannot be staged.
-  std::optional<StagedDim> dim_of(const Expr& v, const Candidate& c, const Expr& kk) const {
-    if (v == x_) return StagedDim{v, 0, Expr(), StagedDim::BlockX};
-    if (y_.defined() && v == y_) return StagedDim{v, 0, Expr(), StagedDim::BlockY};
-    if (v == c.loop->var) return StagedDim{v, 0, kk, StagedDim::Chunk};
-    for (const Expr& l : c.lanes) {
-      if (v == l) return StagedDim{v, 0, v, StagedDim::Lane};
-    }
+  // The tile dimension `v` gives a read inside loop `c` under `s` (Uniform:
+  // read as it is), or nothing: the read cannot be staged.
+  std::optional<StagedDim> dim_of(const Expr& v, const Candidate& c, const Staging& s) const {
+    if (v == x_) return StagedDim{v, s.bx, s.tx, StagedDim::BlockX};
+    if (y_.defined() && v == y_) return StagedDim{v, s.by, s.ty, StagedDim::BlockY};
+    if (v == c.loop->var) return StagedDim{v, s.chunk, s.kk, StagedDim::Chunk};
+    auto lane = c.lanes.find(v.get());
+    if (lane != c.lanes.end()) return StagedDim{v, lane->second, v, StagedDim::Lane};
     if (c.uniform.count(v.get()) || is_dim(v)) return StagedDim{v, 0, Expr(), StagedDim::Uniform};
     return std::nullopt;
-  }
-
-  int64_t lane_extent(const Expr& var) const {
-    int64_t e = 0;
-    each_stmt(g_.kernel.body, [&](const Stmt& s) {
-      if (s.kind == StmtKind::Loop && s.var == var) e = s.extent.value();
-    });
-    return e;
   }
 
   Staging stage(const Candidate& c, int64_t max_bytes) {
@@ -170,7 +153,7 @@ class Planner {
     s.tiles.clear();
     s.reads.clear();
     std::map<std::tuple<int, const ExprNode*, const ExprNode*>, int> seen;
-    each_stmt(c.loop->body, [&](const Stmt& st) {
+    walk(c.loop->body, [&](const Stmt& st) {
       each_load(st.value, [&](const Value& v) {
         auto key = std::make_tuple(v->buffer, v->index.get(), v->valid.get());
         auto it = seen.find(key);
@@ -201,16 +184,12 @@ class Planner {
     t.load = v;
     bool chunk = false, bx = false, by = false;
     for (const Expr& var : vars) {
-      std::optional<StagedDim> d = dim_of(var, c, s.kk);
+      std::optional<StagedDim> d = dim_of(var, c, s);
       if (!d) return std::nullopt;
-      if (d->kind == StagedDim::Uniform) continue;  // uniform: read as it is
-      switch (d->kind) {
-        case StagedDim::BlockX: d->size = s.bx, d->local = s.tx, bx = true; break;
-        case StagedDim::BlockY: d->size = s.by, d->local = s.ty, by = true; break;
-        case StagedDim::Chunk: d->size = s.chunk, chunk = true; break;
-        case StagedDim::Lane: d->size = lane_extent(var); break;
-        case StagedDim::Uniform: break;
-      }
+      if (d->kind == StagedDim::Uniform) continue;
+      chunk = chunk || d->kind == StagedDim::Chunk;
+      bx = bx || d->kind == StagedDim::BlockX;
+      by = by || d->kind == StagedDim::BlockY;
       t.dims.push_back(*d);
     }
     // Staging pays when the group's items share the read: not per point, and moving with the loop.
