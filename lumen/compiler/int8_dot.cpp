@@ -231,17 +231,6 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
 
 Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
 
-// `t` in a buffer of its own: a Contiguous node even where its view is contiguous already (fusion
-// always materialises those; Tensor::contiguous() would return `t` itself).
-Tensor materialized(const Tensor& t) {
-  Node n;
-  n.op = Op::Contiguous;
-  n.dtype = t.dtype();
-  n.shape = t.shape();
-  n.inputs = {t.edge()};
-  return t.graph()->tensor(t.graph()->add(std::move(n)));
-}
-
 // `index` along `axis` of a contiguous node's output, read through one strided view (index
 // linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
 // and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
@@ -310,7 +299,7 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // The scale the quants are made with is the one they are multiplied by (ggml rounds d to f16 after
   // quantizing with the f32 d: a difference of at most 2^-11 of a step).
   Tensor amax = both.max_reduce(-1);  // max |x| per block
-  Tensor d = materialized(amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32));
+  Tensor d = amax.mul(amax.scalar(1.0f / 127.0f)).cast(DType::F16).cast(DType::F32).buffered();
   // 1/d. A block of zeros has d = 0: x · (1/d) is 0 · inf = NaN there, and NaN casts to 0 (the
   // interpreter's and the kernels' cast), the right quant. One op, so that fusion computes it in the
   // quantizing kernel rather than in a kernel of its own.
@@ -335,8 +324,8 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // (linear_slice), the sums as [.., H, R]: the dot kernel's index stays linear in the group r where
   // a vector overhangs R.
   int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
-  Tensor bytes = materialized(ordered.reshape(with({h, kb})));  // a last dim of Kb: SIMD stores
-  Tensor sums = materialized(four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)));
+  Tensor bytes = ordered.reshape(with({h, kb})).buffered();  // a last dim of Kb: SIMD stores
+  Tensor sums = four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)).buffered();
   return QuantizedActivation{bytes, sums, d};
 }
 

@@ -92,6 +92,10 @@ Tensor Tensor::cast(DType to) const {
 
 Tensor Tensor::contiguous() const {
   if (view_.is_contiguous()) return *this;
+  return buffered();
+}
+
+Tensor Tensor::buffered() const {
   Node n;
   n.op = Op::Contiguous;
   n.dtype = dtype();

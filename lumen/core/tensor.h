@@ -37,6 +37,9 @@ class Tensor {
   Tensor recip() const;
   Tensor cast(DType dtype) const;
   Tensor contiguous() const;
+  // A Contiguous node even where the view is contiguous already: fusion gives
+  // it a buffer of its own (a value computed once and read by many).
+  Tensor buffered() const;
   // Binary primitives broadcast their operands (a free view) first.
   Tensor add(const Tensor& other) const;
   Tensor mul(const Tensor& other) const;

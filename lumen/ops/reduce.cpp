@@ -103,12 +103,25 @@ Tensor blocked_prefix_sum(const Tensor& x) {
   blocked.back() = Expr(blocks);
   blocked.push_back(Expr(kBlock));
   Tensor grid = pad_axis(x, -1, 0, blocks * kBlock - n).reshape(blocked);              // [..., blocks, b]
-  Tensor within = pad_axis(grid, -1, kBlock - 1, 0).unfold(-1, kBlock, 1).sum_reduce(-1);  // [..., blocks, b]
+  // [..., blocks, b]: a pairwise tree of shifted views (four adds deep), not a 16-term reduction loop
+  // whose one accumulator chains sixteen dependent adds.
+  Tensor padded = pad_axis(grid, -1, kBlock - 1, 0);
+  std::vector<Tensor> terms;
+  for (int64_t s = 0; s < kBlock; ++s) terms.push_back(padded.slice(-1, Expr(kBlock - 1 - s), Expr(2 * kBlock - 1 - s)));
+  while (terms.size() > 1) {
+    std::vector<Tensor> next;
+    for (size_t i = 0; i + 1 < terms.size(); i += 2) next.push_back(terms[i].add(terms[i + 1]));
+    terms = next;
+  }
+  Tensor within = terms[0];
   // Each block's total straight from x (a contiguous reduction; the last of `within` would
   // be read a cache line per element), kept: read through the shift and the next level's
   // blocks, its index math would otherwise carry across rows (floordiv and mod per element).
   Tensor totals = grid.sum_reduce(-1).contiguous();                                    // [..., blocks]
-  Tensor before = blocked_prefix_sum(pad_axis(totals, -1, 1, 0).slice(-1, 0, blocks));  // sums of the blocks before
+  // The sums of the blocks before each: the totals' inclusive scan, kept, then read one block
+  // later (shifting its input instead would carry the shift through the next level's blocks).
+  Tensor scanned = blocked_prefix_sum(totals).buffered();
+  Tensor before = pad_axis(scanned, -1, 1, 0).slice(-1, 0, blocks);
   Shape flat = x.shape();
   flat.back() = Expr(blocks * kBlock);
   return (within + before.unsqueeze(-1)).reshape(flat).slice(-1, 0, n);
