@@ -373,9 +373,9 @@ std::optional<VarRange> reduction_live_range(KnownRegions& known, const Graph& g
   const Node& node = graph.node(n);
   if (!is_reduce(node.op)) return std::nullopt;
   const Expr& extent = node.inputs[0].view.shape()[static_cast<size_t>(node.axis)];
-  // Static axes only: with dynamic dims the bounds grow into expressions that
-  // cost the C compiler minutes on a whole model (left for later).
-  if (!extent.is_const()) return std::nullopt;
+  // Dynamic axes too (a prefill's causal keys, seq_blocks*16 + past): the
+  // restricted loop's variable keeps the whole axis as its bound
+  // (lower_reduce.cpp), so index math through it still simplifies.
   Expr r = Expr::index("known_r", extent);
   std::vector<Expr> at = coords;
   at.insert(at.begin() + node.axis, r);

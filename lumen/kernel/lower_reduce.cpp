@@ -119,8 +119,9 @@ Value Lowerer::reduce(NodeId n, const std::vector<Expr>& coords, const Expr& gua
   if (n == pair_reduction_) return pair_reduce(n, key, at, acc, extent, range, guard, coords, inner);
   Expr in_range = Expr(1);
   if (simd && (splits || tail)) {
-    Expr outer_extent = block_count(range, lanes, simplify(tail ? (extent + (lanes - 1)) / lanes : extent / lanes));
-    Expr outer = Expr::index(base + "_o", outer_extent);
+    Expr full = simplify(tail ? (extent + (lanes - 1)) / lanes : extent / lanes);
+    Expr outer_extent = block_count(range, lanes, full);
+    Expr outer = Expr::index(base + "_o", full);  // bounded by the whole axis: what index math simplifies against
     Expr lane = Expr::index(base + "_v", Expr(lanes));
     inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
     inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
@@ -128,13 +129,13 @@ Value Lowerer::reduce(NodeId n, const std::vector<Expr>& coords, const Expr& gua
     if (tail) in_range = lt(r, extent);
   } else if (int64_t n = schedule_.reduce_split(); n > 1 && factor % n == 0 && (!extent.is_const() || extent.value() > n)) {
     Expr outer_extent = block_count(range, n, simplify(extent / n));
-    Expr outer = Expr::index(base + "_o", outer_extent), part = Expr::index(base + "_i", Expr(n));
+    Expr outer = Expr::index(base + "_o", simplify(extent / n)), part = Expr::index(base + "_i", Expr(n));
     inner.push_back(open(outer, outer_extent, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
     inner.push_back(open(part, Expr(n), LoopKind::Serial, static_cast<int>(n)));
     r = (first_block(range, n) + outer) * n + part;
   } else {
     Expr count = block_count(range, 1, extent);
-    r = Expr::index(base, count);
+    r = Expr::index(base, extent);
     inner.push_back(open(r, count, LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
     r = first_block(range, 1) + r;
   }
