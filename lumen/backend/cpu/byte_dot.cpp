@@ -217,7 +217,14 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     }
   }
   uses_vectors_ = true;
-  Reg acc = emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
+  // The other terms (an offset times the activation's byte sums) first: vpdpbusd then adds into
+  // them instead of into zero and an add after (integer sums: the order changes nothing).
+  std::optional<Reg> rest;
+  for (const Value& o : others) {
+    Reg r = splat(value(o, combo, pad), pad);
+    rest = rest ? emit("lumen_i32v", rest->name + " + " + r.name, true, DType::I32, pad) : r;
+  }
+  Reg acc = rest ? *rest : emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
   size_t mask_at = 0;
   for (const Group& g : groups) {
     int64_t first = *std::min_element(g.offsets.begin(), g.offsets.end());
@@ -236,10 +243,6 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     Reg ur = emit("lumen_i32v", u, true, DType::I32, pad);
     Reg sr = emit("lumen_i32v", load(g.s), true, DType::I32, pad);
     acc = emit("lumen_i32v", "lumen_dot4_u8i8(" + acc.name + ", " + ur.name + ", " + sr.name + ")", true, DType::I32, pad);
-  }
-  for (const Value& o : others) {
-    Reg r = splat(value(o, combo, pad), pad);
-    acc = emit("lumen_i32v", acc.name + " + " + r.name, true, DType::I32, pad);
   }
   return acc;
 }

@@ -14,6 +14,7 @@
 #include "lumen/backend/cpu/writer.h"
 #include "lumen/core/error.h"
 #include "lumen/core/expr_eval.h"
+#include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
 #include "lumen/kernel/bounded_sum.h"
 
@@ -492,8 +493,13 @@ void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const st
           stride = lane_stride(index, combo.vl);
         }
       }
-      // Bytes read four a lane (int8 dot products) walk their row as contiguously as floats.
-      if (stride && *stride == 4 && (x->dtype == DType::I8 || x->dtype == DType::U8)) stride = 1;
+      // Bytes read four a lane (int8 dot products) walk their row as contiguously as floats; the
+      // four reads of a lane (offsets 4l + t) share lines, so only t = 0 prefetches.
+      if (stride && *stride == 4 && (x->dtype == DType::I8 || x->dtype == DType::U8)) {
+        auto form = LinearForm::of(index);
+        if (form && ((form->constant % 4) + 4) % 4 != 0) return;
+        stride = 1;
+      }
       Expr row;
       for (const Expr& l : loops) {
         if (mentions(index, l)) row = l;
