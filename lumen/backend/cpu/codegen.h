@@ -14,6 +14,12 @@
 
 namespace lumen::cpu {
 
+// Raised whenever the code written for the same kernel changes in a way that
+// can change its speed (it is part of the backend's fingerprint, so cached
+// schedule timings and graph-level choices are measured again). 2: one
+// prefetch per lane's four bytes, vpdpbusd into the offset term.
+inline constexpr int kCodegenVersion = 2;
+
 // One translation unit for a list of kernels (with the prelude).
 std::string render_source(const std::vector<kernel::Kernel>& kernels);
 // The kernels split into up to `parts` translation units of similar size

@@ -9,6 +9,7 @@
 #include "lumen/backend/cpu/compiler.h"
 #include "lumen/backend/cpu/isa.h"
 #include "lumen/backend/cpu/launch.h"
+#include "lumen/backend/cpu/prelude.h"
 #include "lumen/backend/cpu/thread_pool.h"
 #include "lumen/core/error.h"
 
@@ -55,7 +56,11 @@ backend::Capabilities CpuBackend::capabilities() const {
 
 std::string CpuBackend::fingerprint() const {
   const Isa& isa = host_isa();
-  return isa.model + "\n" + isa.features() + "\n" + compiler_version();
+  // The code lumen writes is part of what was measured: timings and choices cached under other
+  // helpers (the prelude, hashed) or another code generator (its version) are measured again.
+  static const std::string generator = "codegen v" + std::to_string(kCodegenVersion) + " prelude " +
+                                       hash_hex(std::string(prelude()) + vector_prelude(isa.f32_lanes())).substr(0, 12);
+  return isa.model + "\n" + isa.features() + "\n" + compiler_version() + "\n" + generator;
 }
 
 std::string CpuBackend::kernel_name(const kernel::Kernel& k) const { return content_name(k); }
