@@ -519,6 +519,29 @@ TEST(ScheduleSpace, ATileTakesTheWidestColumnsThatDivideN) {
   check_heuristic_and_neighbours(c);
 }
 
+TEST(ScheduleSpace, OneVectorTilesOverAShortContractionWriteRowAfterRow) {
+  // A tile one vector wide over K <= 128 (a dynamic prefill's causal scores: N = 16*blocks, K = 64)
+  // runs m-outer, so the output is written a row at a time, not a cache line a row; wider tiles
+  // and long contractions keep n-outer.
+  auto knobs = [](int64_t m, int64_t k, int64_t n) {
+    Case c;
+    Tensor a = c.g.input("a", {Expr(m), Expr(k)}), b = c.g.input("b", {Expr(k), Expr(n)});
+    c.g.mark_output(a.matmul(b), "y");
+    c.inputs["a"] = filled(DType::F32, {m, k}, 1);
+    c.inputs["b"] = filled(DType::F32, {k, n}, 1);
+    Contraction t = contraction_kernel(c);
+    EXPECT_GE(t.node, 0);
+    kernel::KernelFacts f = kernel::kernel_facts(c.g, t.node, t.materialized, kernel::Target{16, 2});
+    if (k <= 128 && n == 16) check_heuristic_and_neighbours(c);
+    return kernel::heuristic_knobs(f);
+  };
+  kernel::Knobs scores = knobs(24, 64, 16);
+  EXPECT_EQ(scores.nr, 16);
+  EXPECT_FALSE(scores.n_outer) << scores.to_string();
+  EXPECT_TRUE(knobs(24, 256, 16).n_outer);  // a long contraction: its panel is what stays in cache
+  EXPECT_TRUE(knobs(24, 64, 64).n_outer);   // four vectors a row: whole lines already
+}
+
 TEST(ScheduleSpace, MatrixVectorProductsPrefetchWeightsOnly) {
   // Weights (parameters, often a file mapped in small pages) are prefetched
   // rows ahead; a matrix given as an input (an array in huge pages) is not.
