@@ -109,12 +109,15 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // Seven rows where they divide the rows exactly and fit (49 positions of a 7 x 7 map at nr = 2 vectors).
     bool seven = most_rows >= 7 && m.is_const() && m.value() % 7 == 0;
     auto mrs = seven ? std::vector<int64_t>{7} : tile_rows_in(m, {6, 4, 3, 2});
-    // One-vector tiles over a short contraction (a dynamic prefill's causal scores: N = 16*blocks,
-    // K = 64): each n tile is one cache line a row, and stores are a large share of the work.
-    // n-outer would write the output a column strip at a time, a line a row and a page a line
-    // once rows are 4 KB; m-outer writes it row after row. (Llama-110M 1024-token prefill,
-    // 2 threads: the scores 58-88 -> 36-40 ms, the prefill 528-537 -> 506-516 ms.)
-    if (k.nr == l && f.contraction_extent > 0 && f.contraction_extent <= 128) k.n_outer = false;
+    // Tiles over a short contraction (K <= 128: attention scores, K = a head) run m-outer:
+    //  - the output is written row after row (n-outer writes it a column strip at a time: with
+    //    one-vector tiles, a line a row and a page a line once rows are 4 KB);
+    //  - the parallel loop takes row tiles, so a causal mask's live tiles are shared evenly
+    //    (n-outer gave each thread a range of key blocks, and the blocks past the diagonal
+    //    are all masked: one thread idled).
+    // Llama-110M 1024-token prefill, scores: 58-88 -> 36-40 ms. Causal attention with plain ops,
+    // S = 4096, 2 threads: 76 -> 56 ms; non-causal 97 -> 89-93 ms.
+    if (f.contraction_extent > 0 && f.contraction_extent <= 128) k.n_outer = false;
     auto fits = std::find_if(mrs.begin(), mrs.end(), [&](int64_t r) { return r <= most_rows; });
     k.mr = fits == mrs.end() ? 1 : *fits;
     k.pack = f.pack_operand >= 0;

@@ -375,6 +375,7 @@ TEST(ScheduleSpace, PackInlineMakesPanelsInsideTheKernel) {
   kernel::KernelFacts f = kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2});
   kernel::Knobs h = kernel::heuristic_knobs(f);
   h.nr = 16;  // four column panels for the two threads
+  h.n_outer = true;  // the panels outermost (the heuristic runs K = 48 m-outer)
   h.pack = true;
   h.pack_inline = true;
   kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, h));
@@ -519,10 +520,10 @@ TEST(ScheduleSpace, ATileTakesTheWidestColumnsThatDivideN) {
   check_heuristic_and_neighbours(c);
 }
 
-TEST(ScheduleSpace, OneVectorTilesOverAShortContractionWriteRowAfterRow) {
-  // A tile one vector wide over K <= 128 (a dynamic prefill's causal scores: N = 16*blocks, K = 64)
-  // runs m-outer, so the output is written a row at a time, not a cache line a row; wider tiles
-  // and long contractions keep n-outer.
+TEST(ScheduleSpace, TilesOverAShortContractionRunRowTilesOutermost) {
+  // K <= 128 (attention scores: K = a head) runs m-outer, so the output is written a row at a
+  // time and the parallel loop takes row tiles (a causal mask's live tiles shared evenly); a long
+  // contraction keeps n-outer, its packed panel staying in cache while the rows pass.
   auto knobs = [](int64_t m, int64_t k, int64_t n) {
     Case c;
     Tensor a = c.g.input("a", {Expr(m), Expr(k)}), b = c.g.input("b", {Expr(k), Expr(n)});
@@ -532,14 +533,15 @@ TEST(ScheduleSpace, OneVectorTilesOverAShortContractionWriteRowAfterRow) {
     Contraction t = contraction_kernel(c);
     EXPECT_GE(t.node, 0);
     kernel::KernelFacts f = kernel::kernel_facts(c.g, t.node, t.materialized, kernel::Target{16, 2});
-    if (k <= 128 && n == 16) check_heuristic_and_neighbours(c);
+    if (k <= 128) check_heuristic_and_neighbours(c);
     return kernel::heuristic_knobs(f);
   };
-  kernel::Knobs scores = knobs(24, 64, 16);
-  EXPECT_EQ(scores.nr, 16);
-  EXPECT_FALSE(scores.n_outer) << scores.to_string();
-  EXPECT_TRUE(knobs(24, 256, 16).n_outer);  // a long contraction: its panel is what stays in cache
-  EXPECT_TRUE(knobs(24, 64, 64).n_outer);   // four vectors a row: whole lines already
+  kernel::Knobs narrow = knobs(24, 64, 16), wide = knobs(24, 64, 64);
+  EXPECT_EQ(narrow.nr, 16);
+  EXPECT_FALSE(narrow.n_outer) << narrow.to_string();
+  EXPECT_EQ(wide.nr, 64);
+  EXPECT_FALSE(wide.n_outer) << wide.to_string();
+  EXPECT_TRUE(knobs(24, 256, 16).n_outer);
 }
 
 TEST(ScheduleSpace, MatrixVectorProductsPrefetchWeightsOnly) {
