@@ -310,6 +310,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   std::vector<Expr> probe = loop_indices(product.shape);
   auto k_dim = static_cast<size_t>(r.axis);
   f.contraction_extent = known_factor(product.shape[k_dim]);
+  f.contraction_static = product.shape[k_dim].is_const();
   size_t n_dim = product.shape.size() - 1 == k_dim ? product.shape.size() - 2 : product.shape.size() - 1;
   bool all_friendly = true;
   auto widened_bf16 = [&](const Edge& e) {

@@ -109,7 +109,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // Seven rows where they divide the rows exactly and fit (49 positions of a 7 x 7 map at nr = 2 vectors).
     bool seven = most_rows >= 7 && m.is_const() && m.value() % 7 == 0;
     auto mrs = seven ? std::vector<int64_t>{7} : tile_rows_in(m, {6, 4, 3, 2});
-    // Tiles over a short contraction (K <= 128: attention scores, K = a head) run m-outer:
+    // Tiles over a short static contraction (K <= 128: attention scores, K = a head) run m-outer:
     //  - the output is written row after row (n-outer writes it a column strip at a time: with
     //    one-vector tiles, a line a row and a page a line once rows are 4 KB);
     //  - the parallel loop takes row tiles, so a causal mask's live tiles are shared evenly
@@ -117,7 +117,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     //    are all masked: one thread idled).
     // Llama-110M 1024-token prefill, scores: 58-88 -> 36-40 ms. Causal attention with plain ops,
     // S = 4096, 2 threads: 76 -> 56 ms; non-causal 97 -> 89-93 ms.
-    if (f.contraction_extent > 0 && f.contraction_extent <= 128) k.n_outer = false;
+    if (f.contraction_static && f.contraction_extent > 0 && f.contraction_extent <= 128) k.n_outer = false;
     auto fits = std::find_if(mrs.begin(), mrs.end(), [&](int64_t r) { return r <= most_rows; });
     k.mr = fits == mrs.end() ? 1 : *fits;
     k.pack = f.pack_operand >= 0;

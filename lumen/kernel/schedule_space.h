@@ -44,6 +44,7 @@ struct KernelFacts {
                               // the last dim's loads stride: the kernel reads through a transpose
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
   int64_t contraction_extent = 0;  // the known factor of the contraction's reduction (K); 0: none
+  bool contraction_static = false;  // ... and K is static (contraction_extent is K itself)
   int64_t l2_bytes = 0;            // the target's L2 per core; 0: unknown
   double numel = 0, work = 0;
   double loads = 0;  // elements the plain kernel loads (a reduction of an input reads many per output)

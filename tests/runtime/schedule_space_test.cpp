@@ -542,6 +542,16 @@ TEST(ScheduleSpace, TilesOverAShortContractionRunRowTilesOutermost) {
   EXPECT_EQ(wide.nr, 64);
   EXPECT_FALSE(wide.n_outer) << wide.to_string();
   EXPECT_TRUE(knobs(24, 256, 16).n_outer);
+  // A dynamic K (a prefill's P·V over 16*blocks keys) is not known to be short: n-outer.
+  Case c;
+  Expr keys = c.g.dim("blocks") * 16;
+  Tensor p = c.g.input("p", {Expr(24), keys}), v = c.g.input("v", {keys, Expr(64)});
+  c.g.mark_output(p.matmul(v), "y");
+  Contraction t = contraction_kernel(c);
+  ASSERT_GE(t.node, 0);
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, t.node, t.materialized, kernel::Target{16, 2});
+  EXPECT_EQ(f.contraction_extent, 16);
+  EXPECT_TRUE(kernel::heuristic_knobs(f).n_outer) << kernel::heuristic_knobs(f).to_string();
 }
 
 TEST(ScheduleSpace, MatrixVectorProductsPrefetchWeightsOnly) {
