@@ -75,7 +75,7 @@ Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
   if (find_input(name) >= 0) fail("input: an input named '", name, "' already exists");
   for (const Expr& d : shape) {
     for (const Expr& v : expr_vars(d)) {
-      if (std::find(dim_names_.begin(), dim_names_.end(), v.name()) == dim_names_.end()) dim_names_.push_back(v.name());
+      if (!has_dim(v.name())) dim_names_.push_back(v.name());
     }
   }
   Node n;
@@ -165,7 +165,7 @@ Tensor Graph::iota(const Expr& pattern, const Shape& shape, DType dtype) {
   std::vector<Expr> allowed = loop_indices(shape);
   for (const Expr& v : expr_vars(pattern)) {
     bool is_index = std::find(allowed.begin(), allowed.end(), v) != allowed.end();
-    bool is_dim = std::find(dim_names_.begin(), dim_names_.end(), v.name()) != dim_names_.end();
+    bool is_dim = has_dim(v.name());
     if (!is_index && !is_dim) {
       fail("iota: pattern ", pattern, " uses '", v.name(), "', which is neither an element index of shape ",
            to_string(shape), " (use loop_index(shape, d)) nor a dynamic dim of the graph");
@@ -180,7 +180,7 @@ Tensor Graph::iota(const Expr& pattern, const Shape& shape, DType dtype) {
 }
 
 Expr Graph::dim(const std::string& name) {
-  if (std::find(dim_names_.begin(), dim_names_.end(), name) == dim_names_.end()) dim_names_.push_back(name);
+  if (!has_dim(name)) dim_names_.push_back(name);
   return Expr::symbol(name);
 }
 
@@ -241,6 +241,10 @@ void Graph::bind_inputs(const NodeArrays& inputs, const std::vector<bool>& neede
 }
 
 std::vector<std::string> Graph::dim_names() const { return dim_names_; }
+
+bool Graph::has_dim(const std::string& name) const {
+  return std::find(dim_names_.begin(), dim_names_.end(), name) != dim_names_.end();
+}
 
 Bindings Graph::dims_bound(const std::map<std::string, int64_t>& named, int64_t otherwise) const {
   Bindings dims;

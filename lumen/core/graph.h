@@ -107,6 +107,7 @@ class Graph {
   const std::vector<NodeId>& input_ids() const { return input_ids_; }
   NodeId find_input(const std::string& name) const;  // -1 if absent
   std::vector<std::string> dim_names() const;         // dynamic dims, in first-use order
+  bool has_dim(const std::string& name) const;        // whether `name` is one of them
   // A binding of every dynamic dim: `named` where it names it, else `otherwise`
   // (the sizes programs are tuned and timed at).
   Bindings dims_bound(const std::map<std::string, int64_t>& named, int64_t otherwise) const;

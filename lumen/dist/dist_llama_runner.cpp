@@ -69,7 +69,7 @@ std::unique_ptr<DistProgram> DistLlamaRunner::build(std::optional<int64_t> seq, 
 }
 
 Array DistLlamaRunner::run(DistProgram& p, const std::vector<int32_t>& tokens, bool padded, bool fetch) {
-  models::feed_step(p, tokens, padded, past_, capacity_, config_.vocab, p.has_dim("real"));
+  models::feed_step(p, tokens, padded, past_, capacity_, config_.vocab);
   p.run();
   past_ += static_cast<int64_t>(tokens.size());
   return fetch ? p.get("out0") : Array();

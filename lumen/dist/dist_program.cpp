@@ -153,15 +153,11 @@ void DistProgram::set_local(const std::string& input, Array local) {
 }
 
 void DistProgram::bind(const std::string& dim, int64_t value) {
-  std::vector<std::string> dims = graph_.dim_names();
-  if (std::find(dims.begin(), dims.end(), dim) == dims.end()) fail("dist: bind: the program has no dynamic dim '", dim, "'");
+  if (!graph_.has_dim(dim)) fail("dist: bind: the program has no dynamic dim '", dim, "'");
   explicit_dims_[dim] = value;
 }
 
-bool DistProgram::has_dim(const std::string& dim) const {
-  std::vector<std::string> dims = graph_.dim_names();
-  return std::find(dims.begin(), dims.end(), dim) != dims.end();
-}
+bool DistProgram::has_dim(const std::string& dim) const { return graph_.has_dim(dim); }
 
 Bindings DistProgram::bindings_for_run() const {
   Bindings b;

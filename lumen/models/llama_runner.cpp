@@ -100,9 +100,7 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
 }
 
 Array LlamaRunner::run(Program& p, const std::vector<int32_t>& tokens, bool padded) {
-  std::vector<std::string> dims = p.graph().dim_names();
-  bool binds_real = std::find(dims.begin(), dims.end(), "real") != dims.end();
-  feed_step(p, tokens, padded, past_, capacity_, config_.vocab, binds_real);
+  feed_step(p, tokens, padded, past_, capacity_, config_.vocab);
   p.run();
   past_ += static_cast<int64_t>(tokens.size());
   return p.get("out0");

@@ -21,7 +21,7 @@ inline constexpr int64_t kLlamaSeqBlock = 16;
 // when `padded`. Program or DistProgram.
 template <typename StepProgram>
 void feed_step(StepProgram& p, const std::vector<int32_t>& tokens, bool padded, int64_t past, int64_t capacity,
-               int64_t vocab, bool binds_real) {
+               int64_t vocab) {
   if (tokens.empty()) fail("llama: no tokens to run");
   auto n = static_cast<int64_t>(tokens.size());
   if (past + n > capacity) {
@@ -41,7 +41,7 @@ void feed_step(StepProgram& p, const std::vector<int32_t>& tokens, bool padded, 
   filled.resize(static_cast<size_t>(blocks * kLlamaSeqBlock), 0);
   p.set("tokens", Array::from_ints(filled, {1, blocks * kLlamaSeqBlock}));
   p.bind("seq_blocks", blocks);
-  if (binds_real) p.bind("real", n);
+  if (p.has_dim("real")) p.bind("real", n);
 }
 
 }  // namespace lumen::models

@@ -110,7 +110,7 @@ Tensor blocked_prefix_sum(const Tensor& x) {
   for (int64_t s = 0; s < kBlock; ++s) terms.push_back(padded.slice(-1, Expr(kBlock - 1 - s), Expr(2 * kBlock - 1 - s)));
   while (terms.size() > 1) {
     std::vector<Tensor> next;
-    for (size_t i = 0; i + 1 < terms.size(); i += 2) next.push_back(terms[i].add(terms[i + 1]));
+    for (size_t i = 0; i < terms.size(); i += 2) next.push_back(i + 1 < terms.size() ? terms[i].add(terms[i + 1]) : terms[i]);
     terms = next;
   }
   Tensor within = terms[0];

@@ -151,16 +151,12 @@ void Program::set(const std::string& input, const std::vector<int32_t>& values) 
 
 void Program::bind(const std::string& dim, int64_t value) {
   auto held = lock();
-  auto names = graph_->dim_names();
-  if (std::find(names.begin(), names.end(), dim) == names.end()) fail("bind: the program has no dynamic dim '", dim, "'");
+  if (!graph_->has_dim(dim)) fail("bind: the program has no dynamic dim '", dim, "'");
   if (value < 0) fail("bind: dynamic dim '", dim, "' = ", value, " is negative; dims must be >= 0");
   bindings_[dim] = value;
 }
 
-bool Program::has_dim(const std::string& dim) const {
-  auto names = graph_->dim_names();
-  return std::find(names.begin(), names.end(), dim) != names.end();
-}
+bool Program::has_dim(const std::string& dim) const { return graph_->has_dim(dim); }
 
 void Program::run() {
   auto held = lock();

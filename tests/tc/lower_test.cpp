@@ -207,7 +207,10 @@ TEST(TcLower, IntTensorsAndGatherForDataDependentIndices) {
   }
 }
 
-int gathers(const Graph& g) {
+// Gather nodes in the graph `src` lowers to, its one input `A` of `shape`.
+int gathers(const char* src, const Shape& shape) {
+  Graph g;
+  define(src)({g.input("A", shape)});
   int n = 0;
   for (const Node& node : g.nodes()) n += node.op == Op::Gather;
   return n;
@@ -216,10 +219,7 @@ int gathers(const Graph& g) {
 TEST(TcLower, DividedIndicesAreRepeatedViews) {
   // i / 2 and (i + 1) / 2 read A with each element repeated in place: views, no Gather.
   const char* src = "def up(float(N) A) -> (B, C) { B(i) = A(i / 2) where i in 0:2*N\n C(i) = A((i + 1) / 2) where i in 0:2*N-1 }";
-  Graph g;
-  Tensor a = g.input("A", {Expr(5)});
-  define(src)({a});
-  EXPECT_EQ(gathers(g), 0);
+  EXPECT_EQ(gathers(src, {Expr(5)}), 0);
   expect_same(src, {{"A", DType::F32, {5}}}, {}, [](const std::vector<Tensor>& t) {
     Tensor twice = t[0].unsqueeze(1).expand({Expr(5), Expr(2)}).reshape({Expr(10)});
     return std::vector<Tensor>{twice, twice.slice(0, Expr(1), Expr(10))};
@@ -235,10 +235,7 @@ TEST(TcLower, DividedIndicesAreRepeatedViews) {
 TEST(TcLower, ComputedIndicesGather) {
   // i * i is not affine: the read is a Gather of computed positions.
   const char* src = "def sq(float(N) A) -> (B) { B(i) = A(i * i) where i in 0:3 }";
-  Graph g;
-  Tensor a = g.input("A", {Expr(9)});
-  define(src)({a});
-  EXPECT_GE(gathers(g), 1);
+  EXPECT_GE(gathers(src, {Expr(9)}), 1);
   expect_same(src, {{"A", DType::F32, {9}}}, {}, [](const std::vector<Tensor>& t) {
     return std::vector<Tensor>{ops::concat({t[0].slice(0, Expr(0), Expr(1)), t[0].slice(0, Expr(1), Expr(2)),
                                             t[0].slice(0, Expr(4), Expr(5))}, 0)};

@@ -497,7 +497,7 @@ void KernelWriter::write_prefetches(const Value& v, const Combo& combo, const st
       // four reads of a lane (offsets 4l + t) share lines, so only t = 0 prefetches.
       if (stride && *stride == 4 && (x->dtype == DType::I8 || x->dtype == DType::U8)) {
         auto form = LinearForm::of(index);
-        if (form && ((form->constant % 4) + 4) % 4 != 0) return;
+        if (form && form->constant % 4 != 0) return;
         stride = 1;
       }
       Expr row;
