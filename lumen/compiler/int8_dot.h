@@ -11,9 +11,10 @@
 //      stores it), q = round(x / d) (half away from zero, as roundf), the
 //      quants stored in the weight's byte order (for packed nibbles: the low
 //      and the high half of every group apart), and the sums of the quants of
-//      every four bytes;
+//      every four bytes (and, for formats with mins, d_x · Σq per block);
 //   2. per output, a sum over groups of four weight bytes r of
-//        d_w[r] · d_x[r] · (Σ_{t<4} u(w[4r+t]) · q[4r+t] - offset · Σq) (+ m_w[r] · d_x[r] · Σq)
+//        d_w[r] · d_x[r] · (Σ_{t<4} u(w[4r+t]) · q[4r+t] - offset · Σq)
+//      (+ Σ_b m_w[b] · d_x[b] · Σq_b over the blocks b, for formats with mins)
 //      where u(w) is the weight quant made unsigned (an i8 q as q + 128, a
 //      nibble as itself) and the offset takes back what that added (128, 8
 //      or 0). Each inner sum of four byte products is what one i32 lane of
