@@ -46,14 +46,26 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
   lives.place.assign(n, -1);
   lives.readers.assign(n, {});
   std::vector<int> seen(n, -1);
+  // Outputs are arrays of their own, a state write's copy stores into the state, and a relayout
+  // of parameters (reading nothing else, making no more bytes than it reads) is kept between runs
+  // outside the arena (lower_stage's keep_parameter_relayouts).
+  std::vector<bool> outside(n, false);
   for (size_t k = 0; k < lives.order.size(); ++k) {
     auto at = static_cast<int>(k);
     lives.place[static_cast<size_t>(lives.order[k])] = at;
-    for (NodeId b : buffers_read(graph, lives.order[k], p.materialized, at, seen))
+    bool parameters_only = true;
+    int64_t read = 0;
+    for (NodeId b : buffers_read(graph, lives.order[k], p.materialized, at, seen)) {
       lives.readers[static_cast<size_t>(b)].push_back(at);
+      const Node& in = graph.node(b);
+      parameters_only = parameters_only && in.op == Op::Input && in.parameter;
+      if (parameters_only) read += bytes_of(in, dims);
+    }
+    const Node& node = graph.node(lives.order[k]);
+    if (parameters_only && read > 0 && k < p.kernel_nodes.size() && bytes_of(node, dims) <= read) {
+      outside[static_cast<size_t>(lives.order[k])] = true;
+    }
   }
-  // Outputs are arrays of their own, and a state write's copy stores into the state.
-  std::vector<bool> outside(n, false);
   for (const Edge& e : p.outputs) outside[static_cast<size_t>(e.node)] = true;
   for (const StateWrite& w : p.writes) outside[static_cast<size_t>(w.copy)] = true;
   lives.bytes.assign(n, 0);

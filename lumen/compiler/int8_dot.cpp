@@ -19,6 +19,7 @@ namespace {
 
 constexpr int64_t kBlock = 32;  // elements per scale: the formats rewritten here
 constexpr double kMaxRows = 8;   // activation rows of a contraction rewritten (decode: 1)
+constexpr int64_t kRowLanes = 64;  // weight rows interleaved for kernels whose SIMD lanes are rows (4 vectors)
 
 // How a weight's quants sit in its byte array.
 enum class Form {
@@ -282,6 +283,7 @@ struct QuantizedActivation {
   Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
   Tensor scale;  // f32 [lead.., K / 32]: d = max|x| / 127, rounded to f16 (as ggml's block_q8_0 keeps it)
   Tensor block_sums;  // f32 [lead.., K / 32]: d · Σq per block, in the activation's order (the weight mins' factor)
+  std::map<std::string, Tensor> block_byte_sums;  // the sums of a chain's blocks, by "chain groups-a-block" (row lanes)
 };
 
 QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
@@ -401,6 +403,91 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
   return total.sum_reduce(-1).add(mins_part);
 }
 
+// A per-row parameter array [N, X] stored kRowLanes rows interleaved, [N / L, X / c, L, c] (c:
+// the elements one lane takes), read back as [N, X]. Its kernel reads parameters only and makes
+// no more bytes than it reads, so the compiler runs it once and keeps it (lower_stage).
+Tensor rows_interleaved(const Tensor& w, int64_t c) {
+  const int64_t n = w.shape()[0].value(), x = w.shape()[1].value(), l = kRowLanes;
+  Tensor packed = w.reshape({Expr(n / l), Expr(l), Expr(x / c), Expr(c)}).permute({0, 2, 1, 3}).buffered();
+  return packed.permute({0, 2, 1, 3}).reshape({Expr(n), Expr(x)});
+}
+
+// The blocks of chain h among a per-block tensor [.., B]: Q4_K's chains take alternate blocks.
+Tensor chain_blocks(const Tensor& t, const Format& f, int h) {
+  if (!(f.form == Form::Nibbles && f.half == 32)) return t;
+  Shape s = t.shape();
+  const int64_t b = s.back().value();
+  s.back() = Expr(b / 2);
+  s.push_back(Expr(2));
+  Shape out = t.shape();
+  out.back() = Expr(b / 2);
+  return t.reshape(s).slice(static_cast<int>(s.size()) - 1, Expr(h), Expr(h + 1)).reshape(out);
+}
+
+// out[.., m, n] of the match with SIMD lanes along the weight's rows: the weight bytes and
+// scales stored kRowLanes rows interleaved (rows_interleaved), each lane of vpdpbusd one row's
+// four bytes against the activation's four (the same for every lane), the products of a block
+// summed as integers and scaled once a block. Per block a vector of rows takes a convert and two
+// multiplies, where lanes along k took a spread of the row's scales every vector.
+Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead, const Match& m) {
+  const Format& f = m.format;
+  const int64_t k = m.k, n = m.n;
+  const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
+  auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
+  Tensor wbytes = rows_interleaved(g.tensor(m.params.q), 4).reshape({Expr(n), Expr(groups), Expr(4)});
+  Tensor wq = wbytes.cast(DType::I32);
+  Tensor scales = f32(rows_interleaved(g.tensor(m.params.scales), 1));  // [N, B]
+  // Byte groups of four a block of a chain: 8 (Q8_0), 4 (Q6_K: blocks of 16), 4 (Q4_0: a block's
+  // 16 bytes hold both chains), 8 (Q4_K: a chain's block is 32 bytes of a 64-quant group).
+  const int64_t per_block = f.form == Form::Signed ? f.scale_block / 4 : f.half / 4;
+  const int chains = f.form == Form::Nibbles ? 2 : 1;
+  const bool shared = f.form == Form::Nibbles && f.half == 16;
+  auto blocks_of = [&](const Tensor& t) {  // [.., R] -> [.., R / per_block, per_block] summed over the last
+    Shape s = t.shape();
+    s.back() = Expr(groups / per_block);
+    s.push_back(Expr(per_block));
+    return t.reshape(s).sum_reduce(-1);
+  };
+  Tensor total, dot, sums;
+  auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
+  for (int h = 0; h < chains; ++h) {
+    Tensor u;
+    if (f.form == Form::Signed) u = wq.add(number(wq, 128, DType::I32));
+    else if (h == 0) u = wq.mod(number(wq, 16, DType::I32));
+    else {
+      Tensor b = wbytes.cast(DType::F32);
+      u = b.mul(b.scalar(0.0625)).cast(DType::I32);
+    }
+    Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h, 4).cast(DType::I32);  // [.., m, 1, R, 4]
+    add(dot, blocks_of(four_sum(u.mul(xq))));  // [.., m, N, R / per_block]
+    if (!f.mins) {  // the offset's sums, a block's four-byte sums summed (made once an activation)
+      std::string key = std::to_string(h) + " " + std::to_string(per_block);
+      auto it = a.block_byte_sums.find(key);
+      if (it == a.block_byte_sums.end()) {
+        it = a.block_byte_sums.emplace(key, blocks_of(linear_slice(a.sums, static_cast<int>(lead), h)).buffered()).first;
+      }
+      add(sums, it->second);  // [.., m, 1, R / per_block]
+    }
+    if (shared && h == 0) continue;
+    int64_t offset = f.form == Form::Signed ? 128 : !f.mins ? 8 : 0;
+    Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
+    Tensor x_scale = chain_blocks(a.scale, f, h);
+    if (f.scale_block < kBlock) {  // Q6_K: two weight blocks of 16 an activation block of 32
+      Shape wide = x_scale.shape(), each = wide;
+      const int64_t per = kBlock / f.scale_block;
+      each.push_back(Expr(per));
+      wide.back() = Expr(wide.back().value() * per);
+      x_scale = x_scale.unsqueeze(-1).expand(each).reshape(wide);
+    }
+    add(total, f32(integer).mul(chain_blocks(scales, f, h)).mul(x_scale));
+    dot = Tensor();
+    sums = Tensor();
+  }
+  Tensor out = total.sum_reduce(-1);  // [.., m, N]
+  if (!f.mins) return out;
+  return out.add(f32(rows_interleaved(g.tensor(m.params.mins), 1)).mul(a.block_sums).sum_reduce(-1));
+}
+
 // The probe of a match: the weight expression's nodes copied into a graph of their own.
 Int8DotProbe make_probe(const Graph& graph, const Match& m) {
   Int8DotProbe probe;
@@ -485,7 +572,8 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
                       std::to_string(static_cast<int>(m.format.form)) + " " + std::to_string(m.format.half);
     auto q = quantized.find(key);
     if (q == quantized.end()) q = quantized.emplace(key, quantize(x, m.format, m.k)).first;
-    Tensor result = int8_contraction(g, q->second, x.rank() - 1, m);
+    const bool row_lanes = m.n % kRowLanes == 0 && m.format.form != Form::Unsigned;
+    Tensor result = row_lanes ? int8_contraction_row_lanes(g, q->second, x.rank() - 1, m) : int8_contraction(g, q->second, x.rank() - 1, m);
     if (!(result.view().is_contiguous()) || result.shape() != node.shape) {
       fail("int8 dot products: the rewrite of '", m.base, "' gave ", to_string(result.shape()), " for ", to_string(node.shape),
            " (internal error)");

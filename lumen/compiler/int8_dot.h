@@ -23,6 +23,15 @@
 //      same primitives, so compiled and reference agree exactly up to f32
 //      summation order.
 //
+// Where N is a multiple of 64 (and the quants are i8 or nibbles), the
+// weight's bytes, scales and mins are read 64 rows interleaved ([N / 64,
+// groups, 64, 4 bytes]; a relayout of parameters, which the compiler makes
+// once and keeps between runs): SIMD lanes run along the rows, each lane's
+// vpdpbusd takes its row's four bytes against the activation's four (the
+// same in every lane), a block's products are summed as integers and its
+// scales applied once per block, with the rows' scales a plain vector load.
+// Otherwise lanes run along k, as in the sum above.
+//
 // The weight expression is recognised by what it computes, not how it is
 // written: its only inputs are parameters `name.q`, `name.scales` (and
 // `name.mins`) of a format's shapes and dtypes, and its value at sampled

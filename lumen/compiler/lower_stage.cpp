@@ -1,5 +1,8 @@
 #include "lumen/compiler/lower_stage.h"
 
+#include <algorithm>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "lumen/compiler/slice_stage.h"
@@ -55,6 +58,23 @@ void lower_write(Pipeline& p, const StateWrite& w) {
   add_launch(p.program, std::move(lk.kernel), lk.buffer_nodes, backend::kWriteLaunch);
 }
 
+// The parameters a launch reads (with their bytes), or nothing when it reads anything else.
+std::optional<std::pair<std::vector<std::string>, int64_t>> parameters_read(const Pipeline& p, const backend::Launch& l) {
+  std::vector<std::string> names;
+  int64_t read = 0;
+  for (size_t b = 1; b < l.buffers.size(); ++b) {
+    NodeId id = l.buffers[b];
+    const Node* node = id >= 0 ? &p.graph->node(id) : nullptr;
+    if (!node || node->op != Op::Input || !node->parameter) return std::nullopt;
+    int64_t numel = 1;
+    for (const Expr& d : node->shape) numel *= d.is_const() ? d.value() : 0;
+    read += numel * static_cast<int64_t>(dtype_size(node->dtype));
+    names.push_back(node->name);
+  }
+  if (names.empty()) return std::nullopt;
+  return std::make_pair(names, read);
+}
+
 // A pack that reads only parameters and makes no more bytes than it reads
 // (a relayout, not a dequantization) is done once and kept between runs,
 // outside the arena, until one of its parameters is set again.
@@ -64,24 +84,39 @@ void find_kept_packs(Pipeline& p) {
     if (l.computes != backend::kPackLaunch || l.group >= 0) continue;  // a chunk's pack moves with the chunk
     backend::Scratch& sb = prog.scratch[static_cast<size_t>(-1 - l.buffers[0])];
     if (!sb.elements.is_const()) continue;
-    bool parameters = true;
-    int64_t read = 0;
-    std::vector<std::string> names;
-    for (size_t b = 1; b < l.buffers.size(); ++b) {
-      NodeId id = l.buffers[b];
-      const Node* node = id >= 0 ? &p.graph->node(id) : nullptr;
-      if (!node || node->op != Op::Input || !node->parameter) {
-        parameters = false;
-        break;
-      }
-      int64_t numel = 1;
-      for (const Expr& d : node->shape) numel *= d.is_const() ? d.value() : 0;
-      read += numel * static_cast<int64_t>(dtype_size(node->dtype));
-      names.push_back(node->name);
-    }
+    auto read = parameters_read(p, l);
     int64_t made = sb.elements.value() * static_cast<int64_t>(dtype_size(sb.dtype));
-    if (!parameters || names.empty() || made > read) continue;
-    sb.kept_inputs = names;
+    if (!read || made > read->second) continue;
+    sb.kept_inputs = read->first;
+  }
+}
+
+// A kernel that reads only parameters and makes no more bytes than it reads (a relayout of a
+// weight: the int8 dot products' rows interleaved) is a pack too: its value moves out of the arena
+// into a scratch buffer kept between runs, and the kernel runs again only when one of its
+// parameters is set again.
+void keep_parameter_relayouts(Pipeline& p) {
+  backend::CompiledProgram& prog = p.program;
+  std::set<NodeId> outputs;
+  for (const Edge& e : p.outputs) outputs.insert(e.node);
+  for (const StateWrite& w : p.writes) outputs.insert(w.copy);
+  for (backend::Launch& l : prog.launches) {
+    const NodeId node = l.computes;
+    if (node < 0 || l.group >= 0 || outputs.count(node)) continue;
+    const Node& n = p.graph->node(node);
+    int64_t numel = 1;
+    for (const Expr& d : n.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
+    auto read = parameters_read(p, l);
+    if (numel < 0 || !read || numel * static_cast<int64_t>(dtype_size(n.dtype)) > read->second) continue;
+    bool grouped_reader = false;
+    for (const backend::Launch& other : prog.launches) {
+      if (other.group >= 0 && std::count(other.buffers.begin(), other.buffers.end(), node)) grouped_reader = true;
+    }
+    if (grouped_reader) continue;
+    const NodeId kept = -1 - static_cast<NodeId>(prog.scratch.size());
+    prog.scratch.push_back({Expr(numel), n.dtype, read->first});
+    for (backend::Launch& other : prog.launches) std::replace(other.buffers.begin(), other.buffers.end(), node, kept);
+    l.computes = backend::kPackLaunch;
   }
 }
 
@@ -91,6 +126,7 @@ void lower_kernels(Pipeline& p) {
   for (size_t i = 0; i < p.kernel_nodes.size(); ++i) lower_kernel(p, p.kernel_nodes[i], p.schedules[i]);
   for (const StateWrite& w : p.writes) lower_write(p, w);
   find_kept_packs(p);
+  keep_parameter_relayouts(p);
 }
 
 }  // namespace lumen::compiler

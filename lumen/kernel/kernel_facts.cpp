@@ -179,6 +179,38 @@ bool byte_group_reduction(const Kernel& k) {
   return false;
 }
 
+// Whether `var`, cut into parts of `split`, reads bytes four at a time along a part (a byte load's
+// index has coefficient 4 in the part's lane) and no load strides along it otherwise (coefficients
+// 0 or 1): an int8 dot product whose SIMD lanes are a weight's rows, stored `split` rows interleaved
+// four bytes a row (lumen/compiler/int8_dot.h): its index is (n / split, n % split) of the row n.
+bool byte_lanes_along(const Kernel& k, const std::string& var, int64_t split) {
+  Expr outer = Expr::index(var + "_o", Expr(int64_t{1} << 30)), lane = Expr::index(var + "_l", Expr(split));
+  bool bytes = false, other = false;
+  walk_loads(
+      k, [](const Stmt&) {},
+      [&](const ValueNode& load) {
+        Expr index = load.index;
+        for (const Expr& v : expr_vars(index)) {
+          if (v.kind() == ExprKind::Var && v.name() == var) {
+            std::unordered_map<Expr, Expr, ExprHash> at{{v, outer * split + lane}};
+            index = simplify(substitute(index, at));
+          }
+        }
+        auto form = LinearForm::of(index);
+        if (!form) {
+          other = other || mentions(expr_vars(index), lane);
+          return;
+        }
+        for (const auto& [term, c] : form->terms) {
+          if (!(term == lane)) continue;
+          bool is_byte = load.dtype == DType::I8 || load.dtype == DType::U8;
+          if (is_byte && c == 4) bytes = true;
+          else if (c != 0 && c != 1) other = true;
+        }
+      });
+  return bytes && !other;
+}
+
 bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
   auto it = strides.find(var);
   if (it == strides.end()) return false;
@@ -280,12 +312,13 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // A last dim the lanes do not divide (a row of past + 1 scores, ViT's 197 positions) is SIMD
   // too when it is dynamic or longer than a vector: its last vector overhangs the row's end, masked.
   bool overhangs = f.f32 && !last_ok && (!last.is_const() || last.value() > f.lanes);
-  f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var));
+  f.byte_rows = f.f32 && last_factor > 0 && last_factor % (4 * f.lanes) == 0 && byte_lanes_along(plain.kernel, last_var, 4 * f.lanes);
+  f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var) || f.byte_rows);
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);
     return it != strides.end() && std::any_of(it->second.begin(), it->second.end(), [](int64_t c) { return c < 0 || c > 1; });
   };
-  if (strided(last_var)) {
+  if (strided(last_var) && !f.byte_rows) {
     for (int d = rank - 2; d >= 0 && f.transposed_dim < 0; --d) {
       auto it = strides.find("i" + std::to_string(d));
       if (it != strides.end() && std::count(it->second.begin(), it->second.end(), 1) > 0) f.transposed_dim = d;

@@ -132,7 +132,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     if (f.vector_last) k.vector = f.lanes;
     // A contraction without a tile (a decode step's probabilities times values): up to four
     // vectors of outputs share each broadcast load of the other operand, one reduction loop.
-    if (f.vector_last && f.contraction >= 0) {
+    if (f.vector_last && (f.contraction >= 0 || f.byte_rows)) {
       auto widths = divisors_in(known_factor(f.shape.back()), {4 * f.lanes, 2 * f.lanes, f.lanes});
       if (!widths.empty()) k.vector = widths.front();
     }

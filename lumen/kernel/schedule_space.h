@@ -37,6 +37,7 @@ struct KernelFacts {
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
   bool byte_groups = false;   // some reduction reads bytes four at a time (int8 dot products)
+  bool byte_rows = false;     // the last dim reads bytes four at a time: int8 dot products with rows in SIMD lanes
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
   int64_t lane_period = 0;    // digits (r / d) % m of a reduction r repeat every lane_period (kMaxLaneChunks
                               // vectors at most): reduce lanes that span it make them constants; 0: none

@@ -168,10 +168,12 @@ struct Case {
 
 class Int8Dot : public ::testing::TestWithParam<Case> {};
 
-TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
-  const Case c = GetParam();
-  const int64_t n = std::getenv("INT8_N") ? std::atoll(std::getenv("INT8_N")) : 37, k = std::getenv("INT8_K") ? std::atoll(std::getenv("INT8_K")) : 192;
-  const int64_t rows = std::getenv("INT8_ROWS") ? std::atoll(std::getenv("INT8_ROWS")) : 3;  // n odd: a last row tile that overhangs
+// n rows of weights: 37 (odd: a last row tile that overhangs; lanes along k) or 128 (SIMD lanes
+// along the rows, stored 64 interleaved).
+void check_int8_dot(const Case& c, int64_t n) {
+  const int64_t k = std::getenv("INT8_K") ? std::atoll(std::getenv("INT8_K")) : 192;
+  const int64_t rows = std::getenv("INT8_ROWS") ? std::atoll(std::getenv("INT8_ROWS")) : 3;
+  SCOPED_TRACE(std::to_string(n) + " rows of weights");
   StoredWeight w = random_weight(c.format, n, k, 7);
   auto l = quantized_linear(w, rows, 11);
   compiler::Int8DotRewrite r = compiler::int8_dot_products(l->g, outputs_of(l->g));
@@ -193,11 +195,30 @@ TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
   compiler::CompilerOptions o;
   o.search.use_cache = false;
   compiler::CompileResult compiled = compiler::compile(r.graph, r.outputs, o, cpu::CpuBackend::shared());
+  // Rows interleaved: a relayout of the weight's bytes, made once and kept outside the arena.
+  bool kept = false;
+  for (const backend::Scratch& sb : compiled.program.scratch) {
+    kept = kept || std::count(sb.kept_inputs.begin(), sb.kept_inputs.end(), std::string("blk.w.q")) > 0;
+  }
+  EXPECT_EQ(kept, n % 64 == 0);
   Program p(std::make_shared<const Graph>(r.graph), {{"y", r.outputs[0]}},
             std::make_unique<CompiledExecutor>(std::move(compiled.program)));
   for (const auto& [name, a] : l->inputs) p.set(name, a);
   p.run();
   EXPECT_LT(max_relative(values(int8_ref), p.get("y")), 1e-5);
+  // New weights: what the program keeps made from the old ones (the rows interleaved) is made again.
+  StoredWeight w2 = random_weight(c.format, n, k, 8);
+  std::map<std::string, Array> inputs2 = l->inputs;
+  inputs2["blk.w.q"] = w2.data;
+  inputs2["blk.w.scales"] = w2.scales;
+  if (w2.mins.defined()) inputs2["blk.w.mins"] = w2.mins;
+  for (const auto& [name, a] : inputs2) {
+    if (name != "x") p.set(name, a);
+  }
+  p.run();
+  Array int8_ref2 = interp::Interpreter(r.graph).run(inputs2, r.outputs).at(0);
+  EXPECT_GT(max_relative(values(int8_ref), int8_ref2), 1e-2);
+  EXPECT_LT(max_relative(values(int8_ref2), p.get("y")), 1e-5);
   if (std::getenv("INT8_TIME")) {  // a manual A/B: the f32 program against the int8 one, interleaved
     compiler::CompileResult f32c = compiler::compile(l->g, outputs_of(l->g), o, cpu::CpuBackend::shared());
     Program f(std::make_shared<const Graph>(l->g), {{"y", outputs_of(l->g)[0]}},
@@ -214,6 +235,12 @@ TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
   }
 }
 
+TEST_P(Int8Dot, RewritesAndMatchesLlamaCppArithmetic) {
+  if (const char* n = std::getenv("INT8_N")) return check_int8_dot(GetParam(), std::atoll(n));
+  check_int8_dot(GetParam(), 37);
+  check_int8_dot(GetParam(), 128);
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, Int8Dot,
                          ::testing::Values(Case{WeightFormat::Q8_0, "Q8_0 form"}, Case{WeightFormat::Q4_0, "Q4_0 form"},
                                            Case{WeightFormat::Q4_1, "Q4_1 form"}, Case{WeightFormat::Q4_K, "Q4_K form"},
@@ -223,19 +250,33 @@ INSTANTIATE_TEST_SUITE_P(Formats, Int8Dot,
                            return s.substr(0, s.find(' '));
                          });
 
-TEST(Int8DotKernels, UseTheByteDotIdiom) {
-  StoredWeight w = random_weight(WeightFormat::Q4_1, 64, 256, 3);
+// The dot kernel's source for a Q4_1 weight of n rows.
+std::string int8_dot_source(int64_t n) {
+  StoredWeight w = random_weight(WeightFormat::Q4_1, n, 256, 3);
   auto l = quantized_linear(w, 1, 5);
   compiler::Int8DotRewrite r = compiler::int8_dot_products(l->g, outputs_of(l->g));
-  ASSERT_EQ(r.rewritten.size(), 1u);
+  EXPECT_EQ(r.rewritten.size(), 1u);
   compiler::CompilerOptions o;
   o.search.use_cache = false;
   compiler::CompileResult compiled = compiler::compile(r.graph, r.outputs, o, cpu::CpuBackend::shared());
   std::string source;
   for (const kernel::Kernel& kern : compiled.program.kernels) source += cpu::render_kernel(kern);
-  // Two chains (low and high nibbles), each one dot4 per vector; the block scales spread over 4 lanes.
+  return source;
+}
+
+TEST(Int8DotKernels, UseTheByteDotIdiom) {
+  // 64 rows: SIMD lanes along the rows (stored interleaved), the activation's four bytes the same
+  // in every lane, a block's products summed as integers before its scale.
+  std::string rows = int8_dot_source(64);
+  EXPECT_NE(rows.find("lumen_dot4_u8i8("), std::string::npos) << rows;
+  EXPECT_NE(rows.find("lumen_nibbles_high("), std::string::npos) << rows;
+  EXPECT_NE(rows.find("lumen_splat_bytes4("), std::string::npos) << rows;
+  // 32 rows (not a multiple of the 64 interleaved): lanes along k, two chains (low and high
+  // nibbles), each one dot4 per vector; the block scales spread over 4 lanes.
+  std::string source = int8_dot_source(32);
   EXPECT_NE(source.find("lumen_dot4_u8i8("), std::string::npos) << source;
   EXPECT_NE(source.find("lumen_nibbles_high("), std::string::npos) << source;
+  EXPECT_EQ(source.find("lumen_splat_bytes4("), std::string::npos) << source;
   if (cpu::host_isa().f32_lanes() > 4) {  // (4 lanes are one block: its scale is a broadcast)
     EXPECT_NE(source.find("lumen_load_f16_rep<4>("), std::string::npos) << source;
   }

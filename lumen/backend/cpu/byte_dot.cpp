@@ -6,7 +6,9 @@
 //    at lane stride 4, for t = 0..3 (u: an unsigned byte, a low or high
 //    nibble, or a signed byte plus 128; B: a signed byte), is one vpdpbusd
 //    per group of four terms: lane l takes bytes 4l..4l+3 of 64 contiguous
-//    bytes of each operand (exact integer multiply-adds without VNNI);
+//    bytes of each operand (exact integer multiply-adds without VNNI); B may
+//    also be the same four bytes for every lane (B[t]: lanes along the
+//    weight's rows, which are stored 16 rows interleaved);
 //  - a load whose index advances by one every c lanes (c = 2, 4, 8: a quant
 //    block's scale over the lanes of its block) reads LANES / c elements and
 //    spreads them.
@@ -30,6 +32,7 @@ struct ByteRead {
   Expr base;  // the index at lane 0
   ByteForm form = ByteForm::Raw;
   Expr valid;  // where the lane reads (1: everywhere; else a mask of the lane: a vector's tail past the end)
+  bool broadcast = false;  // every lane reads the same four bytes (lane stride 0: the activation when lanes are rows)
 };
 
 bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
@@ -88,12 +91,16 @@ std::optional<Expr> unwrap_overhang(const Expr& index, const Expr& valid, const 
 
 namespace {
 
-// A load of one byte per lane at lane stride 4, always valid.
+// A load of one byte per lane at lane stride 4 (or, where `broadcast` is allowed, of the same
+// byte in every lane, always valid).
 std::optional<ByteRead> byte_load(const Value& v, DType dtype, const Combo& combo,
-                                  const std::function<Expr(const Expr&)>& subst) {
+                                  const std::function<Expr(const Expr&)>& subst, bool broadcast = false) {
   if (v->kind != ValueKind::Load || v->dtype != dtype) return std::nullopt;
   Expr valid = subst(v->valid);
   Expr index = subst(v->index);
+  if (broadcast && valid.is_const(1) && lane_stride(index, combo.vl) == std::optional<int64_t>(0)) {
+    return ByteRead{v->buffer, index, ByteForm::Raw, valid, true};
+  }
   if (lane_stride(index, combo.vl) != std::optional<int64_t>(4)) {
     // A vector overhanging the reduction's end reads through min(r, R - 1): its lanes past the end
     // read nothing (masked: 0, so their products add nothing).
@@ -111,9 +118,10 @@ std::optional<ByteRead> byte_load(const Value& v, DType dtype, const Combo& comb
 }
 
 // i32 of a load of `dtype`.
-std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
+std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo, const std::function<Expr(const Expr&)>& subst,
+                                bool broadcast = false) {
   if (v->kind != ValueKind::Cast || v->dtype != DType::I32) return std::nullopt;
-  return byte_load(v->args[0], dtype, combo, subst);
+  return byte_load(v->args[0], dtype, combo, subst, broadcast);
 }
 
 std::optional<ByteRead> unsigned_byte(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
@@ -172,7 +180,7 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     if (t->kind == ValueKind::Binary && t->op == Op::Mul && t->dtype == DType::I32) {
       for (int i = 0; i < 2 && !p; ++i) {
         auto u = unsigned_byte(t->args[static_cast<size_t>(i)], combo, sub);
-        auto s = u ? widened(t->args[static_cast<size_t>(1 - i)], DType::I8, combo, sub) : std::nullopt;
+        auto s = u ? widened(t->args[static_cast<size_t>(1 - i)], DType::I8, combo, sub, true) : std::nullopt;
         if (u && s) p = Product{*u, *s};
       }
     }
@@ -185,7 +193,7 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     }
     bool placed = false;
     for (Group& g : groups) {
-      if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer) continue;
+      if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer || g.s.broadcast != p->s.broadcast) continue;
       Expr ds = simplify(p->s.base - g.s.base), du = p->u.form == ByteForm::Ones ? ds : simplify(p->u.base - g.u.base);
       if (!du.is_const() || !(du == ds) || std::abs(du.value()) > 3) continue;
       // One mask for the group's four terms: each must read under the same condition.
@@ -231,6 +239,7 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     auto load = [&](const ByteRead& r) {
       const std::string& mask = masks[mask_at++];
       std::string at = "b" + std::to_string(r.buffer) + " + " + printer_.print(simplify(r.base + first));
+      if (r.broadcast) return "lumen_splat_bytes4(" + at + ")";
       return mask.empty() ? "lumen_load_bytes(" + at + ")" : "lumen_maskload_i32((const int32_t*)(" + at + "), " + mask + ")";
     };
     std::string u = g.u.form == ByteForm::Ones ? (mask_at++, std::string("lumen_splat_i32(0x01010101)")) : load(g.u);

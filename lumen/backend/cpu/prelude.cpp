@@ -154,6 +154,8 @@ inline lumen_f32v lumen_splat_f32(float x) { lumen_f32v r; for (int i = 0; i < L
 inline lumen_i32v lumen_splat_i32(int32_t x) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 // x in lane 0, zeros elsewhere: a scalar term of a sum kept one partial per lane.
 inline lumen_f32v lumen_first_lane_f32(float x) { lumen_f32v r = lumen_splat_f32(0.0f); r[0] = x; return r; }
+// The same four bytes in every i32 lane (an activation's group of four quants, lanes along weight rows).
+inline lumen_i32v lumen_splat_bytes4(const void* p) { int32_t w; memcpy(&w, p, sizeof w); return lumen_splat_i32(w); }
 inline lumen_i32v lumen_first_lane_i32(int32_t x) { lumen_i32v r = lumen_splat_i32(0); r[0] = x; return r; }
 inline lumen_i32v lumen_iota_i32() { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = i; return r; }
 // A 64-bit distance to a row's end, clamped to where lanes of stride s can tell it apart (i32).
