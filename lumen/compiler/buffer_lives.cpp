@@ -58,7 +58,7 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
     for (NodeId b : buffers_read(graph, lives.order[k], p.materialized, at, seen)) {
       lives.readers[static_cast<size_t>(b)].push_back(at);
       const Node& in = graph.node(b);
-      parameters_only = parameters_only && in.op == Op::Input && in.parameter;
+      parameters_only = parameters_only && in.op == Op::Input && in.parameter && !in.persistent;
       if (parameters_only) read += bytes_of(in, dims);
     }
     const Node& node = graph.node(lives.order[k]);

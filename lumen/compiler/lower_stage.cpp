@@ -65,7 +65,7 @@ std::optional<std::pair<std::vector<std::string>, int64_t>> parameters_read(cons
   for (size_t b = 1; b < l.buffers.size(); ++b) {
     NodeId id = l.buffers[b];
     const Node* node = id >= 0 ? &p.graph->node(id) : nullptr;
-    if (!node || node->op != Op::Input || !node->parameter) return std::nullopt;
+    if (!node || node->op != Op::Input || !node->parameter || node->persistent) return std::nullopt;
     int64_t numel = 1;
     for (const Expr& d : node->shape) numel *= d.is_const() ? d.value() : 0;
     read += numel * static_cast<int64_t>(dtype_size(node->dtype));
