@@ -436,7 +436,10 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
   auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
   Tensor wbytes = rows_interleaved(g.tensor(m.params.q), 4).reshape({Expr(n), Expr(groups), Expr(4)});
   Tensor wq = wbytes.cast(DType::I32);
-  Tensor scales = f32(rows_interleaved(g.tensor(m.params.scales), 1));  // [N, B]
+  // f32 scales (the k-quants' d·sc) kept as f16 (a relative error of at most 2^-12 each, a sixteenth
+  // of the activation's 8-bit rounding; f16 scales (Q8_0, Q4_0) stay as they are: exact).
+  auto narrowed = [](const Tensor& t) { return t.dtype() == DType::F32 ? t.cast(DType::F16) : t; };
+  Tensor scales = f32(rows_interleaved(narrowed(g.tensor(m.params.scales)), 1));  // [N, B]
   // Byte groups of four a block of a chain: 8 (Q8_0), 4 (Q6_K: blocks of 16), 4 (Q4_0: a block's
   // 16 bytes hold both chains), 8 (Q4_K: a chain's block is 32 bytes of a 64-quant group).
   const int64_t per_block = f.form == Form::Signed ? f.scale_block / 4 : f.half / 4;
@@ -485,7 +488,7 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
   }
   Tensor out = total.sum_reduce(-1);  // [.., m, N]
   if (!f.mins) return out;
-  return out.add(f32(rows_interleaved(g.tensor(m.params.mins), 1)).mul(a.block_sums).sum_reduce(-1));
+  return out.add(f32(rows_interleaved(narrowed(g.tensor(m.params.mins)), 1)).mul(a.block_sums).sum_reduce(-1));
 }
 
 // The probe of a match: the weight expression's nodes copied into a graph of their own.
