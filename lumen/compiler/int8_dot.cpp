@@ -434,7 +434,10 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
   const int64_t k = m.k, n = m.n;
   const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
   auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
-  Tensor wbytes = rows_interleaved(g.tensor(m.params.q), 4).reshape({Expr(n), Expr(groups), Expr(4)});
+  // i8 quants are kept as u8 q + 128 (the interleaved copy makes them once): vpdpbusd's unsigned operand as it is.
+  Tensor q_param = g.tensor(m.params.q);
+  if (f.form == Form::Signed) q_param = q_param.cast(DType::I32).add(number(q_param.cast(DType::I32), 128, DType::I32)).cast(DType::U8);
+  Tensor wbytes = rows_interleaved(q_param, 4).reshape({Expr(n), Expr(groups), Expr(4)});
   Tensor wq = wbytes.cast(DType::I32);
   // f32 scales (the k-quants' d·sc) kept as f16 (a relative error of at most 2^-12 each, a sixteenth
   // of the activation's 8-bit rounding; f16 scales (Q8_0, Q4_0) stay as they are: exact).
@@ -455,7 +458,7 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
   auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
   for (int h = 0; h < chains; ++h) {
     Tensor u;
-    if (f.form == Form::Signed) u = wq.add(number(wq, 128, DType::I32));
+    if (f.form == Form::Signed) u = wq;  // (flipped above)
     else if (h == 0) u = wq.mod(number(wq, 16, DType::I32));
     else {
       Tensor b = wbytes.cast(DType::F32);
