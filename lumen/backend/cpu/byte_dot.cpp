@@ -161,7 +161,7 @@ struct Group {
 
 }  // namespace
 
-std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, const std::string& pad) {
+std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, const std::string& pad, const std::string& into) {
   if (!combo.vector || v->kind != ValueKind::Binary || v->op != Op::Add || v->dtype != DType::I32) return std::nullopt;
   auto sub = [&](const Expr& e) { return subst(e, combo); };
   std::vector<Value> terms, others;
@@ -232,7 +232,9 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     Reg r = splat(value(o, combo, pad), pad);
     rest = rest ? emit("lumen_i32v", rest->name + " + " + r.name, true, DType::I32, pad) : r;
   }
-  Reg acc = rest ? *rest : emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
+  // Into an accumulator (a block's integer sum): its vpdpbusd chain goes on from it.
+  Reg acc = !into.empty() ? Reg{into, true, DType::I32} : rest ? *rest : emit("lumen_i32v", "lumen_splat_i32(0)", true, DType::I32, pad);
+  if (!into.empty() && rest) acc = emit("lumen_i32v", into + " + " + rest->name, true, DType::I32, pad);
   size_t mask_at = 0;
   for (const Group& g : groups) {
     int64_t first = *std::min_element(g.offsets.begin(), g.offsets.end());

@@ -431,6 +431,12 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
           return;
         }
       }
+      if (st.vector && combo.vector && st.combine == Combine::Sum && st.dtype == DType::I32) {
+        if (auto dot = byte_dot(s.value, combo, pad, a)) {  // a block's integer sum: vpdpbusd into it
+          out_ << pad << a << " = " << dot->name << ";\n";
+          return;
+        }
+      }
       Reg r = value(s.value, combo, pad);
       if (st.vector || st.partial) {
         // A scalar term (a bounded sum's block total) of a sum kept one partial per SIMD

@@ -90,7 +90,8 @@ class KernelWriter {
                                                                 const std::string& pad);
   // Idioms (byte_dot.cpp): a sum of byte products four a lane (vpdpbusd), a
   // load whose index advances every c lanes (a block's scale over its lanes).
-  std::optional<Reg> byte_dot(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  // `into`: an i32 vector accumulator the products add into (empty: a value of its own).
+  std::optional<Reg> byte_dot(const kernel::Value& v, const Combo& combo, const std::string& pad, const std::string& into = "");
   std::optional<Reg> repeated_load(const kernel::Value& v, const Combo& combo, const std::string& pad);
   std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
