@@ -63,9 +63,13 @@ def test_concurrent_requests_equal_the_sequential_engine(model, batched):
         sequential.stop()
     before = serve_load.metrics(batched.url)
     got = [None] * len(jobs)
+    # Every client thread is running before the first request goes out (on a busy machine, starting
+    # threads one after another spread the requests so far apart that few decoded together).
+    start = threading.Barrier(len(jobs))
 
     def ask(i):
-        time.sleep(0.001 * i)  # later requests join while earlier ones decode (a step takes well under 1 ms here)
+        start.wait(60)
+        time.sleep(0.0005 * i)  # later requests join while earlier ones decode (a step takes well under 1 ms here)
         got[i] = complete(batched.url, jobs[i][0], jobs[i][1], stream=i % 2 == 1)
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(jobs))]
