@@ -1,5 +1,6 @@
 // Lowerer's loops, values, buffers and output (lowerer.h), and lower() itself.
 #include "lumen/kernel/lowerer.h"
+#include "lumen/kernel/fuse_sibling_loops.h"
 
 namespace lumen::kernel::lowering {
 
@@ -401,6 +402,7 @@ LoweredKernel lower(const Graph& graph, NodeId target, const std::vector<bool>& 
   LoweredKernel lowered = lowering::Lowerer(graph, materialized, schedule, options).run(target, name);
   reuse_reduction_operands(lowered.kernel);
   if (options.split_loops) split_loops_at_conditions(lowered.kernel);
+  fuse_sibling_loops(lowered.kernel);
   return lowered;
 }
 

@@ -18,7 +18,7 @@ namespace lumen::cpu {
 // can change its speed (it is part of the backend's fingerprint, so cached
 // schedule timings and graph-level choices are measured again). 2: one
 // prefetch per lane's four bytes, vpdpbusd into the offset term.
-inline constexpr int kCodegenVersion = 3;
+inline constexpr int kCodegenVersion = 4;
 
 // One translation unit for a list of kernels (with the prelude).
 std::string render_source(const std::vector<kernel::Kernel>& kernels);
