@@ -37,6 +37,23 @@ std::vector<NodeId> buffers_read(const Graph& graph, NodeId root, const std::vec
 
 }  // namespace
 
+std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads) {
+  ParameterReads out;
+  for (NodeId id : reads) {
+    const Node* node = id >= 0 ? &graph.node(id) : nullptr;  // (< 0: a scratch buffer)
+    if (!node || node->op != Op::Input || !node->parameter || node->persistent) return std::nullopt;
+    int64_t bytes = static_cast<int64_t>(dtype_size(node->dtype));
+    for (const Expr& d : node->shape) {
+      if (!d.is_const()) return std::nullopt;
+      bytes *= d.value();
+    }
+    out.bytes += bytes;
+    out.names.push_back(node->name);
+  }
+  if (out.names.empty()) return std::nullopt;
+  return out;
+}
+
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
   const Graph& graph = *p.graph;
   size_t n = graph.size();
@@ -53,16 +70,10 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
   for (size_t k = 0; k < lives.order.size(); ++k) {
     auto at = static_cast<int>(k);
     lives.place[static_cast<size_t>(lives.order[k])] = at;
-    bool parameters_only = true;
-    int64_t read = 0;
-    for (NodeId b : buffers_read(graph, lives.order[k], p.materialized, at, seen)) {
-      lives.readers[static_cast<size_t>(b)].push_back(at);
-      const Node& in = graph.node(b);
-      parameters_only = parameters_only && in.op == Op::Input && in.parameter && !in.persistent;
-      if (parameters_only) read += bytes_of(in, dims);
-    }
-    const Node& node = graph.node(lives.order[k]);
-    if (parameters_only && read > 0 && k < p.kernel_nodes.size() && bytes_of(node, dims) <= read) {
+    std::vector<NodeId> reads = buffers_read(graph, lives.order[k], p.materialized, at, seen);
+    for (NodeId b : reads) lives.readers[static_cast<size_t>(b)].push_back(at);
+    auto parameters = parameters_only(graph, reads);
+    if (parameters && k < p.kernel_nodes.size() && bytes_of(graph.node(lives.order[k]), dims) <= parameters->bytes) {
       outside[static_cast<size_t>(lives.order[k])] = true;
     }
   }

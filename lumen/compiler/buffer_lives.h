@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "lumen/compiler/pipeline.h"
@@ -20,6 +22,16 @@ struct BufferLives {
   std::vector<int64_t> bytes;             // per node: its buffer's bytes in the arena (0: not there)
   std::vector<int> first, last;           // per node in the arena: the places its buffer lives between
 };
+
+// What a kernel reads when it reads parameters only (parameters that are not program state, of
+// static shapes): their names and bytes; nothing when it reads anything else. A kernel that reads
+// only parameters and makes no more bytes than they hold is a relayout of them (the int8 dot
+// products' interleaved rows): lower_stage keeps its value between runs, outside the arena.
+struct ParameterReads {
+  std::vector<std::string> names;
+  int64_t bytes = 0;
+};
+std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads);
 
 // Lifetimes of p's buffers with dynamic dims bound by `dims`.
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims);

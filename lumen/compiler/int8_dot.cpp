@@ -33,6 +33,9 @@ struct Format {
   int64_t half = 0;  // Nibbles: byte j of a group holds element j (low) and half + j (high)
   bool mins = false;
   int64_t scale_block = kBlock;  // elements per weight scale: 32, or 16 (Q6_K: Q8_0's form on blocks of 16)
+  // What making the weight quants unsigned added (Σ u·q - offset·Σq takes it back): 128 for i8
+  // quants, 8 for nibbles without mins (q - 8), 0 where a min carries the offset.
+  int64_t offset() const { return form == Form::Signed ? 128 : form == Form::Nibbles && !mins ? 8 : 0; }
   std::string name() const {
     if (form == Form::Signed) return scale_block == kBlock ? "Q8_0 form" : "Q6_K form";
     if (form == Form::Unsigned) return "Q5_1 form";
@@ -232,6 +235,21 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
 
 Tensor number(const Tensor& like, double v, DType d) { return like.scalar(v).cast(d); }
 
+Tensor f32(const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); }
+
+void accumulate(Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; }
+
+// Chain h's weight quants as unsigned bytes (i32) from the weight's bytes [.., 4]: an i8 q as
+// q + 128 (`flipped`: the bytes already hold it), a u8 q as itself, a nibble (h: low or high).
+Tensor unsigned_quants(const Tensor& wbytes, const Format& f, int h, bool flipped = false) {
+  Tensor wq = wbytes.cast(DType::I32);
+  if (f.form == Form::Signed) return flipped ? wq : wq.add(number(wq, 128, DType::I32));
+  if (f.form == Form::Unsigned) return wq;
+  if (h == 0) return wq.mod(number(wq, 16, DType::I32));
+  Tensor b = wbytes.cast(DType::F32);  // the high nibble, floor(byte / 16), exactly (a float below 16)
+  return b.mul(b.scalar(0.0625)).cast(DType::I32);
+}
+
 // `index` along `axis` of a contiguous node's output, read through one strided view (index
 // linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
 // and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
@@ -270,7 +288,7 @@ Tensor four_sum(const Tensor& v) {
   Tensor sum;
   for (int t = 0; t < 4; ++t) {
     Tensor term = v.slice(axis, Expr(t), Expr(t + 1));
-    sum = sum.defined() ? sum.add(term) : term;
+    accumulate(sum, term);
   }
   return sum.squeeze(axis);
 }
@@ -333,6 +351,18 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   return QuantizedActivation{bytes, sums, d, block_sums};
 }
 
+// The blocks of chain h among a per-block tensor [.., B]: Q4_K's chains take alternate blocks.
+Tensor chain_blocks(const Tensor& t, const Format& f, int h) {
+  if (!(f.form == Form::Nibbles && f.half == 32)) return t;
+  Shape s = t.shape();
+  const int64_t b = s.back().value();
+  s.back() = Expr(b / 2);
+  s.push_back(Expr(2));
+  Shape out = t.shape();
+  out.back() = Expr(b / 2);
+  return t.reshape(s).slice(static_cast<int>(s.size()) - 1, Expr(h), Expr(h + 1)).reshape(out);
+}
+
 // Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
 // per-block tensor [.., K / block] of the block that group's `half` (0 low,
 // 1 high) belongs to.
@@ -347,8 +377,7 @@ Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t 
   const Tensor& t = blocks;
   if (f.form == Form::Nibbles && f.half == 32) {
     // groups of 64 quants: the low ones are block 2g, the high ones block 2g + 1; 8 byte groups a block
-    Tensor pair = t.reshape(with({nb / 2, 2})).slice(static_cast<int>(lead.size()) + 1, Expr(half_index), Expr(half_index + 1));
-    return pair.expand(with({nb / 2, 8})).reshape(with({nb * 4}));
+    return chain_blocks(t, f, half_index).unsqueeze(-1).expand(with({nb / 2, 8})).reshape(with({nb * 4}));
   }
   int64_t lanes = f.form == Form::Nibbles ? 4 : block / 4;  // byte groups of four a block: 16, 32 (or 16: Q6_K) bytes
   return t.reshape(with({nb, 1})).expand(with({nb, lanes})).reshape(with({nb * lanes}));
@@ -359,40 +388,26 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
   const Format& f = m.format;
   const int64_t k = m.k, n = m.n;
   const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
-  auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
   Tensor wbytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)});
-  Tensor wq = wbytes.cast(DType::I32);
   Tensor scales = f32(g.tensor(m.params.scales));  // [N, K / scale_block]
   Tensor mins = m.format.mins ? f32(g.tensor(m.params.mins)) : Tensor();
   const int chains = f.form == Form::Nibbles ? 2 : 1;
   const bool shared = f.form == Form::Nibbles && f.half == 16;  // Q4_0 / Q4_1: both chains of a group in one block
   Tensor total, dot, sums;
-  auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
   for (int h = 0; h < chains; ++h) {
-    Tensor u;  // the weight quants as unsigned bytes
-    if (f.form == Form::Signed) {
-      u = wq.add(number(wq, 128, DType::I32));
-    } else if (f.form == Form::Unsigned) {
-      u = wq;
-    } else if (h == 0) {
-      u = wq.mod(number(wq, 16, DType::I32));
-    } else {  // the high nibble, floor(byte / 16), exactly (a float below 16)
-      Tensor b = wbytes.cast(DType::F32);
-      u = b.mul(b.scalar(0.0625)).cast(DType::I32);
-    }
+    Tensor u = unsigned_quants(wbytes, f, h);
     Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h, 4).cast(DType::I32);  // [.., m, 1, R, 4]
     Tensor chain = four_sum(u.mul(xq));             // [.., m, N, R]
     // [.., m, 1, R] expanded to the chain's [.., m, N, R] before any op on it: an op on the
     // unexpanded sums would be a node read once per n, which fusion materialises (a kernel).
     // (Summing the bytes in the dot kernel instead, one vpdpbusd with bytes of ones a vector, saves
     // a kernel an activation: measured on SmolLM2 decode, 5% faster at 2 threads, 8% slower at 1.)
-    add(dot, chain);
-    if (!f.mins) add(sums, linear_slice(a.sums, static_cast<int>(lead), h).expand(chain.shape()));
+    accumulate(dot, chain);
+    if (!f.mins) accumulate(sums, linear_slice(a.sums, static_cast<int>(lead), h).expand(chain.shape()));
     if (shared && h == 0) continue;
-    int64_t offset = f.form == Form::Signed ? 128 : (f.form == Form::Nibbles && !f.mins) ? 8 : 0;
-    Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
+    Tensor integer = f.offset() ? dot.add(sums.mul(number(sums, -f.offset(), DType::I32))) : dot;
     Tensor term = f32(integer).mul(per_group(scales, f, h, k, f.scale_block));  // [.., m, N, R]
-    add(total, term.mul(per_group(a.scale, f, h, k)));
+    accumulate(total, term.mul(per_group(a.scale, f, h, k)));
     dot = Tensor();
     sums = Tensor();
   }
@@ -412,17 +427,6 @@ Tensor rows_interleaved(const Tensor& w, int64_t c) {
   return packed.permute({0, 2, 1, 3}).reshape({Expr(n), Expr(x)});
 }
 
-// The blocks of chain h among a per-block tensor [.., B]: Q4_K's chains take alternate blocks.
-Tensor chain_blocks(const Tensor& t, const Format& f, int h) {
-  if (!(f.form == Form::Nibbles && f.half == 32)) return t;
-  Shape s = t.shape();
-  const int64_t b = s.back().value();
-  s.back() = Expr(b / 2);
-  s.push_back(Expr(2));
-  Shape out = t.shape();
-  out.back() = Expr(b / 2);
-  return t.reshape(s).slice(static_cast<int>(s.size()) - 1, Expr(h), Expr(h + 1)).reshape(out);
-}
 
 // out[.., m, n] of the match with SIMD lanes along the weight's rows: the weight bytes and
 // scales stored kRowLanes rows interleaved (rows_interleaved), each lane of vpdpbusd one row's
@@ -433,12 +437,13 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
   const Format& f = m.format;
   const int64_t k = m.k, n = m.n;
   const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
-  auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
   // i8 quants are kept as u8 q + 128 (the interleaved copy makes them once): vpdpbusd's unsigned operand as it is.
   Tensor q_param = g.tensor(m.params.q);
-  if (f.form == Form::Signed) q_param = q_param.cast(DType::I32).add(number(q_param.cast(DType::I32), 128, DType::I32)).cast(DType::U8);
+  if (f.form == Form::Signed) {
+    Tensor wide = q_param.cast(DType::I32);
+    q_param = wide.add(number(wide, 128, DType::I32)).cast(DType::U8);
+  }
   Tensor wbytes = rows_interleaved(q_param, 4).reshape({Expr(n), Expr(groups), Expr(4)});
-  Tensor wq = wbytes.cast(DType::I32);
   // f32 scales (the k-quants' d·sc) kept as f16 (a relative error of at most 2^-12 each, a sixteenth
   // of the activation's 8-bit rounding; f16 scales (Q8_0, Q4_0) stay as they are: exact).
   auto narrowed = [](const Tensor& t) { return t.dtype() == DType::F32 ? t.cast(DType::F16) : t; };
@@ -455,28 +460,20 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
     return t.reshape(s).sum_reduce(-1);
   };
   Tensor total, dot, sums;
-  auto add = [](Tensor& acc, const Tensor& v) { acc = acc.defined() ? acc.add(v) : v; };
   for (int h = 0; h < chains; ++h) {
-    Tensor u;
-    if (f.form == Form::Signed) u = wq;  // (flipped above)
-    else if (h == 0) u = wq.mod(number(wq, 16, DType::I32));
-    else {
-      Tensor b = wbytes.cast(DType::F32);
-      u = b.mul(b.scalar(0.0625)).cast(DType::I32);
-    }
+    Tensor u = unsigned_quants(wbytes, f, h, true);
     Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h, 4).cast(DType::I32);  // [.., m, 1, R, 4]
-    add(dot, blocks_of(four_sum(u.mul(xq))));  // [.., m, N, R / per_block]
+    accumulate(dot, blocks_of(four_sum(u.mul(xq))));  // [.., m, N, R / per_block]
     if (!f.mins) {  // the offset's sums, a block's four-byte sums summed (made once an activation)
       std::string key = std::to_string(h) + " " + std::to_string(per_block);
       auto it = a.block_byte_sums.find(key);
       if (it == a.block_byte_sums.end()) {
         it = a.block_byte_sums.emplace(key, blocks_of(linear_slice(a.sums, static_cast<int>(lead), h)).buffered()).first;
       }
-      add(sums, it->second);  // [.., m, 1, R / per_block]
+      accumulate(sums, it->second);  // [.., m, 1, R / per_block]
     }
     if (shared && h == 0) continue;
-    int64_t offset = f.form == Form::Signed ? 128 : !f.mins ? 8 : 0;
-    Tensor integer = offset ? dot.add(sums.mul(number(sums, -offset, DType::I32))) : dot;
+    Tensor integer = f.offset() ? dot.add(sums.mul(number(sums, -f.offset(), DType::I32))) : dot;
     Tensor x_scale = chain_blocks(a.scale, f, h);
     if (f.scale_block < kBlock) {  // Q6_K: two weight blocks of 16 an activation block of 32
       Shape wide = x_scale.shape(), each = wide;
@@ -485,7 +482,7 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
       wide.back() = Expr(wide.back().value() * per);
       x_scale = x_scale.unsqueeze(-1).expand(each).reshape(wide);
     }
-    add(total, f32(integer).mul(chain_blocks(scales, f, h)).mul(x_scale));
+    accumulate(total, f32(integer).mul(chain_blocks(scales, f, h)).mul(x_scale));
     dot = Tensor();
     sums = Tensor();
   }

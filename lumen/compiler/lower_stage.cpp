@@ -1,10 +1,11 @@
 #include "lumen/compiler/lower_stage.h"
 
-#include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "lumen/compiler/buffer_lives.h"
 #include "lumen/compiler/slice_stage.h"
 #include "lumen/kernel/heuristic.h"
 #include "lumen/kernel/lower.h"
@@ -58,21 +59,9 @@ void lower_write(Pipeline& p, const StateWrite& w) {
   add_launch(p.program, std::move(lk.kernel), lk.buffer_nodes, backend::kWriteLaunch);
 }
 
-// The parameters a launch reads (with their bytes), or nothing when it reads anything else.
-std::optional<std::pair<std::vector<std::string>, int64_t>> parameters_read(const Pipeline& p, const backend::Launch& l) {
-  std::vector<std::string> names;
-  int64_t read = 0;
-  for (size_t b = 1; b < l.buffers.size(); ++b) {
-    NodeId id = l.buffers[b];
-    const Node* node = id >= 0 ? &p.graph->node(id) : nullptr;
-    if (!node || node->op != Op::Input || !node->parameter || node->persistent) return std::nullopt;
-    int64_t numel = 1;
-    for (const Expr& d : node->shape) numel *= d.is_const() ? d.value() : 0;
-    read += numel * static_cast<int64_t>(dtype_size(node->dtype));
-    names.push_back(node->name);
-  }
-  if (names.empty()) return std::nullopt;
-  return std::make_pair(names, read);
+// The parameters a launch reads, when it reads nothing else (its buffers after the first).
+std::optional<ParameterReads> parameters_read(const Pipeline& p, const backend::Launch& l) {
+  return parameters_only(*p.graph, std::vector<NodeId>(l.buffers.begin() + 1, l.buffers.end()));
 }
 
 // A pack that reads only parameters and makes no more bytes than it reads
@@ -86,8 +75,8 @@ void find_kept_packs(Pipeline& p) {
     if (!sb.elements.is_const()) continue;
     auto read = parameters_read(p, l);
     int64_t made = sb.elements.value() * static_cast<int64_t>(dtype_size(sb.dtype));
-    if (!read || made > read->second) continue;
-    sb.kept_inputs = read->first;
+    if (!read || made > read->bytes) continue;
+    sb.kept_inputs = read->names;
   }
 }
 
@@ -97,26 +86,30 @@ void find_kept_packs(Pipeline& p) {
 // parameters is set again.
 void keep_parameter_relayouts(Pipeline& p) {
   backend::CompiledProgram& prog = p.program;
-  std::set<NodeId> outputs;
-  for (const Edge& e : p.outputs) outputs.insert(e.node);
-  for (const StateWrite& w : p.writes) outputs.insert(w.copy);
+  // Values that stay where they are: outputs, state writes' copies, and what sliced groups read.
+  std::set<NodeId> fixed;
+  for (const Edge& e : p.outputs) fixed.insert(e.node);
+  for (const StateWrite& w : p.writes) fixed.insert(w.copy);
+  for (const backend::Launch& l : prog.launches) {
+    if (l.group >= 0) fixed.insert(l.buffers.begin(), l.buffers.end());
+  }
+  std::map<NodeId, NodeId> kept;  // node -> the scratch buffer that keeps it
   for (backend::Launch& l : prog.launches) {
-    const NodeId node = l.computes;
-    if (node < 0 || l.group >= 0 || outputs.count(node)) continue;
-    const Node& n = p.graph->node(node);
+    if (l.computes < 0 || l.group >= 0 || fixed.count(l.computes)) continue;
+    const Node& n = p.graph->node(l.computes);
     int64_t numel = 1;
     for (const Expr& d : n.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
     auto read = parameters_read(p, l);
-    if (numel < 0 || !read || numel * static_cast<int64_t>(dtype_size(n.dtype)) > read->second) continue;
-    bool grouped_reader = false;
-    for (const backend::Launch& other : prog.launches) {
-      if (other.group >= 0 && std::count(other.buffers.begin(), other.buffers.end(), node)) grouped_reader = true;
-    }
-    if (grouped_reader) continue;
-    const NodeId kept = -1 - static_cast<NodeId>(prog.scratch.size());
-    prog.scratch.push_back({Expr(numel), n.dtype, read->first});
-    for (backend::Launch& other : prog.launches) std::replace(other.buffers.begin(), other.buffers.end(), node, kept);
+    if (numel < 0 || !read || numel * static_cast<int64_t>(dtype_size(n.dtype)) > read->bytes) continue;
+    kept[l.computes] = -1 - static_cast<NodeId>(prog.scratch.size());
+    prog.scratch.push_back({Expr(numel), n.dtype, read->names});
     l.computes = backend::kPackLaunch;
+  }
+  for (backend::Launch& l : prog.launches) {
+    for (NodeId& b : l.buffers) {
+      auto it = kept.find(b);
+      if (it != kept.end()) b = it->second;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "lumen/kernel/fuse_sibling_loops.h"
 
+#include <algorithm>
 #include <set>
 
 namespace lumen::kernel {
@@ -49,19 +50,15 @@ int fuse_block(Block& block, const std::vector<DType>& acc_dtype) {
     for (int b : writes_b) independent = independent && !reads_a.count(b);
     for (size_t k = i + 1; k < j; ++k) independent = independent && !writes_a.count(block[k].acc);
     if (!independent) continue;
-    // The inits move before the first loop; the second loop's body joins the first's.
-    Stmt second = std::move(block[j]);
+    // The inits move before the first loop (which lands at j - 1), the second loop's body joins
+    // the first's, and the fused loop is looked at again (it may take a third sibling).
+    std::rotate(block.begin() + static_cast<std::ptrdiff_t>(i), block.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                block.begin() + static_cast<std::ptrdiff_t>(j));
+    Stmt& first = block[j - 1];
+    for (Stmt& st : substituted(block[j].body, VarMap{{block[j].var, first.var}})) first.body.push_back(std::move(st));
     block.erase(block.begin() + static_cast<std::ptrdiff_t>(j));
-    std::vector<Stmt> inits(std::make_move_iterator(block.begin() + static_cast<std::ptrdiff_t>(i) + 1),
-                            std::make_move_iterator(block.begin() + static_cast<std::ptrdiff_t>(j)));
-    block.erase(block.begin() + static_cast<std::ptrdiff_t>(i) + 1, block.begin() + static_cast<std::ptrdiff_t>(j));
-    Block body = substituted(second.body, VarMap{{second.var, block[i].var}});
-    for (Stmt& st : body) block[i].body.push_back(std::move(st));
-    block.insert(block.begin() + static_cast<std::ptrdiff_t>(i), std::make_move_iterator(inits.begin()),
-                 std::make_move_iterator(inits.end()));
-    i += inits.size();
     ++fused;
-    --i;  // the fused loop may take a third sibling
+    i = j - 2;  // ++i: the fused loop (unsigned: j - 2 may wrap to the maximum, ++i to 0)
   }
   return fused;
 }

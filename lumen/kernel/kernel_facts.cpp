@@ -183,6 +183,8 @@ bool byte_group_reduction(const Kernel& k) {
 // index has coefficient 4 in the part's lane) and no load strides along it otherwise (coefficients
 // 0 or 1): an int8 dot product whose SIMD lanes are a weight's rows, stored `split` rows interleaved
 // four bytes a row (lumen/compiler/int8_dot.h): its index is (n / split, n % split) of the row n.
+// (Unlike stride_in_lanes, a term the lane enters non-linearly, l / 32 of a block's value read by
+// an embedding fused in front, counts as no stride: it is constant in each vector of the part.)
 bool byte_lanes_along(const Kernel& k, const std::string& var, int64_t split) {
   Expr outer = Expr::index(var + "_o", Expr(int64_t{1} << 30)), lane = Expr::index(var + "_l", Expr(split));
   bool bytes = false, other = false;

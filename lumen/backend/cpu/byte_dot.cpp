@@ -8,7 +8,7 @@
 //    per group of four terms: lane l takes bytes 4l..4l+3 of 64 contiguous
 //    bytes of each operand (exact integer multiply-adds without VNNI); B may
 //    also be the same four bytes for every lane (B[t]: lanes along the
-//    weight's rows, which are stored 16 rows interleaved);
+//    weight's rows, which are stored 64 rows interleaved);
 //  - a load whose index advances by one every c lanes (c = 2, 4, 8: a quant
 //    block's scale over the lanes of its block) reads LANES / c elements and
 //    spreads them.

@@ -17,7 +17,8 @@ namespace lumen::cpu {
 // Raised whenever the code written for the same kernel changes in a way that
 // can change its speed (it is part of the backend's fingerprint, so cached
 // schedule timings and graph-level choices are measured again). 2: one
-// prefetch per lane's four bytes, vpdpbusd into the offset term.
+// prefetch per lane's four bytes, vpdpbusd into the offset term; 3: vpdpbusd
+// into an i32 accumulator; 4: sibling integer-sum loops fused.
 inline constexpr int kCodegenVersion = 4;
 
 // One translation unit for a list of kernels (with the prelude).
