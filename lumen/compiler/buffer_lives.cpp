@@ -12,6 +12,13 @@ int64_t bytes_of(const Node& node, const Bindings& dims) {
   return n;
 }
 
+// Elements of a node of static shape; -1 when a dim is dynamic.
+int64_t static_numel(const Node& node) {
+  int64_t n = 1;
+  for (const Expr& d : node.shape) n = d.is_const() && n >= 0 ? n * d.value() : -1;
+  return n;
+}
+
 // Buffers the kernel computing `root` reads: the materialised nodes (and
 // inputs) reached through the nodes it inlines. `seen` marks nodes visited
 // for this kernel (by its place `at`).
@@ -37,9 +44,16 @@ std::vector<NodeId> buffers_read(const Graph& graph, NodeId root, const std::vec
 
 }  // namespace
 
-std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads) {
+std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads,
+                                              const KeptValues& kept) {
   ParameterReads out;
   for (NodeId id : reads) {
+    auto k = kept.find(id);
+    if (k != kept.end()) {
+      out.names.insert(out.names.end(), k->second.names.begin(), k->second.names.end());
+      out.bytes += k->second.bytes;
+      continue;
+    }
     const Node* node = id >= 0 ? &graph.node(id) : nullptr;  // (< 0: a scratch buffer)
     if (!node || node->op != Op::Input || !node->parameter || node->persistent) return std::nullopt;
     int64_t bytes = static_cast<int64_t>(dtype_size(node->dtype));
@@ -51,7 +65,13 @@ std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vec
     out.names.push_back(node->name);
   }
   if (out.names.empty()) return std::nullopt;
+  std::sort(out.names.begin(), out.names.end());
+  out.names.erase(std::unique(out.names.begin(), out.names.end()), out.names.end());
   return out;
+}
+
+bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype) {
+  return elements >= 0 && elements * static_cast<int64_t>(dtype_size(dtype)) <= read.bytes;
 }
 
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
@@ -63,18 +83,20 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
   lives.place.assign(n, -1);
   lives.readers.assign(n, {});
   std::vector<int> seen(n, -1);
-  // Outputs are arrays of their own, a state write's copy stores into the state, and a relayout
-  // of parameters (reading nothing else, making no more bytes than it reads) is kept between runs
-  // outside the arena (lower_stage's keep_parameter_relayouts).
+  // Outputs are arrays of their own, a state write's copy stores into the state, and values
+  // derived from parameters alone are kept between runs outside the arena (worth_keeping).
   std::vector<bool> outside(n, false);
+  KeptValues kept;
   for (size_t k = 0; k < lives.order.size(); ++k) {
     auto at = static_cast<int>(k);
     lives.place[static_cast<size_t>(lives.order[k])] = at;
     std::vector<NodeId> reads = buffers_read(graph, lives.order[k], p.materialized, at, seen);
     for (NodeId b : reads) lives.readers[static_cast<size_t>(b)].push_back(at);
-    auto parameters = parameters_only(graph, reads);
-    if (parameters && k < p.kernel_nodes.size() && bytes_of(graph.node(lives.order[k]), dims) <= parameters->bytes) {
+    auto parameters = parameters_only(graph, reads, kept);
+    const Node& made = graph.node(lives.order[k]);
+    if (parameters && k < p.kernel_nodes.size() && worth_keeping(*parameters, static_numel(made), made.dtype)) {
       outside[static_cast<size_t>(lives.order[k])] = true;
+      kept[lives.order[k]] = {parameters->names, bytes_of(made, dims)};
     }
   }
   for (const Edge& e : p.outputs) outside[static_cast<size_t>(e.node)] = true;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,15 +24,23 @@ struct BufferLives {
   std::vector<int> first, last;           // per node in the arena: the places its buffer lives between
 };
 
-// What a kernel reads when it reads parameters only (parameters that are not program state, of
-// static shapes): their names and bytes; nothing when it reads anything else. A kernel that reads
-// only parameters and makes no more bytes than they hold is a relayout of them (the int8 dot
-// products' interleaved rows): lower_stage keeps its value between runs, outside the arena.
+// Values derived from parameters alone are kept between runs, outside the arena (lower_stage's
+// keep_parameter_relayouts): a kernel that reads only parameters (not program state, of static
+// shapes) and values already kept, and makes no more bytes than it reads: a relayout of weights
+// (the int8 dot products' interleaved rows, a weight normalised by its kept norm), not a
+// dequantization, whose wider copy would cost more to read each run than decoding in the kernel
+// does. It runs again only when one of its parameters is set again.
 struct ParameterReads {
-  std::vector<std::string> names;
-  int64_t bytes = 0;
+  std::vector<std::string> names;  // the parameters it derives from
+  int64_t bytes = 0;               // the bytes it reads
 };
-std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads);
+using KeptValues = std::map<NodeId, ParameterReads>;  // a kept value -> what it was derived from
+
+// What a kernel reading `reads` derives from, when it reads only parameters and `kept` values.
+std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads,
+                                              const KeptValues& kept);
+// Whether a value of `elements` x `dtype` derived from `read` is kept (the bound above).
+bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype);
 
 // Lifetimes of p's buffers with dynamic dims bound by `dims`.
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims);

@@ -59,32 +59,31 @@ void lower_write(Pipeline& p, const StateWrite& w) {
   add_launch(p.program, std::move(lk.kernel), lk.buffer_nodes, backend::kWriteLaunch);
 }
 
-// The parameters a launch reads, when it reads nothing else (its buffers after the first).
-std::optional<ParameterReads> parameters_read(const Pipeline& p, const backend::Launch& l) {
-  return parameters_only(*p.graph, std::vector<NodeId>(l.buffers.begin() + 1, l.buffers.end()));
+// What a launch derives from, when it reads (its buffers after the first) only parameters and
+// `kept` values.
+std::optional<ParameterReads> parameters_read(const Pipeline& p, const backend::Launch& l, const KeptValues& kept) {
+  return parameters_only(*p.graph, std::vector<NodeId>(l.buffers.begin() + 1, l.buffers.end()), kept);
 }
 
-// A pack that reads only parameters and makes no more bytes than it reads
-// (a relayout, not a dequantization) is done once and kept between runs,
+// A pack derived from parameters alone (worth_keeping) is done once and kept between runs,
 // outside the arena, until one of its parameters is set again.
-void find_kept_packs(Pipeline& p) {
+void find_kept_packs(Pipeline& p, const KeptValues& derived) {
   backend::CompiledProgram& prog = p.program;
   for (const backend::Launch& l : prog.launches) {
     if (l.computes != backend::kPackLaunch || l.group >= 0) continue;  // a chunk's pack moves with the chunk
     backend::Scratch& sb = prog.scratch[static_cast<size_t>(-1 - l.buffers[0])];
-    if (!sb.elements.is_const()) continue;
-    auto read = parameters_read(p, l);
-    int64_t made = sb.elements.value() * static_cast<int64_t>(dtype_size(sb.dtype));
-    if (!read || made > read->bytes) continue;
-    sb.kept_inputs = read->names;
+    if (!sb.elements.is_const() || !sb.kept_inputs.empty()) continue;
+    auto read = parameters_read(p, l, derived);
+    if (read && worth_keeping(*read, sb.elements.value(), sb.dtype)) sb.kept_inputs = read->names;
   }
 }
 
-// A kernel that reads only parameters and makes no more bytes than it reads (a relayout of a
-// weight: the int8 dot products' rows interleaved) is a pack too: its value moves out of the arena
-// into a scratch buffer kept between runs, and the kernel runs again only when one of its
-// parameters is set again.
-void keep_parameter_relayouts(Pipeline& p) {
+// A kernel derived from parameters alone (a relayout of a weight: the int8 dot products' rows
+// interleaved; a weight divided by its kept norm) is a pack too: its value moves out of the
+// arena into a scratch buffer kept between runs, and the kernel runs again only when one of its
+// parameters is set again. Kernels reading such values are judged in run order, so a chain of
+// them is kept whole.
+KeptValues keep_parameter_relayouts(Pipeline& p) {
   backend::CompiledProgram& prog = p.program;
   // Values that stay where they are: outputs, state writes' copies, and what sliced groups read.
   std::set<NodeId> fixed;
@@ -94,13 +93,15 @@ void keep_parameter_relayouts(Pipeline& p) {
     if (l.group >= 0) fixed.insert(l.buffers.begin(), l.buffers.end());
   }
   std::map<NodeId, NodeId> kept;  // node -> the scratch buffer that keeps it
+  KeptValues derived;             // node -> what it derives from
   for (backend::Launch& l : prog.launches) {
     if (l.computes < 0 || l.group >= 0 || fixed.count(l.computes)) continue;
     const Node& n = p.graph->node(l.computes);
     int64_t numel = 1;
     for (const Expr& d : n.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
-    auto read = parameters_read(p, l);
-    if (numel < 0 || !read || numel * static_cast<int64_t>(dtype_size(n.dtype)) > read->bytes) continue;
+    auto read = parameters_read(p, l, derived);
+    if (!read || !worth_keeping(*read, numel, n.dtype)) continue;
+    derived[l.computes] = {read->names, numel * static_cast<int64_t>(dtype_size(n.dtype))};
     kept[l.computes] = -1 - static_cast<NodeId>(prog.scratch.size());
     prog.scratch.push_back({Expr(numel), n.dtype, read->names});
     l.computes = backend::kPackLaunch;
@@ -111,6 +112,9 @@ void keep_parameter_relayouts(Pipeline& p) {
       if (it != kept.end()) b = it->second;
     }
   }
+  KeptValues by_buffer;  // the kept values under their scratch buffers' numbers
+  for (const auto& [node, buffer] : kept) by_buffer[buffer] = derived[node];
+  return by_buffer;
 }
 
 }  // namespace
@@ -118,8 +122,8 @@ void keep_parameter_relayouts(Pipeline& p) {
 void lower_kernels(Pipeline& p) {
   for (size_t i = 0; i < p.kernel_nodes.size(); ++i) lower_kernel(p, p.kernel_nodes[i], p.schedules[i]);
   for (const StateWrite& w : p.writes) lower_write(p, w);
-  find_kept_packs(p);
-  keep_parameter_relayouts(p);
+  KeptValues derived = keep_parameter_relayouts(p);
+  find_kept_packs(p, derived);
 }
 
 }  // namespace lumen::compiler
