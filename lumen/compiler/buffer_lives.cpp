@@ -52,6 +52,7 @@ std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vec
     if (k != kept.end()) {
       out.names.insert(out.names.end(), k->second.names.begin(), k->second.names.end());
       out.bytes += k->second.bytes;
+      out.widest = std::max(out.widest, k->second.widest);
       continue;
     }
     const Node* node = id >= 0 ? &graph.node(id) : nullptr;  // (< 0: a scratch buffer)
@@ -62,6 +63,7 @@ std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vec
       bytes *= d.value();
     }
     out.bytes += bytes;
+    out.widest = std::max(out.widest, dtype_size(node->dtype));
     out.names.push_back(node->name);
   }
   if (out.names.empty()) return std::nullopt;
@@ -71,7 +73,8 @@ std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vec
 }
 
 bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype) {
-  return elements >= 0 && elements * static_cast<int64_t>(dtype_size(dtype)) <= read.bytes;
+  return elements >= 0 && dtype_size(dtype) <= read.widest &&
+         elements * static_cast<int64_t>(dtype_size(dtype)) <= kKeptGrowth * read.bytes;
 }
 
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
@@ -96,7 +99,7 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
     const Node& made = graph.node(lives.order[k]);
     if (parameters && k < p.kernel_nodes.size() && worth_keeping(*parameters, static_numel(made), made.dtype)) {
       outside[static_cast<size_t>(lives.order[k])] = true;
-      kept[lives.order[k]] = {parameters->names, bytes_of(made, dims)};
+      kept[lives.order[k]] = {parameters->names, bytes_of(made, dims), dtype_size(made.dtype)};
     }
   }
   for (const Edge& e : p.outputs) outside[static_cast<size_t>(e.node)] = true;

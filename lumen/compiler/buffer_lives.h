@@ -26,20 +26,23 @@ struct BufferLives {
 
 // Values derived from parameters alone are kept between runs, outside the arena (lower_stage's
 // keep_parameter_relayouts): a kernel that reads only parameters (not program state, of static
-// shapes) and values already kept, and makes no more bytes than it reads: a relayout of weights
-// (the int8 dot products' interleaved rows, a weight normalised by its kept norm), not a
-// dequantization, whose wider copy would cost more to read each run than decoding in the kernel
-// does. It runs again only when one of its parameters is set again.
+// shapes) and values already kept, and makes at most kKeptGrowth times the bytes it reads in no
+// wider a dtype than it reads: a relayout or a transform of weights (the int8 dot products'
+// interleaved rows, Winograd's transformed filters), not a dequantization, whose wider copy would
+// cost more to read each run than decoding in the kernel does. It runs again only when one of
+// its parameters is set again.
 struct ParameterReads {
   std::vector<std::string> names;  // the parameters it derives from
   int64_t bytes = 0;               // the bytes it reads
+  size_t widest = 0;               // the widest dtype it reads, in bytes
 };
 using KeptValues = std::map<NodeId, ParameterReads>;  // a kept value -> what it was derived from
+inline constexpr int64_t kKeptGrowth = 4;
 
 // What a kernel reading `reads` derives from, when it reads only parameters and `kept` values.
 std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads,
                                               const KeptValues& kept);
-// Whether a value of `elements` x `dtype` derived from `read` is kept (the bound above).
+// Whether a value of `elements` x `dtype` derived from `read` is kept (the bounds above).
 bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype);
 
 // Lifetimes of p's buffers with dynamic dims bound by `dims`.

@@ -101,7 +101,7 @@ KeptValues keep_parameter_relayouts(Pipeline& p) {
     for (const Expr& d : n.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
     auto read = parameters_read(p, l, derived);
     if (!read || !worth_keeping(*read, numel, n.dtype)) continue;
-    derived[l.computes] = {read->names, numel * static_cast<int64_t>(dtype_size(n.dtype))};
+    derived[l.computes] = {read->names, numel * static_cast<int64_t>(dtype_size(n.dtype)), dtype_size(n.dtype)};
     kept[l.computes] = -1 - static_cast<NodeId>(prog.scratch.size());
     prog.scratch.push_back({Expr(numel), n.dtype, read->names});
     l.computes = backend::kPackLaunch;

@@ -250,6 +250,88 @@ Tensor conv2d_positions(const Tensor& x, const Tensor& weight, Pair stride, Pair
   return pad_rows ? y.slice(3, Expr(0), Expr(ow)) : y;
 }
 
+// Winograd's F(2 x 2, 3 x 3) (conv2d_winograd) where it pays: its transforms
+// cost per output point and channel while it saves 5 of 9 multiply-adds per
+// point and channel pair, so it wins with many channels (resnet18 at 2
+// threads: 128 and more in and out, the convs at 28² to 7² take 0.23-0.52 ms
+// instead of 0.47-0.65; with 64 the transforms eat what the matmuls save).
+bool winograd_pays(int64_t c, int64_t o, int64_t kh, int64_t kw, Pair stride, Pair dilation, int64_t groups) {
+  return kh == 3 && kw == 3 && stride == Pair{1, 1} && dilation == Pair{1, 1} && groups == 1 && c >= 128 && o >= 128 &&
+         o % 16 == 0;
+}
+
+// A small constant matrix of integers, [rows, cols]: a select per entry, so
+// kernels that read it in their inner loops get it `buffered` (made once a
+// run: 64 bytes).
+Tensor integer_matrix(Graph& g, const std::vector<std::vector<int64_t>>& rows, bool buffered) {
+  int64_t r = static_cast<int64_t>(rows.size()), c = static_cast<int64_t>(rows[0].size());
+  Shape s{Expr(r), Expr(c)};
+  Expr flat = loop_index(s, 0) * c + loop_index(s, 1);
+  Expr value = Expr(0);
+  for (int64_t i = r * c - 1; i >= 0; --i) {
+    int64_t v = rows[static_cast<size_t>(i / c)][static_cast<size_t>(i % c)];
+    if (v != 0) value = select(eq(flat, Expr(i)), Expr(v), value);
+  }
+  Tensor matrix = g.iota(simplify(value), s, DType::I32).cast(DType::F32);
+  return buffered ? matrix.buffered() : matrix;
+}
+
+// `matrix` [R, S] applied along axis `from` of `x` (extent S): the result has
+// that axis removed and a new one of extent R at `to`,
+// y[.., r at to, ..] = Σ_s matrix[r, s] · x[.., s at from, ..]. A contraction
+// of extent S = 3 or 4, written out inline.
+Tensor contract_axis(const Tensor& x, const Tensor& matrix, int from, int to) {
+  int insert = to <= from ? to : to + 1, reduce = to <= from ? from + 1 : from;
+  Tensor lhs = x.unsqueeze(insert);
+  Shape ms(lhs.rank(), Expr(1));
+  ms[static_cast<size_t>(insert)] = matrix.shape()[0];
+  ms[static_cast<size_t>(reduce)] = matrix.shape()[1];
+  Tensor coefficients = insert < reduce ? matrix : matrix.permute({1, 0});  // in the axes' order
+  return lhs.mul(coefficients.reshape(ms)).sum_reduce(reduce);
+}
+
+// conv2d 3 x 3, stride 1, no dilation, one group, by Winograd's minimal
+// filtering F(2 x 2, 3 x 3) (Lavin and Gray, "Fast Algorithms for
+// Convolutional Neural Networks", 2015): 4 x 4 input tiles d, overlapping by
+// 2, give 2 x 2 outputs as Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A. The input, padded and
+// copied channels-last, is cut into tiles and transformed (Bᵀ d B: adds and
+// subtractions, channels in SIMD lanes); the filters are transformed once
+// (G g Gᵀ, a value derived from the weight alone, which the compiler keeps
+// between runs); the 16 elementwise products summed over the input channels
+// are 16 matmuls [tiles, C] x [C, O]; the results go back to 2 x 2 outputs
+// (Aᵀ M A), channels-last, which the consumer reads through a transpose as it
+// reads conv2d_channels' output. A direct 3 x 3 conv takes 9 multiply-adds
+// per output point and channel pair, this one 4, plus the transforms, which
+// cost per point and channel rather than per channel pair.
+Tensor conv2d_winograd(const Tensor& x, const Tensor& weight, Pair padding, Pair out) {
+  constexpr int64_t m = 2, t = 4;  // outputs and inputs per tile side
+  Graph& g = *x.graph();
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
+  int64_t h = static_size(x, 2, "conv2d"), w = static_size(x, 3, "conv2d");
+  int64_t th = (out[0] + m - 1) / m, tw = (out[1] + m - 1) / m;
+  const Expr& n = x.shape()[0];
+  // [N, TH·2 + 2, TW·2 + 2, C]: padded (zeros past the last tile too) and channels-last.
+  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(th * m + 2 - h - padding[0])},
+                         {Expr(padding[1]), Expr(tw * m + 2 - w - padding[1])}})
+                      .permute({0, 2, 3, 1})
+                      .buffered();
+  Tensor bt = integer_matrix(g, {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}, true);
+  Tensor at = integer_matrix(g, {{1, 1, 1, 0}, {0, 1, -1, -1}}, true);
+  Tensor g2 = integer_matrix(g, {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}}, false);  // 2·G, read once
+  Tensor tiles = source.unfold(1, t, m).unfold(3, t, m).permute({0, 1, 3, 2, 4, 5});  // [N, TH, TW, t(i), t(j), C]
+  Tensor rows = contract_axis(tiles, bt, 3, 0);  // [ξ, N, TH, TW, t(j), C]
+  Tensor v = contract_axis(rows, bt, 4, 1)       // [ξ, ν, N, TH, TW, C]
+                 .reshape({Expr(t * t), n * Expr(th * tw), Expr(c)});
+  Tensor taps = weight.permute({2, 3, 1, 0});                        // [3(a), 3(b), C, O]
+  Tensor u = contract_axis(contract_axis(taps, g2, 0, 0), g2, 1, 1);  // [ξ, ν, C, O], times 4
+  u = u.mul(scalar_like(u, 0.25, u.dtype())).reshape({Expr(t * t), Expr(c), Expr(o)}).buffered();
+  Tensor prod = matmul(v, u).reshape({Expr(t), Expr(t), n, Expr(th), Expr(tw), Expr(o)});  // [ξ, ν, N, TH, TW, O]
+  Tensor cols = contract_axis(prod, at, 0, 3);  // [ν, N, TH, a, TW, O]
+  Tensor y = contract_axis(cols, at, 0, 4);     // [N, TH, a, TW, b, O]
+  y = y.reshape({n, Expr(th * m), Expr(tw * m), Expr(o)});
+  return y.slice(1, Expr(0), Expr(out[0])).slice(2, Expr(0), Expr(out[1])).permute({0, 3, 1, 2});
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride, Pair padding,
@@ -268,7 +350,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   Pair out{};
   windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
   Tensor y;
-  if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0) {
+  if (winograd_pays(c, o, kh, kw, stride, dilation, groups)) {
+    y = conv2d_winograd(x, weight, padding, out);
+  } else if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0) {
     y = conv2d_pointwise(x, weight, out);
   } else if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
     y = conv2d_depthwise(x, weight, stride, padding, dilation, out);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include "lumen/backend/cpu/cpu_backend.h"
@@ -74,6 +75,35 @@ TEST(KeptValues, AWeightNormalisedByItsKeptNormIsKeptAndMadeAgainWhenSet) {
   Array want2 = interp::Interpreter(g).run(inputs, {y.edge()}).at(0);
   EXPECT_GT(max_difference(want, want2), 1e-2);
   EXPECT_LT(max_difference(want2, p.get("y")), 1e-5);
+}
+
+// Whether x @ made(parameter p), with made's kernel reading only p, keeps made's value.
+bool keeps(const Shape& shape, DType dtype, const std::function<Tensor(const Tensor&)>& made) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(5), Expr(64)});
+  Tensor y = x.matmul(made(g.parameter("p", shape, dtype)).buffered());
+  compiler::CompilerOptions o;
+  o.search.use_cache = false;
+  compiler::CompileResult compiled = compiler::compile(g, {y.edge()}, o, cpu::CpuBackend::shared());
+  for (const backend::Scratch& sb : compiled.program.scratch) {
+    if (sb.kept_inputs == std::vector<std::string>{"p"}) return true;
+  }
+  return false;
+}
+
+// A transform may make up to kKeptGrowth (4) times the bytes it reads (Winograd's filters make
+// 16/9), in no wider a dtype: a dequantization's wider copy is not kept.
+TEST(KeptValues, AtMostFourTimesTheBytesInNoWiderADtype) {
+  Shape wide{Expr(64), Expr(48)};
+  auto repeated = [&](int64_t times) {
+    return [&wide, times](const Tensor& p) {
+      return p.unsqueeze(0).expand({Expr(times), Expr(64 / times), Expr(48)}).reshape(wide);
+    };
+  };
+  EXPECT_TRUE(keeps({Expr(16), Expr(48)}, DType::F32, repeated(4)));
+  EXPECT_FALSE(keeps({Expr(8), Expr(48)}, DType::F32, repeated(8)));
+  EXPECT_FALSE(keeps(wide, DType::U8, [](const Tensor& p) { return p.cast(DType::F32); }));
+  EXPECT_TRUE(keeps(wide, DType::F32, [](const Tensor& p) { return p.mul(p.scalar(2)); }));
 }
 
 }  // namespace

@@ -56,6 +56,26 @@ def test_conv2d_rows_padded_to_lanes(backend, shape, stride, padding):
           lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding)), [x, w, b], backend, atol=1e-4)
 
 
+# 3 x 3, stride 1, 128 channels and more in and out: Winograd's F(2 x 2, 3 x 3)
+# (ops/conv.cpp conv2d_winograd): 4 x 4 tiles transformed, 16 matmuls over the
+# channels, 2 x 2 outputs back; odd sizes (the last tiles overhang), no padding,
+# a batch, 144 output channels, a bias with a ReLU after it.
+@pytest.mark.parametrize("shape,out,padding,tiles", [((2, 128, 9, 7), 144, 1, (5, 4)), ((1, 128, 6, 8), 128, 0, (2, 3))])
+def test_conv2d_winograd(backend, shape, out, padding, tiles):
+    x = data(shape, seed=21, low=-1, high=1)
+    w, b = data((out, shape[1], 3, 3), seed=22, low=-1, high=1), data((out,), seed=23)
+    check("conv2d", lambda t, k, c: F.relu(F.conv2d(t, k, c, 1, padding)),
+          lambda t, k, c: torch.relu(TF.conv2d(t, k, c, 1, padding)), [x, w, b], backend, rtol=1e-5, atol=2e-5)
+    # It is the Winograd form: the input's transformed tiles [4, 4, N, TH, TW, C] are a value of the graph.
+    g = lumen.Graph()
+    F.conv2d(g.input("x", shape), g.parameter("w", (out, shape[1], 3, 3)), None, 1, padding)
+    assert f"[4, 4, {shape[0]}, {tiles[0]}, {tiles[1]}, {shape[1]}] f32" in g.to_dot()
+    # ... and not below 128 input channels, where the transforms cost more than they save.
+    g = lumen.Graph()
+    F.conv2d(g.input("x", (1, 64, 8, 8)), g.parameter("w", (128, 64, 3, 3)), None, 1, 1)
+    assert "[4, 4, 1, 4, 4, 64] f32" not in g.to_dot()
+
+
 # Output channels per group a multiple of 16: the channels are the SIMD dim,
 # the padded input is copied once (rows widened to 16 lanes) and the window
 # reduction splits into channels x (KH·KW); strides, dilation, groups, batch,
