@@ -294,8 +294,8 @@ Tensor contract_axis(const Tensor& x, const Tensor& matrix, int from, int to) {
 // filtering F(2 x 2, 3 x 3) (Lavin and Gray, "Fast Algorithms for
 // Convolutional Neural Networks", 2015): 4 x 4 input tiles d, overlapping by
 // 2, give 2 x 2 outputs as Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A. The input, padded and
-// copied channels-last, is cut into tiles and transformed (Bᵀ d B: adds and
-// subtractions, channels in SIMD lanes); the filters are transformed once
+// copied channels-last, is cut into tiles and transformed (Bᵀ d B, channels
+// in SIMD lanes); the filters are transformed once
 // (G g Gᵀ, a value derived from the weight alone, which the compiler keeps
 // between runs); the 16 elementwise products summed over the input channels
 // are 16 matmuls [tiles, C] x [C, O]; the results go back to 2 x 2 outputs
@@ -315,13 +315,25 @@ Tensor conv2d_winograd(const Tensor& x, const Tensor& weight, Pair padding, Pair
                          {Expr(padding[1]), Expr(tw * m + 2 - w - padding[1])}})
                       .permute({0, 2, 3, 1})
                       .buffered();
-  Tensor bt = integer_matrix(g, {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}, true);
+  const std::vector<std::vector<int64_t>> bt = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
   Tensor at = integer_matrix(g, {{1, 1, 1, 0}, {0, 1, -1, -1}}, true);
   Tensor g2 = integer_matrix(g, {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}}, false);  // 2·G, read once
   Tensor tiles = source.unfold(1, t, m).unfold(3, t, m).permute({0, 1, 3, 2, 4, 5});  // [N, TH, TW, t(i), t(j), C]
-  Tensor rows = contract_axis(tiles, bt, 3, 0);  // [ξ, N, TH, TW, t(j), C]
-  Tensor v = contract_axis(rows, bt, 4, 1)       // [ξ, ν, N, TH, TW, C]
-                 .reshape({Expr(t * t), n * Expr(th * tw), Expr(c)});
+  // Bᵀ d B in one pass over each tile: (Bᵀ ⊗ Bᵀ)[ξν, ij] = Bᵀ[ξ, i]·Bᵀ[ν, j] times its 16 inputs
+  // (resnet18, 2 threads, against a row pass then a column pass: 10.08-10.34 -> 9.95-10.08 ms).
+  std::vector<std::vector<int64_t>> bb;
+  for (const auto& xi : bt) {
+    for (const auto& nu : bt) {
+      std::vector<int64_t> row;
+      for (int64_t i : xi) {
+        for (int64_t j : nu) row.push_back(i * j);
+      }
+      bb.push_back(row);
+    }
+  }
+  Shape each{Expr(1), Expr(1), Expr(1), Expr(t * t), Expr(t), Expr(t), Expr(1)};
+  Tensor v = tiles.unsqueeze(3).mul(integer_matrix(g, bb, true).reshape(each)).sum_reduce(5).sum_reduce(4);
+  v = v.reshape({n * Expr(th * tw), Expr(t * t), Expr(c)}).permute({1, 0, 2});  // [N, TH, TW, ξν, C] -> [ξν, tiles, C]
   Tensor taps = weight.permute({2, 3, 1, 0});                        // [3(a), 3(b), C, O]
   Tensor u = contract_axis(contract_axis(taps, g2, 0, 0), g2, 1, 1);  // [ξ, ν, C, O], times 4
   u = u.mul(scalar_like(u, 0.25, u.dtype())).reshape({Expr(t * t), Expr(c), Expr(o)}).buffered();

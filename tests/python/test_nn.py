@@ -66,14 +66,14 @@ def test_conv2d_winograd(backend, shape, out, padding, tiles):
     w, b = data((out, shape[1], 3, 3), seed=22, low=-1, high=1), data((out,), seed=23)
     check("conv2d", lambda t, k, c: F.relu(F.conv2d(t, k, c, 1, padding)),
           lambda t, k, c: torch.relu(TF.conv2d(t, k, c, 1, padding)), [x, w, b], backend, rtol=1e-5, atol=2e-5)
-    # It is the Winograd form: the input's transformed tiles [4, 4, N, TH, TW, C] are a value of the graph.
+    # It is the Winograd form: the input's transformed tiles [N, TH, TW, 16, C] are a value of the graph.
     g = lumen.Graph()
     F.conv2d(g.input("x", shape), g.parameter("w", (out, shape[1], 3, 3)), None, 1, padding)
-    assert f"[4, 4, {shape[0]}, {tiles[0]}, {tiles[1]}, {shape[1]}] f32" in g.to_dot()
+    assert f"[{shape[0]}, {tiles[0]}, {tiles[1]}, 16, {shape[1]}] f32" in g.to_dot()
     # ... and not below 128 input channels, where the transforms cost more than they save.
     g = lumen.Graph()
     F.conv2d(g.input("x", (1, 64, 8, 8)), g.parameter("w", (128, 64, 3, 3)), None, 1, 1)
-    assert "[4, 4, 1, 4, 4, 64] f32" not in g.to_dot()
+    assert "[1, 4, 4, 16, 64] f32" not in g.to_dot()
 
 
 # Output channels per group a multiple of 16: the channels are the SIMD dim,
