@@ -254,10 +254,14 @@ Tensor conv2d_positions(const Tensor& x, const Tensor& weight, Pair stride, Pair
 // cost per output point and channel while it saves 5 of 9 multiply-adds per
 // point and channel pair, so it wins with many channels (resnet18 at 2
 // threads: 128 and more in and out, the convs at 28² to 7² take 0.23-0.52 ms
-// instead of 0.47-0.65; with 64 the transforms eat what the matmuls save).
-bool winograd_pays(int64_t c, int64_t o, int64_t kh, int64_t kw, Pair stride, Pair dilation, int64_t groups) {
-  return kh == 3 && kw == 3 && stride == Pair{1, 1} && dilation == Pair{1, 1} && groups == 1 && c >= 128 && o >= 128 &&
-         o % 16 == 0;
+// instead of 0.47-0.65; with 64 the transforms eat what the matmuls save). The
+// weight must be a parameter, so its transform is made once and kept: made
+// every run, a 512-channel filter's transform costs half the 7² matmuls.
+bool winograd_pays(const Tensor& weight, int64_t c, int64_t o, Pair kernel, Pair stride, Pair dilation, int64_t groups) {
+  const Node& source = weight.graph()->node(weight.edge().node);
+  bool fixed = source.op == Op::Input && source.parameter && !source.persistent;
+  return fixed && kernel == Pair{3, 3} && stride == Pair{1, 1} && dilation == Pair{1, 1} && groups == 1 && c >= 128 &&
+         o >= 128 && o % 16 == 0;
 }
 
 // A small constant matrix of integers, [rows, cols]: a select per entry, so
@@ -362,7 +366,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   Pair out{};
   windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
   Tensor y;
-  if (winograd_pays(c, o, kh, kw, stride, dilation, groups)) {
+  if (winograd_pays(weight, c, o, {kh, kw}, stride, dilation, groups)) {
     y = conv2d_winograd(x, weight, padding, out);
   } else if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0) {
     y = conv2d_pointwise(x, weight, out);

@@ -56,24 +56,35 @@ def test_conv2d_rows_padded_to_lanes(backend, shape, stride, padding):
           lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding)), [x, w, b], backend, atol=1e-4)
 
 
-# 3 x 3, stride 1, 128 channels and more in and out: Winograd's F(2 x 2, 3 x 3)
-# (ops/conv.cpp conv2d_winograd): 4 x 4 tiles transformed, 16 matmuls over the
-# channels, 2 x 2 outputs back; odd sizes (the last tiles overhang), no padding,
-# a batch, 144 output channels, a bias with a ReLU after it.
+# 3 x 3, stride 1, 128 channels and more in and out, weights that are
+# parameters: Winograd's F(2 x 2, 3 x 3) (ops/conv.cpp conv2d_winograd): 4 x 4
+# tiles transformed, 16 matmuls over the channels, 2 x 2 outputs back; odd
+# sizes (the last tiles overhang), no padding, a batch, 144 output channels, a
+# bias with a ReLU after it; new weights set() remake the kept filter transform.
 @pytest.mark.parametrize("shape,out,padding,tiles", [((2, 128, 9, 7), 144, 1, (5, 4)), ((1, 128, 6, 8), 128, 0, (2, 3))])
 def test_conv2d_winograd(backend, shape, out, padding, tiles):
-    x = data(shape, seed=21, low=-1, high=1)
-    w, b = data((out, shape[1], 3, 3), seed=22, low=-1, high=1), data((out,), seed=23)
-    check("conv2d", lambda t, k, c: F.relu(F.conv2d(t, k, c, 1, padding)),
-          lambda t, k, c: torch.relu(TF.conv2d(t, k, c, 1, padding)), [x, w, b], backend, rtol=1e-5, atol=2e-5)
+    g = lumen.Graph()
+    x, w, b = g.input("x", shape), g.parameter("w", (out, shape[1], 3, 3)), g.parameter("b", (out,))
+    y = F.relu(F.conv2d(x, w, b, 1, padding))
     # It is the Winograd form: the input's transformed tiles [N, TH, TW, 16, C] are a value of the graph.
-    g = lumen.Graph()
-    F.conv2d(g.input("x", shape), g.parameter("w", (out, shape[1], 3, 3)), None, 1, padding)
     assert f"[{shape[0]}, {tiles[0]}, {tiles[1]}, 16, {shape[1]}] f32" in g.to_dot()
-    # ... and not below 128 input channels, where the transforms cost more than they save.
-    g = lumen.Graph()
-    F.conv2d(g.input("x", (1, 64, 8, 8)), g.parameter("w", (128, 64, 3, 3)), None, 1, 1)
-    assert "[1, 4, 4, 16, 64] f32" not in g.to_dot()
+    program = lumen.compile(g, [y], backend=backend)
+    xv = data(shape, seed=21, low=-1, high=1)
+    for seed in (22, 24):
+        wv, bv = data((out, shape[1], 3, 3), seed=seed, low=-1, high=1), data((out,), seed=seed + 1)
+        program.set("x", xv)
+        program.set("w", wv)
+        program.set("b", bv)
+        program.run()
+        want = torch.relu(TF.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), torch.from_numpy(bv), 1, padding)).numpy()
+        np.testing.assert_allclose(program.get(y), want, rtol=1e-5, atol=2e-5)
+    # Not below 128 input channels, where the transforms cost more than they save, nor for
+    # weights that are plain inputs (their transform would be made every run).
+    for channels, parameter in ((64, True), (128, False)):
+        g = lumen.Graph()
+        make = g.parameter if parameter else g.input
+        F.conv2d(g.input("x", (1, channels, 8, 8)), make("w", (128, channels, 3, 3)), None, 1, 1)
+        assert f"[1, 4, 4, 16, {channels}] f32" not in g.to_dot()
 
 
 # Output channels per group a multiple of 16: the channels are the SIMD dim,
