@@ -37,8 +37,12 @@ LoweredKernel Lowerer::run(NodeId target, const std::string& name) {
   }
   Expr needed = cut || !target_live_.defined() ? Expr(1) : for_some(target_live_, lanes);
   size_t keep = ctx.size();
-  if (!needed.is_const(1)) ctx.push_back(open(Expr::index("live", Expr(1)), simplify(select(needed, 1, 0)), LoopKind::Serial));
-  Value v = compute(target, coords, Expr(1), ctx);
+  std::vector<Expr> live_coords = coords;
+  if (!needed.is_const(1)) {
+    live_coords = narrowed_to(needed, coords, ctx);
+    ctx.push_back(open(Expr::index("live", Expr(1)), simplify(select(needed, 1, 0)), LoopKind::Serial));
+  }
+  Value v = compute(target, live_coords, Expr(1), ctx);
   if (skipped_) v = select(index_value(target_live_, DType::Bool), v, number(known.value, t.dtype));
   Expr at = store_index(coords);
   ctx.back()->block.push_back(Stmt::store(0, at, v));
@@ -49,6 +53,23 @@ LoweredKernel Lowerer::run(NodeId target, const std::string& name) {
   }
   if (cut) store_outside(*cut, whole, number(known.value, t.dtype), ctx);
   return finish(ctx);
+}
+
+std::vector<Expr> Lowerer::narrowed_to(const Expr& needed, std::vector<Expr> coords, Context& ctx) {
+  for (Level* l : ctx) {
+    if (!l->var.defined() || l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector || !l->extent.is_const()) continue;
+    VarRange r = range_of(needed, l->var);
+    int64_t lo = r.lo.defined() && r.lo.is_const() ? std::max<int64_t>(r.lo.value(), 0) : 0;
+    int64_t hi = r.hi.defined() && r.hi.is_const() ? std::min(r.hi.value(), l->extent.value()) : l->extent.value();
+    if ((lo == 0 && hi == l->extent.value()) || hi <= lo) continue;
+    Expr placeholder = Expr::index(l->var.name() + "_live", Expr(hi - lo));
+    clamped_[placeholder] = simplify(l->var - lo);
+    l->defines.push_back(placeholder);
+    l->stand_ins.push_back({placeholder, Expr(hi - lo)});
+    VarMap at{{l->var, placeholder + lo}};
+    for (Expr& c : coords) c = simplify(substitute(c, at));
+  }
+  return coords;
 }
 
 std::optional<RestrictedOutput> Lowerer::restrict_output(NodeId target, const Shape& shape, std::vector<Expr>& coords, Context& ctx) {

@@ -45,6 +45,11 @@ class Lowerer {
   // The innermost serial output loop (its lanes inside it along the same
   // dim) restricted to the blocks where the output is not its known constant.
   std::optional<RestrictedOutput> restrict_output(NodeId target, const Shape& shape, std::vector<Expr>& coords, Context& ctx);
+  // `coords` inside a branch that runs only where `needed` holds: a loop the predicate bounds to a
+  // constant part of its range is seen through a placeholder over that part (simplified there: a
+  // padded copy of a permuted view loses its divisions), which becomes the loop variable again in
+  // finish().
+  std::vector<Expr> narrowed_to(const Expr& needed, std::vector<Expr> coords, Context& ctx);
 
   // The restricted output loop's other blocks: the known constant, stored.
   void store_outside(const RestrictedOutput& cut, std::vector<Expr> coords, const Value& constant, Context& ctx);
@@ -203,7 +208,8 @@ class Lowerer {
   const Schedule& schedule_;
   LowerOptions options_;
   Kernel kernel_;
-  VarMap clamped_;  // overhanging dynamic coordinates: placeholder -> min(coordinate, extent - 1)
+  VarMap clamped_;  // overhanging dynamic coordinates: placeholder -> min(coordinate, extent - 1); loops narrowed
+                    // inside a live branch (narrowed_to): placeholder -> variable - lower bound
   std::vector<NodeId> buffer_nodes_;
   std::vector<double> evaluations_;
   std::vector<std::unique_ptr<Level>> levels_;

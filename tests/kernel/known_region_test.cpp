@@ -15,10 +15,12 @@
 #include "lumen/kernel/fusion.h"
 #include "lumen/kernel/known_region.h"
 #include "lumen/kernel/lower.h"
+#include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/creation.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/ops/math.h"
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/reduce.h"
 #include "tests/kernel/ir_terms.h"
@@ -269,6 +271,35 @@ void expect_matches_interpreter(const Graph& g, uint32_t seed, double tolerance 
       ASSERT_NEAR(got.get(i), want.get(i), tolerance * (1 + std::fabs(want.get(i)))) << o.name << " element " << i;
     }
   }
+}
+
+// A padded copy of a permuted view (a convolution's output, positions x channels, seen as
+// [N, C, H, W], a bias added and a ReLU, padded and copied channels-last): inside the branch
+// that runs where the copy is not the padding, the rows are seen over the unpadded range, so the
+// read is affine (no carry between the flattened positions and the channels to divide out).
+TEST(RestrictedOutput, APaddedCopyOfAPermutedViewReadsWithoutDivisions) {
+  Graph g;
+  Tensor y = g.input("y", {Expr(1), Expr(1), Expr(784), Expr(128)});  // [N, groups, H·W, C]
+  Tensor bias = g.input("bias", {Expr(1), Expr(128), Expr(1), Expr(1)});
+  Tensor nchw = ops::relu(y.permute({0, 1, 3, 2}).reshape({Expr(1), Expr(128), Expr(28), Expr(28)}).add(bias));
+  Tensor copy = nchw.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(1), Expr(1)}, {Expr(1), Expr(1)}})
+                    .permute({0, 2, 3, 1})
+                    .buffered();
+  g.mark_output(copy.mul(copy.scalar(2)), "out");
+  std::vector<Edge> outs{g.outputs()[0].edge};
+  kernel::Partition p = kernel::partition(g, outs);
+  bool found = false;
+  for (NodeId n : p.kernels) {
+    if (n != copy.node_id()) continue;
+    found = true;
+    kernel::KernelFacts f = kernel::kernel_facts(g, n, p.materialized, kernel::Target{16, 2});
+    kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, kernel::heuristic_knobs(f)));
+    std::string text = kernel::to_string(kernel::lower(g, n, p.materialized, s, "k").kernel);
+    EXPECT_EQ(text.find('/'), std::string::npos) << text;
+    EXPECT_EQ(text.find('%'), std::string::npos) << text;
+  }
+  EXPECT_TRUE(found);
+  expect_matches_interpreter(g, 3);
 }
 
 TEST(RestrictedReduction, CausalAttentionOverADynamicLengthEqualsTheInterpreter) {
