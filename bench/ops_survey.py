@@ -5,8 +5,9 @@ finding the weakest cases, not for claims: claims come from `make bench`.
 
     python3 bench/ops_survey.py [--threads 2] [--only transpose_copy,sum_all] [--interleave]
 
---interleave alternates lumen and torch calls (40 pairs) and reports the
-minimum of each: steadier than medians on a machine shared with other work.
+--interleave alternates lumen and torch calls (40 pairs, each timed call right
+after an untimed one of the same implementation) and reports the minimum of
+each: steadier than medians on a machine shared with other work.
 """
 from __future__ import annotations
 
@@ -66,17 +67,19 @@ def median_ms(fn, runs=15):
 
 
 def interleaved_min_ms(fa, fb, pairs=40):
+    """Alternates the two, each timed call right after an untimed call of the same one (as
+    bench/run.py does): the other's worker threads, still spinning after its call, would
+    otherwise take cores from the first call after a switch."""
     for _ in range(3):
         fa()
         fb()
     ta, tb = [], []
     for _ in range(pairs):
-        start = time.perf_counter()
-        fa()
-        ta.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        fb()
-        tb.append(time.perf_counter() - start)
+        for f, times in ((fa, ta), (fb, tb)):
+            f()
+            start = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - start)
     return min(ta) * 1e3, min(tb) * 1e3
 
 
