@@ -252,16 +252,16 @@ Tensor conv2d_positions(const Tensor& x, const Tensor& weight, Pair stride, Pair
 
 // Winograd's F(2 x 2, 3 x 3) (conv2d_winograd) where it pays: its transforms
 // cost per output point and channel while it saves 5 of 9 multiply-adds per
-// point and channel pair, so it wins with many channels (resnet18 at 2
-// threads: 128 and more in and out, the convs at 28² to 7² take 0.23-0.52 ms
-// instead of 0.47-0.65; with 64 the transforms eat what the matmuls save). The
-// weight must be a parameter, so its transform is made once and kept: made
-// every run, a 512-channel filter's transform costs half the 7² matmuls.
+// point and channel pair, so it needs enough channels to amortise them
+// (resnet18 at 2 threads, in-process A/B: direct 10.2 ms, Winograd from 128
+// channels 8.2 ms, from 64 channels 7.8 ms). The weight must be a parameter,
+// so its transform is made once and kept: made every run, a 512-channel
+// filter's transform costs half the 7² matmuls.
 bool winograd_pays(const Tensor& weight, int64_t c, int64_t o, Pair kernel, Pair stride, Pair dilation, int64_t groups) {
   const Node& source = weight.graph()->node(weight.edge().node);
   bool fixed = source.op == Op::Input && source.parameter && !source.persistent;
-  return fixed && kernel == Pair{3, 3} && stride == Pair{1, 1} && dilation == Pair{1, 1} && groups == 1 && c >= 128 &&
-         o >= 128 && o % 16 == 0;
+  return fixed && kernel == Pair{3, 3} && stride == Pair{1, 1} && dilation == Pair{1, 1} && groups == 1 && c >= 64 &&
+         o >= 64 && o % 16 == 0;
 }
 
 // A small constant matrix of integers, [rows, cols]: a select per entry, so

@@ -56,7 +56,7 @@ def test_conv2d_rows_padded_to_lanes(backend, shape, stride, padding):
           lambda t, k, c: torch.relu(TF.conv2d(t, k, c, stride, padding)), [x, w, b], backend, atol=1e-4)
 
 
-# 3 x 3, stride 1, 128 channels and more in and out, weights that are
+# 3 x 3, stride 1, 64 channels and more in and out, weights that are
 # parameters: Winograd's F(2 x 2, 3 x 3) (ops/conv.cpp conv2d_winograd): 4 x 4
 # tiles transformed, 16 matmuls over the channels, 2 x 2 outputs back; odd
 # sizes (the last tiles overhang), no padding, a batch, 144 output channels, a
@@ -78,9 +78,9 @@ def test_conv2d_winograd(backend, shape, out, padding, tiles):
         program.run()
         want = torch.relu(TF.conv2d(torch.from_numpy(xv), torch.from_numpy(wv), torch.from_numpy(bv), 1, padding)).numpy()
         np.testing.assert_allclose(program.get(y), want, rtol=1e-5, atol=2e-5)
-    # Not below 128 input channels, where the transforms cost more than they save, nor for
+    # Not below 64 input channels, where the transforms cost more than they save, nor for
     # weights that are plain inputs (their transform would be made every run).
-    for channels, parameter in ((64, True), (128, False)):
+    for channels, parameter in ((32, True), (128, False)):
         g = lumen.Graph()
         make = g.parameter if parameter else g.input
         F.conv2d(g.input("x", (1, channels, 8, 8)), make("w", (128, channels, 3, 3)), None, 1, 1)
