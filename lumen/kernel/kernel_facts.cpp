@@ -342,6 +342,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // matmul at large N, transposed weights, convolution windows).
   const Node& r = graph.node(f.contraction);
   const Node& product = graph.node(r.inputs[0].node);
+  f.one_sum_axis = product.shape.size() == n.shape.size() + 1;
   std::vector<Expr> probe = loop_indices(product.shape);
   auto k_dim = static_cast<size_t>(r.axis);
   f.contraction_extent = known_factor(product.shape[k_dim]);

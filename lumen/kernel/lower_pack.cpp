@@ -115,6 +115,10 @@ void Lowerer::check_pair_dot(const Node& reduction, int operand) const {
 }
 
 void Lowerer::pack_inline(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, Context& ctx) {
+  if (pk.rank != coords.size() + 1) {  // a product summed over several axes (nested sums merged into one)
+    fail("schedule: pack_inline needs a contraction over one axis of its product; this one sums ",
+         pk.rank - coords.size(), " axes (pack before the kernel instead)");
+  }
   std::vector<Expr> at = coords;  // the product point, k = 0
   at.insert(at.begin() + static_cast<long>(pk.k_dim), Expr(0));
   std::vector<Expr> panel = panel_of(pk, at);

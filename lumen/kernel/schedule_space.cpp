@@ -250,6 +250,7 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     if (k.pack) {
       if (f.pack_operand < 0) fail("schedule space: kernel ", f.node, " has no operand to pack");
       apply(Action::pack(f.pack_operand, k.nr));
+      if (k.pack_inline && !f.one_sum_axis) fail("schedule space: kernel ", f.node, " sums several axes: no pack_inline");
       if (k.pack_inline) apply(Action::pack_inline(f.pack_operand));
       if (k.pair_dot) {
         if (!f.pair_dot || k.pack_inline) fail("schedule space: kernel ", f.node, " takes no pair_dot here");
@@ -371,7 +372,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
       n.pack_inline = false;
       n.pair_dot = n.pack && f.pair_dot;
       push(n);
-      if (k.pack) {
+      if (k.pack && f.one_sum_axis) {
         Knobs made_inline = k;
         made_inline.pack_inline = !k.pack_inline;
         made_inline.pair_dot = false;

@@ -31,6 +31,8 @@ struct KernelFacts {
   bool f32 = true;
   NodeId contraction = -1;    // the sum of a product computed at the output points, if any
   int pack_operand = -1;      // the contraction operand worth packing, if any
+  bool one_sum_axis = true;   // the contraction sums one axis of its product (nested sums merged sum several:
+                              // a pack is then made before the kernel, not inline)
   bool tileable = false;      // contraction that can take a register tile
   int row_dim = -1;           // a tile's rows: the innermost dim before the last whose extent is not 1 (a
                               // [197, 1, 2304] projection tiles its 197 rows), else rank - 2

@@ -335,6 +335,31 @@ TEST(ScheduleSpace, ConvolutionReductionSplitsIntoChannelsAndWindow) {
   check_heuristic_and_neighbours(std::move(c));
 }
 
+// A product summed over two of its axes at once (Winograd's tile transform, 16 coefficients times
+// a tile's 4 x 4 inputs, after the graph passes merge its two sums into one over a reshaped view)
+// is a contraction whose operand can be packed before the kernel, but not inline (the inline panel
+// takes one summed axis of the product): no such point is offered, and the heuristic and its
+// neighbours compute what the interpreter does. (An inline pack of it crashed the search.)
+TEST(ScheduleSpace, AContractionOverTwoAxesIsNotPackedInline) {
+  Case c;
+  Tensor a = c.g.input("a", {Expr(48), Expr(4), Expr(4), Expr(1)});
+  Tensor b = c.g.input("b", {Expr(1), Expr(4), Expr(4), Expr(64)});
+  c.g.mark_output(a.mul(b).reshape({Expr(48), Expr(16), Expr(64)}).sum_reduce(1), "y");  // [48, 64]
+  c.inputs["a"] = filled(DType::F32, {48, 4, 4, 1}, 1);
+  c.inputs["b"] = filled(DType::F32, {1, 4, 4, 64}, 2);
+  Contraction k = contraction_kernel(c);
+  ASSERT_GE(k.node, 0);
+  kernel::KernelFacts f = kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2});
+  EXPECT_FALSE(f.one_sum_axis);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  for (const kernel::Knobs& n : kernel::neighbours(f, h)) EXPECT_FALSE(n.pack_inline) << n.to_string();
+  kernel::Knobs inline_pack = h;
+  inline_pack.nr = inline_pack.nr > 0 ? inline_pack.nr : 16;
+  inline_pack.pack = inline_pack.pack_inline = true;
+  EXPECT_THROW(kernel::knob_actions(f, inline_pack), Error);
+  check_heuristic_and_neighbours(std::move(c));
+}
+
 // A 512-channel 3x3 convolution at 7 x 7: the packed K x nr panel (K = 4608)
 // is 1.2 MB at nr = 64, more than a 1 MB L2, so the tile narrows to two
 // vectors (590 KB) and takes 7 rows, which divide the 49 positions.
