@@ -157,6 +157,24 @@ def test_max_pool2d(backend, kernel, stride, padding, dilation, ceil_mode):
           lambda t: TF.max_pool2d(t, kernel, stride, padding, dilation, ceil_mode), [x], backend)
 
 
+# After a convolution (computed positions x channels) with a bias and a ReLU, max pooling runs
+# channels-last (channels in SIMD lanes, the pooled value kept [N, OH, OW, C]); on an NCHW input it
+# keeps the NCHW form. Both as PyTorch computes them, with ceil_mode and -inf padding at the edges.
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode", [(3, 2, 1, False), (2, None, 0, True), (3, 2, 1, True)])
+def test_max_pool2d_after_a_convolution(backend, kernel, stride, padding, ceil_mode):
+    x, w, b = data((2, 8, 13, 11), seed=30), data((32, 8, 3, 3), seed=31), data((32,), seed=32)
+    conv_pool = lambda f, p: lambda t, k, c: p(f.relu(f.conv2d(t, k, c, 1, 1)), kernel, stride, padding, 1, ceil_mode)
+    check("max_pool2d", conv_pool(F, F.max_pool2d), conv_pool(TF, TF.max_pool2d), [x, w, b], backend, atol=1e-4)
+    out = torch.nn.functional.max_pool2d(torch.zeros(2, 32, 13, 11), kernel, stride, padding, 1, ceil_mode).shape
+    pooled = f"[2, {out[2]}, {out[3]}, 32] f32"
+    g = lumen.Graph()
+    conv_pool(F, F.max_pool2d)(g.input("x", (2, 8, 13, 11)), g.parameter("w", (32, 8, 3, 3)), g.parameter("b", (32,)))
+    assert pooled in g.to_dot()
+    g = lumen.Graph()
+    F.max_pool2d(g.input("x", (2, 32, 13, 11)), kernel, stride, padding, 1, ceil_mode)
+    assert pooled not in g.to_dot()
+
+
 @pytest.mark.parametrize("kernel,stride,padding,ceil_mode,include", [
     (2, None, 0, False, True), (3, 2, 1, False, True), (3, 2, 1, False, False), (3, 2, 1, True, True),
     (3, 2, 1, True, False), ((2, 3), (2, 1), (1, 0), False, True)])
