@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lumen/core/simplify.h"
+
 namespace lumen::compiler {
 
 namespace {
@@ -9,13 +11,6 @@ namespace {
 int64_t bytes_of(const Node& node, const Bindings& dims) {
   int64_t n = static_cast<int64_t>(dtype_size(node.dtype));
   for (const Expr& d : node.shape) n *= evaluate(d, dims);
-  return n;
-}
-
-// Elements of a node of static shape; -1 when a dim is dynamic.
-int64_t static_numel(const Node& node) {
-  int64_t n = 1;
-  for (const Expr& d : node.shape) n = d.is_const() && n >= 0 ? n * d.value() : -1;
   return n;
 }
 
@@ -72,6 +67,11 @@ std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vec
   return out;
 }
 
+int64_t static_numel(const Shape& shape) {
+  Expr n = simplify(shape_numel(shape));
+  return n.is_const() ? n.value() : -1;
+}
+
 bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype) {
   return elements >= 0 && dtype_size(dtype) <= read.widest &&
          elements * static_cast<int64_t>(dtype_size(dtype)) <= kKeptGrowth * read.bytes;
@@ -97,7 +97,7 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
     for (NodeId b : reads) lives.readers[static_cast<size_t>(b)].push_back(at);
     auto parameters = parameters_only(graph, reads, kept);
     const Node& made = graph.node(lives.order[k]);
-    if (parameters && k < p.kernel_nodes.size() && worth_keeping(*parameters, static_numel(made), made.dtype)) {
+    if (parameters && k < p.kernel_nodes.size() && worth_keeping(*parameters, static_numel(made.shape), made.dtype)) {
       outside[static_cast<size_t>(lives.order[k])] = true;
       kept[lives.order[k]] = {parameters->names, bytes_of(made, dims), dtype_size(made.dtype)};
     }

@@ -42,6 +42,8 @@ inline constexpr int64_t kKeptGrowth = 4;
 // What a kernel reading `reads` derives from, when it reads only parameters and `kept` values.
 std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vector<NodeId>& reads,
                                               const KeptValues& kept);
+// The elements of a static shape; -1 when a dim is dynamic.
+int64_t static_numel(const Shape& shape);
 // Whether a value of `elements` x `dtype` derived from `read` is kept (the bounds above).
 bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype);
 

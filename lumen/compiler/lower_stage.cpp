@@ -97,8 +97,7 @@ KeptValues keep_parameter_relayouts(Pipeline& p) {
   for (backend::Launch& l : prog.launches) {
     if (l.computes < 0 || l.group >= 0 || fixed.count(l.computes)) continue;
     const Node& n = p.graph->node(l.computes);
-    int64_t numel = 1;
-    for (const Expr& d : n.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
+    int64_t numel = static_numel(n.shape);
     auto read = parameters_read(p, l, derived);
     if (!read || !worth_keeping(*read, numel, n.dtype)) continue;
     derived[l.computes] = {read->names, numel * static_cast<int64_t>(dtype_size(n.dtype)), dtype_size(n.dtype)};

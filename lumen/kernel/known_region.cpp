@@ -241,6 +241,12 @@ Expr as_predicate(const Expr& e0) {
         return c < 0 ? Expr(1) : c == 0 ? as_predicate(e.b()) : Expr(0);
       }
       return e;
+    case ExprKind::Select:  // c ? x : y of 0/1 values: (c && x) || (!c && y)
+      if (zero_one(e.b()) && zero_one(e.c())) {
+        Expr c = as_predicate(e.a());
+        return simplify(logical_or(logical_and(c, as_predicate(e.b())), logical_and(logical_not(c), as_predicate(e.c()))));
+      }
+      break;
     case ExprKind::Eq:
       for (int side = 0; side < 2; ++side) {
         Expr m = side ? e.b() : e.a(), c = side ? e.a() : e.b();

@@ -57,11 +57,6 @@ LoweredKernel Lowerer::run(NodeId target, const std::string& name) {
 
 std::vector<Expr> Lowerer::narrowed_to(const Expr& needed, std::vector<Expr> coords, Context& ctx) {
   Expr predicate = as_predicate(needed);
-  // !((c ? 1 : 0) == 0), as a predicate over lanes comes out of for_some: c
-  if (predicate.kind() == ExprKind::Not && predicate.a().kind() == ExprKind::Eq && predicate.a().b().is_const(0)) {
-    const Expr& s = predicate.a().a();
-    if (s.kind() == ExprKind::Select && s.b().is_const(1) && s.c().is_const(0)) predicate = s.a();
-  }
   for (Level* l : ctx) {
     if (!l->var.defined() || l->kind == LoopKind::Unroll || l->kind == LoopKind::Vector || !l->extent.is_const()) continue;
     VarRange r = range_of(predicate, l->var);

@@ -67,6 +67,8 @@ Tensor windows(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dil
     }
   }
   auto d = static_cast<int>(hd);
+  // Channels-last, the padded values are a buffer of their own: windows over a padded view of a
+  // computed value compose into two view layers, read with a division per element.
   if (channels_last) padded = padded.buffered();
   return padded.unfold(d, kernel[0], stride[0], dilation[0]).unfold(d + 2, kernel[1], stride[1], dilation[1]);
 }
