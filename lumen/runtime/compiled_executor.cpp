@@ -38,6 +38,7 @@ int64_t bytes_of(const Shape& shape, DType dtype, const Bindings& b) {
 CompiledExecutor::CompiledExecutor(backend::CompiledProgram program) : program_(std::move(program)) {
   const char* p = std::getenv("LUMEN_PROFILE");
   profile_ = p && *p && std::string(p) != "0";
+  profile_all_ = profile_ && std::string(p) == "all";
   kept_.assign(program_.scratch.size(), Array());
   kept_valid_.assign(program_.scratch.size(), false);
   for (size_t s = 0; s < program_.scratch.size(); ++s) {
@@ -74,7 +75,7 @@ std::string CompiledExecutor::profile_report() const {
   std::snprintf(line, sizeof line, "profile: %lld run(s), %.3f ms per run in %zu launches of %zu kernels\n",
                 static_cast<long long>(runs_), total * per_run, program_.launches.size(), order.size());
   out << line;
-  for (size_t i = 0; i < order.size() && i < 20; ++i) {
+  for (size_t i = 0; i < order.size() && (profile_all_ || i < 20); ++i) {
     const auto& [name, e] = order[i];
     const kernel::Kernel& kern = program_.kernels[program_.launches[e.first].kernel];
     std::string fused;

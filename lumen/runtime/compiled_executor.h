@@ -88,8 +88,10 @@ class CompiledExecutor : public Executor {
   std::vector<Array> kept_;
   std::vector<bool> kept_valid_;
 
-  // LUMEN_PROFILE=1: time per launch, summed over runs.
+  // LUMEN_PROFILE=1: time per launch, summed over runs; the report lists the
+  // 20 slowest kernels, or every kernel with LUMEN_PROFILE=all.
   bool profile_ = false;
+  bool profile_all_ = false;
   int64_t runs_ = 0;
   std::vector<double> launch_seconds_;
 };
