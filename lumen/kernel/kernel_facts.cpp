@@ -64,6 +64,7 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
   walk_loads(
       k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
       [&](const ValueNode& load) {
+        if (load.valid.defined() && load.valid.is_const(0)) return;  // in a branch that reads nothing (padding)
         auto form = LinearForm::of(load.index);
         if (!form) return;
         for (const auto& [term, c] : form->terms) {
@@ -164,6 +165,7 @@ bool byte_group_reduction(const Kernel& k) {
   walk_loads(
       k, [](const Stmt&) {},
       [&](const ValueNode& load) {
+        if (load.valid.defined() && load.valid.is_const(0)) return;  // in a branch that reads nothing (padding)
         auto form = LinearForm::of(load.index);
         if (!form) return;
         for (const auto& [term, c] : form->terms) {
@@ -220,6 +222,21 @@ bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, con
   for (int64_t c : it->second) {
     if (c != 0 && c != 1) return false;
     any = any || c == 1;
+  }
+  return any;
+}
+
+// Some f32 load walks `var` at a small constant stride (2 to 4: a stride-2
+// convolution's window rows, a subsampled view) and none walks it another way
+// than 0, 1 or such a stride: SIMD lanes along it load with strided loads
+// (the CPU's lumen_load_f32_strided). Larger strides are transposes (`block`).
+bool subsampling(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
+  auto it = strides.find(var);
+  if (it == strides.end()) return false;
+  bool any = false;
+  for (int64_t c : it->second) {
+    if (c < 0 || c > 4) return false;
+    any = any || c >= 2;
   }
   return any;
 }
@@ -315,7 +332,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // too when it is dynamic or longer than a vector: its last vector overhangs the row's end, masked.
   bool overhangs = f.f32 && !last_ok && (!last.is_const() || last.value() > f.lanes);
   f.byte_rows = f.f32 && last_factor > 0 && last_factor % (4 * f.lanes) == 0 && byte_lanes_along(plain.kernel, last_var, 4 * f.lanes);
-  f.vector_last = (last_ok || overhangs) && (unit_stride(strides, last_var) || !strides.count(last_var) || f.byte_rows);
+  f.vector_last = (last_ok || overhangs) &&
+                  (unit_stride(strides, last_var) || subsampling(strides, last_var) || !strides.count(last_var) || f.byte_rows);
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);
     return it != strides.end() && std::any_of(it->second.begin(), it->second.end(), [](int64_t c) { return c < 0 || c > 1; });

@@ -36,7 +36,7 @@ struct KernelFacts {
   bool tileable = false;      // contraction that can take a register tile
   int row_dim = -1;           // a tile's rows: the innermost dim before the last whose extent is not 1 (a
                               // [197, 1, 2304] projection tiles its 197 rows), else rank - 2
-  bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride)
+  bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride or 2-4)
   bool unit_reduce = false;   // some reduction walks memory with unit stride
   bool byte_groups = false;   // some reduction reads bytes four at a time (int8 dot products)
   bool byte_rows = false;     // the last dim reads bytes four at a time: int8 dot products with rows in SIMD lanes

@@ -15,6 +15,7 @@
 #include "lumen/compile.h"
 #include "lumen/ops/conv.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/ops/reduce.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "tests/runtime/against_interpreter.h"
 
@@ -159,6 +160,76 @@ TEST(CpuValueWriter, PaddedWindowsOverUnevenRowsAreMaskedVectorLoads) {
   Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
   auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}, {"w", ws}}, "y");
   for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
+}
+
+// A stride-2 padded 3x3 window (mobilenet_v3's first depthwise conv): its
+// taps walk the input two elements per lane, so the output row runs in SIMD
+// lanes with strided loads (two loads and a permute; the padding's lanes
+// masked), not one lane at a time, and the result is the interpreter's.
+TEST(CpuValueWriter, StrideTwoWindowsAreStridedVectorLoads) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  Graph g;
+  Tensor x = g.input("x", {Expr(1), Expr(4), Expr(10), Expr(112)}), w = g.input("w", {Expr(4), Expr(1), Expr(3), Expr(3)});
+  Tensor y = ops::conv2d(x, w, std::nullopt, {2, 2}, {1, 1}, {1, 1}, 4);
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));  // past the prelude
+  EXPECT_NE(kernels.find("lumen_maskload_f32_strided<2>(b1"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
+  Array xs(DType::F32, {1, 4, 10, 112}), ws(DType::F32, {4, 1, 3, 3});
+  for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
+  for (int64_t i = 0; i < ws.numel(); ++i) ws.set(i, std::cos(0.7 * static_cast<double>(i)));
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}, {"w", ws}}, "y");
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
+}
+
+// Every third element of each row, plus one: an unmasked stride-3 load (a
+// gather) in SIMD lanes; the row's last vector overhangs its end and reads
+// nothing past the buffer.
+TEST(CpuValueWriter, AStrideThreeViewIsAGatherInLanes) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  Graph g;
+  Tensor x = g.input("x", {Expr(5), Expr(120)});
+  Tensor y = ops::add(x.slice(1, Expr(0), Expr(120), 3), g.constant(1.0, DType::F32));
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
+  EXPECT_NE(kernels.find("_strided<3>(b1"), std::string::npos) << kernels;
+  Array xs(DType::F32, {5, 120});
+  for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, static_cast<double>(i));
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}}, "y");
+  ASSERT_EQ(got.numel(), 5 * 40);
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.get(i), want.get(i)) << i;
+}
+
+// A condition every lane shares (the row index past the first rows of a
+// cumulative product's scan, the padding rows of a window) joins a lane
+// mask as -1 where true: AVX2's masked loads test each lane's sign bit, so a
+// splat 1 read nothing there. Run on every ISA (ctest also runs this file
+// with LUMEN_ISA=avx2).
+TEST(CpuValueWriter, ConditionsSharedByTheLanesAreWholeMasks) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(7), Expr(9)});
+  Tensor c = ops::cumprod(x, 0);
+  g.mark_output(c, "c");
+  Tensor img = g.input("img", {Expr(1), Expr(8), Expr(14), Expr(14)}), w = g.input("w", {Expr(6), Expr(8), Expr(3), Expr(3)});
+  Tensor y = ops::conv2d(img, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 1);
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {c.edge(), y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::map<std::string, Array> in;
+  in.emplace("x", Array(DType::F32, {7, 9}));
+  in.emplace("img", Array(DType::F32, {1, 8, 14, 14}));
+  in.emplace("w", Array(DType::F32, {6, 8, 3, 3}));
+  for (auto& [name, a] : in) {
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 1.0 + 0.5 * std::sin(0.37 * static_cast<double>(i) + name.size()));
+  }
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  for (const char* out : {"c", "y"}) {
+    auto [got, want] = run_against_interpreter(cpu, g, in, out);
+    for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-4 * std::abs(want.get(i)) + 1e-5) << out << " " << i;
+  }
 }
 
 }  // namespace

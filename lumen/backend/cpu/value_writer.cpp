@@ -320,6 +320,30 @@ Reg KernelWriter::lanewise(const Value& v, const Combo& combo, const std::string
   return emit(vtype(v->dtype), e + "}", true, v->dtype, pad);
 }
 
+std::optional<Reg> KernelWriter::strided_load(const Value& v, const Combo& combo, const std::string& pad) {
+  if (!combo.vector || v->kind != ValueKind::Load || v->dtype != DType::F32) return std::nullopt;
+  Expr index = subst(v->index, combo), valid = subst(v->valid, combo);
+  if (auto u = unclamp(index, combo.vl)) {  // a vector overhanging the end: the lanes past it read nothing
+    index = u->index;
+    valid = simplify(logical_and(without_clamps(valid, u->clamps, combo.vl), u->in_bounds));
+  }
+  auto stride = lane_stride(index, combo.vl);
+  if (!stride || *stride < 2 || *stride > 1024) return std::nullopt;
+  std::optional<std::string> mask;
+  if (mentions(valid, combo.vl)) {
+    mask = index_vector(valid, combo);
+    if (!mask) return std::nullopt;
+  }
+  std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};
+  std::string at = "b" + std::to_string(v->buffer) + " + " + printer_.print(simplify(substitute(index, zero)));
+  std::string s = std::to_string(*stride);
+  uses_vectors_ = true;
+  if (mask) return emit("lumen_f32v", "lumen_maskload_f32_strided<" + s + ">(" + at + ", " + *mask + ")", true, v->dtype, pad);
+  std::string loaded = "lumen_load_f32_strided<" + s + ">(" + at + ")";
+  if (!valid.is_const(1)) loaded = "(" + printer_.print(valid) + " ? " + loaded + " : lumen_splat_f32(0.0f))";
+  return emit("lumen_f32v", loaded, true, v->dtype, pad);
+}
+
 // An integer index expression as a lumen_i32v expression over the SIMD lane:
 // sums linear in the lane (base + k·lane), comparisons and logic of such
 // (booleans are -1/0 masks). Nothing for other forms or values beyond int32.
@@ -342,7 +366,14 @@ std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo
     }
   }
   if (e.lo() < INT32_MIN || e.hi() > INT32_MAX) return std::nullopt;
-  if (!mentions(e, vl)) return "lumen_splat_i32((int32_t)(" + printer_.print(e) + "))";
+  if (!mentions(e, vl)) {
+    // A condition the lanes share is a mask too: -1 where true (AVX2's masked
+    // loads test the sign bit, and ~ of a 1 would be true).
+    bool condition = e.kind() == ExprKind::Lt || e.kind() == ExprKind::Eq || e.kind() == ExprKind::And ||
+                     e.kind() == ExprKind::Or || e.kind() == ExprKind::Not;
+    if (condition) return "lumen_splat_mask((bool)(" + printer_.print(e) + "))";
+    return "lumen_splat_i32((int32_t)(" + printer_.print(e) + "))";
+  }
   auto both = [&](const char* op) -> std::optional<std::string> {
     auto a = index_vector(e.a(), combo), b = index_vector(e.b(), combo);
     if (!a || !b) return std::nullopt;
@@ -428,6 +459,7 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       bool vector_load = v->dtype == DType::F32 || v->dtype == DType::I32 || is_storage_only(v->dtype);
       if (!(stride && *stride == 1)) {
         if (auto r = repeated_load(v, combo, pad)) return *r;
+        if (auto r = strided_load(v, combo, pad)) return *r;
       }
       if (!vector_load || !stride || *stride != 1) return lanewise(v, combo, pad);
       std::unordered_map<Expr, Expr, ExprHash> zero{{combo.vl, Expr(0)}};

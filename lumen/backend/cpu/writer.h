@@ -93,6 +93,9 @@ class KernelWriter {
   // `into`: an i32 vector accumulator the products add into (empty: a value of its own).
   std::optional<Reg> byte_dot(const kernel::Value& v, const Combo& combo, const std::string& pad, const std::string& into = "");
   std::optional<Reg> repeated_load(const kernel::Value& v, const Combo& combo, const std::string& pad);
+  // An f32 load whose lanes walk memory at a constant stride of 2 or more
+  // (lumen_load_f32_strided); nothing for other loads.
+  std::optional<Reg> strided_load(const kernel::Value& v, const Combo& combo, const std::string& pad);
   std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
   Reg splat(const Reg& r, const std::string& pad);
