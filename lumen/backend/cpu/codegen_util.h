@@ -27,10 +27,12 @@ std::optional<int64_t> lane_stride(const Expr& e, const Expr& var);
 // `var` (the lanes of a vector overhanging a row's end): the index with X in
 // place of the clamp, and where the lanes are in bounds (X <= C). Lanes out of
 // bounds are then masked off: they only recompute the clamped last point.
+// max(X, C) likewise (a padded view's coordinate clamped into its mask): lanes
+// before C are out of bounds, and the view's validity masks them anyway.
 struct Unclamped {
   Expr index;
   Expr in_bounds;
-  std::vector<Expr> clamps;  // the min(x, bound) nodes taken out
+  std::vector<Expr> clamps;  // the min(x, bound) and max(x, bound) nodes taken out
 };
 std::optional<Unclamped> unclamp(const Expr& index, const Expr& var);
 // `e` with each of `clamps` replaced by its x: for a load's validity, whose

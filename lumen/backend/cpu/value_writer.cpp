@@ -177,10 +177,12 @@ std::optional<Unclamped> unclamp(const Expr& index, const Expr& var) {
   std::vector<Expr> clamps;
   std::function<Expr(const Expr&)> walk = [&](const Expr& e) -> Expr {
     if (!e.defined() || !mentions(e, var)) return e;
-    if (e.kind() == ExprKind::Min && mentions(e.a(), var) != mentions(e.b(), var)) {
+    if ((e.kind() == ExprKind::Min || e.kind() == ExprKind::Max) && mentions(e.a(), var) != mentions(e.b(), var)) {
       const Expr& x = mentions(e.a(), var) ? e.a() : e.b();
       const Expr& bound = mentions(e.a(), var) ? e.b() : e.a();
-      in_bounds = logical_and(in_bounds, lt(x, bound + 1));
+      // min(x, b): lanes past b read nothing; max(x, b) (a padded view's index clamped into
+      // its mask, core/view.cpp): lanes before b read nothing.
+      in_bounds = logical_and(in_bounds, e.kind() == ExprKind::Min ? lt(x, bound + 1) : lt(bound, x + 1));
       clamps.push_back(e);
       return walk(x);
     }
@@ -197,7 +199,7 @@ std::optional<Unclamped> unclamp(const Expr& index, const Expr& var) {
 
 Expr without_clamps(const Expr& e, const std::vector<Expr>& clamps, const Expr& var) {
   if (!e.defined() || !mentions(e, var)) return e;
-  if (e.kind() == ExprKind::Min && std::find(clamps.begin(), clamps.end(), e) != clamps.end()) {
+  if ((e.kind() == ExprKind::Min || e.kind() == ExprKind::Max) && std::find(clamps.begin(), clamps.end(), e) != clamps.end()) {
     return without_clamps(mentions(e.a(), var) ? e.a() : e.b(), clamps, var);
   }
   switch (e.kind()) {
