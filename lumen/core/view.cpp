@@ -363,36 +363,11 @@ View View::strided(const Shape& base, const Shape& shape, const std::vector<Expr
   return View(base, {layer});
 }
 
-namespace {
+View::Index View::index(const std::vector<Expr>& idx) const { return index(idx, false); }
 
-// Whether e divides or takes a remainder anywhere.
-bool has_division(const Expr& e) {
-  if (!e.defined()) return false;
-  if (e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) return true;
-  switch (e.kind()) {
-    case ExprKind::Const:
-    case ExprKind::Var: return false;
-    case ExprKind::Not: return has_division(e.a());
-    case ExprKind::Select: return has_division(e.a()) || has_division(e.b()) || has_division(e.c());
-    default: return has_division(e.a()) || has_division(e.b());
-  }
-}
+Expr View::clamped_index(const std::vector<Expr>& idx) const { return index(idx, true).index; }
 
-// A flat row-major index into `shape`, as one coordinate per dim.
-std::vector<Expr> coordinates_in(const Expr& flat, const Shape& shape) {
-  std::vector<Expr> out(shape.size(), Expr(0));
-  Expr inner = Expr(1);
-  for (size_t d = shape.size(); d-- > 0;) {
-    Expr coordinate = flat / inner;
-    out[d] = simplify(d == 0 ? coordinate : coordinate % shape[d]);
-    inner = simplify(inner * shape[d]);
-  }
-  return out;
-}
-
-}  // namespace
-
-View::Index View::index(const std::vector<Expr>& idx) const {
+View::Index View::index(const std::vector<Expr>& idx, bool clamp_masked) const {
   if (idx.size() != rank()) fail("view: ", idx.size(), " indices given for shape ", lumen::to_string(shape()));
   std::vector<Expr> current = idx;
   Expr valid = Expr(1);
@@ -400,35 +375,27 @@ View::Index View::index(const std::vector<Expr>& idx) const {
     const ViewLayer& layer = layers_[k];
     Expr flat = layer.offset;
     for (size_t d = 0; d < current.size(); ++d) {
-      flat = flat + current[d] * layer.strides[d];
+      Expr at = current[d];
       if (!layer.mask.empty()) {
         valid = logical_and(valid, logical_and(ge(current[d], layer.mask[d].first), lt(current[d], layer.mask[d].second)));
+        if (clamp_masked) at = simplify(max(min(at, layer.mask[d].second - 1), layer.mask[d].first));
       }
+      flat = flat + at * layer.strides[d];
     }
     flat = simplify(flat);
     valid = simplify(valid);
     if (k == 0) return {flat, valid};
     const Shape& below = layers_[k - 1].shape;
+    current.assign(below.size(), Expr(0));
+    Expr inner = Expr(1);
     if (std::any_of(below.begin(), below.end(), [](const Expr& d) { return d.is_const(0); })) {
       return {Expr(0), Expr(0)};  // an empty tensor: there is no element to index
     }
-    std::vector<Expr> coordinates = coordinates_in(flat, below);
-    if (!layer.mask.empty() && std::any_of(coordinates.begin(), coordinates.end(), has_division)) {
-      // Padding over a reshaped or permuted value (a pointwise conv's [C, H·W]
-      // output seen as [C, H, W] and padded): at the padding the flat index
-      // leaves the value below (c·3136 + (y - 1)·56 + x - 1 at y = x = 0), so
-      // its coordinates there take a division and a modulo. Nothing is read
-      // outside the mask, so each masked coordinate may be clamped into it
-      // first; that keeps the flat index inside and often lets them simplify.
-      Expr clamped = layer.offset;
-      for (size_t d = 0; d < current.size(); ++d) {
-        Expr c = simplify(max(min(current[d], layer.mask[d].second - 1), layer.mask[d].first));
-        clamped = clamped + c * layer.strides[d];
-      }
-      std::vector<Expr> alternative = coordinates_in(simplify(clamped), below);
-      if (std::none_of(alternative.begin(), alternative.end(), has_division)) coordinates = alternative;
+    for (size_t d = below.size(); d-- > 0;) {
+      Expr coordinate = flat / inner;
+      current[d] = simplify(d == 0 ? coordinate : coordinate % below[d]);
+      inner = simplify(inner * below[d]);
     }
-    current = coordinates;
   }
   return {Expr(0), Expr(1)};
 }

@@ -72,6 +72,11 @@ class View {
   Index index(const std::vector<Expr>& idx) const;
   // Index for the canonical loop variables i0, i1, ... over this view's shape.
   Index index() const;
+  // index(idx).index with each coordinate of a masked dim clamped into its
+  // mask first: the same position wherever the view is valid, and one inside
+  // the source everywhere (a padded view's flat index leaves the source at the
+  // padding, and turned into coordinates there it takes divisions).
+  Expr clamped_index(const std::vector<Expr>& idx) const;
 
   // True if reading through this view is reading the buffer in order.
   bool is_contiguous() const;
@@ -90,6 +95,7 @@ class View {
 
  private:
   View(Shape base, std::vector<ViewLayer> layers) : base_(std::move(base)), layers_(std::move(layers)) {}
+  Index index(const std::vector<Expr>& idx, bool clamp_masked) const;
   ViewLayer& top() { return layers_.back(); }
 
   Shape base_;

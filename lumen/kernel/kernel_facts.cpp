@@ -56,6 +56,24 @@ int64_t stride_in_lanes(const Expr& index, const Expr& var, const Expr& extent, 
   return linear_coefficient(split, l);
 }
 
+// `index` with each clamp of a term into fixed bounds, min(x, b) or max(x, b)
+// with b free of loop variables, replaced by x: how the lanes walk memory
+// where the clamp does not bite (a row's overhanging last vector, a padded
+// view's coordinate clamped into its mask; the CPU masks the other lanes).
+Expr without_clamps(const Expr& index) {
+  if (!index.defined()) return index;
+  switch (index.kind()) {
+    case ExprKind::Min:
+    case ExprKind::Max:
+      if (expr_vars(index.b()).empty()) return without_clamps(index.a());
+      if (expr_vars(index.a()).empty()) return without_clamps(index.b());
+      return index;
+    case ExprKind::Add:
+    case ExprKind::Mul: return make_binary(index.kind(), without_clamps(index.a()), without_clamps(index.b()));
+    default: return index;
+  }
+}
+
 // For each loop variable, the coefficients it has in load indices (over aligned
 // vectors of `lanes`, where the index is not linear in it).
 std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
@@ -65,7 +83,7 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
       k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
       [&](const ValueNode& load) {
         if (load.valid.defined() && load.valid.is_const(0)) return;  // in a branch that reads nothing (padding)
-        auto form = LinearForm::of(load.index);
+        auto form = LinearForm::of(without_clamps(load.index));
         if (!form) return;
         for (const auto& [term, c] : form->terms) {
           if (term.kind() == ExprKind::Var) {
@@ -74,7 +92,7 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
           }
           for (const Expr& var : expr_vars(term)) {
             auto it = extents.find(var.name());
-            int64_t stride = it == extents.end() ? -1 : stride_in_lanes(load.index, var, it->second, lanes);
+            int64_t stride = it == extents.end() ? -1 : stride_in_lanes(without_clamps(load.index), var, it->second, lanes);
             by_var[var.name()].push_back(stride);
           }
         }
@@ -165,7 +183,6 @@ bool byte_group_reduction(const Kernel& k) {
   walk_loads(
       k, [](const Stmt&) {},
       [&](const ValueNode& load) {
-        if (load.valid.defined() && load.valid.is_const(0)) return;  // in a branch that reads nothing (padding)
         auto form = LinearForm::of(load.index);
         if (!form) return;
         for (const auto& [term, c] : form->terms) {

@@ -1,8 +1,29 @@
 // Lowerer's loops, values, buffers and output (lowerer.h), and lower() itself.
 #include "lumen/kernel/lowerer.h"
+
+#include <algorithm>
+
 #include "lumen/kernel/fuse_sibling_loops.h"
 
 namespace lumen::kernel::lowering {
+
+namespace {
+
+// Whether e divides or takes a remainder anywhere.
+bool has_division(const Expr& e) {
+  if (!e.defined()) return false;
+  switch (e.kind()) {
+    case ExprKind::Div:
+    case ExprKind::Mod: return true;
+    case ExprKind::Const:
+    case ExprKind::Var: return false;
+    case ExprKind::Not: return has_division(e.a());
+    case ExprKind::Select: return has_division(e.a()) || has_division(e.b()) || has_division(e.c());
+    default: return has_division(e.a()) || has_division(e.b());
+  }
+}
+
+}  // namespace
 
 LoweredKernel Lowerer::run(NodeId target, const std::string& name) {
   const Node& t = graph_.node(target);
@@ -295,7 +316,16 @@ Value Lowerer::edge_value(const Edge& e, const std::vector<Expr>& coords, const 
   if (materialized_[static_cast<size_t>(e.node)]) {
     v = load(buffer_for(e.node), producer.dtype, vi.index, valid);
   } else {
-    v = compute(e.node, unflatten(vi.index, producer.shape), valid, ctx);
+    std::vector<Expr> at = unflatten(vi.index, producer.shape);
+    if (!vi.valid.is_const(1) && std::any_of(at.begin(), at.end(), has_division)) {
+      // A padded view of a computed value: at the padding its flat index leaves the value, so
+      // its coordinates take divisions (a depthwise conv's taps over a pointwise conv's output).
+      // Nothing is read there: the coordinates of the index clamped into the view's mask are
+      // the same where it is valid, and often plain.
+      std::vector<Expr> clamped = unflatten(simplify(e.view.clamped_index(coords)), producer.shape);
+      if (std::none_of(clamped.begin(), clamped.end(), has_division)) at = clamped;
+    }
+    v = compute(e.node, at, valid, ctx);
   }
   if (vi.valid.is_const(1)) return v;
   return select(index_value(vi.valid, DType::Bool), v, number(0, producer.dtype));

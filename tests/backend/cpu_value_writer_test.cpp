@@ -15,6 +15,7 @@
 #include "lumen/compile.h"
 #include "lumen/ops/conv.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/ops/math.h"
 #include "lumen/ops/reduce.h"
 #include "lumen/runtime/compiled_executor.h"
 #include "tests/runtime/against_interpreter.h"
@@ -230,6 +231,35 @@ TEST(CpuValueWriter, ConditionsSharedByTheLanesAreWholeMasks) {
     auto [got, want] = run_against_interpreter(cpu, g, in, out);
     for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-4 * std::abs(want.get(i)) + 1e-5) << out << " " << i;
   }
+}
+
+// mobilenet_v3's second depthwise conv: 3 x 3 / 2 taps over a ReLU of a
+// pointwise conv's output, computed inline. The taps read that output
+// through a reshape and a padding, whose flat index leaves it at the padding;
+// with the coordinates clamped into the padding's mask (View::clamped_index)
+// they take no division, and the output row runs in SIMD lanes with strided
+// loads. Checked against the interpreter.
+TEST(CpuValueWriter, TapsOverAPaddedComputedValueNeedNoDivision) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  Graph g;
+  Tensor x = g.input("x", {Expr(1), Expr(8), Expr(32), Expr(32)});
+  Tensor pw = g.input("pw", {Expr(24), Expr(8), Expr(1), Expr(1)}), dw = g.input("dw", {Expr(24), Expr(1), Expr(3), Expr(3)});
+  Tensor h = ops::relu(ops::conv2d(x, pw, std::nullopt, {1, 1}, {0, 0}, {1, 1}, 1));
+  Tensor y = ops::conv2d(h, dw, std::nullopt, {2, 2}, {1, 1}, {1, 1}, 24);
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
+  EXPECT_NE(kernels.find("_strided<2>(b"), std::string::npos) << kernels;
+  std::map<std::string, Array> in;
+  in.emplace("x", Array(DType::F32, {1, 8, 32, 32}));
+  in.emplace("pw", Array(DType::F32, {24, 8, 1, 1}));
+  in.emplace("dw", Array(DType::F32, {24, 1, 3, 3}));
+  for (auto& [name, a] : in) {
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.61 * static_cast<double>(i) + static_cast<double>(name.size())));
+  }
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-4) << i;
 }
 
 }  // namespace

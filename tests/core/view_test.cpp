@@ -2,6 +2,7 @@
 // element by element against an explicit index table built by brute force.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -66,6 +67,13 @@ void expect_same(const View& view, const IndexTable& table, const std::string& h
   ASSERT_EQ(view.rank(), table.shape.size()) << history;
   for (size_t d = 0; d < view.rank(); ++d) ASSERT_EQ(view.shape()[d], Expr(table.shape[d])) << history;
   View::Index index = view.index();
+  // The index with masked coordinates clamped into their masks: the same where valid, and
+  // inside the source buffer everywhere (when anything is valid: an empty mask has nothing to
+  // clamp into, and lowering reads nothing through such a view).
+  Expr clamped = view.clamped_index(loop_indices(view.shape()));
+  int64_t source = 1;
+  for (const Expr& d : view.base_shape()) source *= d.value();
+  if (std::none_of(table.values.begin(), table.values.end(), [](int64_t v) { return v >= 0; })) source = 0;
   for (int64_t f = 0; f < table.numel(); ++f) {
     std::vector<int64_t> idx = table.unravel(f);
     Bindings b;
@@ -73,8 +81,12 @@ void expect_same(const View& view, const IndexTable& table, const std::string& h
     int64_t want = table.values[static_cast<size_t>(f)];
     bool valid = evaluate(index.valid, b) != 0;
     ASSERT_EQ(valid, want >= 0) << history << "\nelement " << f << " valid=" << index.valid;
+    int64_t inside = evaluate(clamped, b);
     if (valid) {
       ASSERT_EQ(evaluate(index.index, b), want) << history << "\nelement " << f << " index=" << index.index;
+      ASSERT_EQ(inside, want) << history << "\nelement " << f << " clamped index=" << clamped;
+    } else if (source > 0) {
+      ASSERT_TRUE(inside >= 0 && inside < source) << history << "\nelement " << f << " clamped index=" << clamped;
     }
   }
 }
