@@ -112,13 +112,14 @@ def test_conv2d_pointwise(backend, shape, out):
 
 
 # Depthwise (one input channel per group, kernel up to 4 x 4): products summed
-# inline, no window matrix. Larger kernels: stride 1 over positions flattened
-# across the padded row width (extra columns sliced off), other strides as a
-# sum of strided taps; beyond 7 x 7 with a stride, the general form.
+# inline, no window matrix. Larger kernels: stride 1 or 2 over positions
+# flattened across the padded row width (extra columns sliced off; odd padded
+# widths widened for stride 2), other strides as a sum of strided taps; beyond
+# 7 x 7 with a stride, the general form.
 @pytest.mark.parametrize("kernel,stride,padding,dilation,multiplier", [
     ((3, 3), 1, 1, 1, 1), ((3, 3), 2, 1, 1, 1), ((3, 3), 1, 2, 2, 2), ((3, 1), 1, (1, 0), 1, 1), ((1, 1), 1, 0, 1, 3),
     ((5, 5), 1, 2, 1, 1), ((5, 5), 1, 0, 1, 2), ((7, 5), 1, (3, 1), 2, 1), ((5, 5), 2, 2, 1, 1), ((5, 3), (2, 1), 1, 1, 2),
-    ((7, 7), 3, 3, 1, 1), ((9, 9), 2, 4, 1, 1)], ids=str)
+    ((5, 5), 2, 1, 2, 2), ((7, 5), 2, (3, 0), 1, 1), ((7, 7), 3, 3, 1, 1), ((9, 9), 2, 4, 1, 1)], ids=str)
 def test_conv2d_depthwise(backend, kernel, stride, padding, dilation, multiplier):
     x = Input(data((2, 6, 11, 13), seed=24), layout="permuted")
     w, b = data((6 * multiplier, 1, *kernel), seed=25), data((6 * multiplier,), seed=26)
