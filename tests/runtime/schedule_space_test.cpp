@@ -691,8 +691,10 @@ TEST(ScheduleSpace, ARowTheLanesDoNotDivideIsSimdWithAMaskedLastVector) {
   EXPECT_EQ(h.vector, 16) << h.to_string();
   EXPECT_EQ(h.rfactor, 1) << h.to_string();  // 16-long dot products are not cut into parts
   check_heuristic_and_neighbours(std::move(c));
-  kernel::KernelFacts short_rows = output_facts(matmul(24, 12), 16);  // rows shorter than a vector stay scalar
-  EXPECT_FALSE(short_rows.vector_last);
+  // A row longer than half a vector is one masked vector (mobilenet's 14-wide maps); shorter ones stay scalar.
+  EXPECT_TRUE(output_facts(matmul(24, 12), 16).vector_last);
+  check_heuristic_and_neighbours(matmul(24, 12));
+  EXPECT_FALSE(output_facts(matmul(24, 6), 16).vector_last);
 }
 
 TEST(ScheduleSpace, MatvecF32) { check_heuristic_and_neighbours(matvec(false)); }
