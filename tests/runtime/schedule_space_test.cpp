@@ -154,11 +154,11 @@ Case column_sum() {
 }
 
 // A transposed copy with an epilogue: the output's last dim strides through the input.
-Case transpose_copy() {
+Case transpose_copy(int64_t rows = 64) {
   Case c;
-  Tensor x = c.g.input("x", {Expr(64), Expr(96)});
+  Tensor x = c.g.input("x", {Expr(rows), Expr(96)});
   c.g.mark_output((x.transpose(0, 1) * 2.0 + 3.0).sqrt(), "y");
-  c.inputs["x"] = filled(DType::F32, {64, 96}, 1);
+  c.inputs["x"] = filled(DType::F32, {rows, 96}, 1);
   return c;
 }
 
@@ -467,9 +467,14 @@ TEST(ScheduleSpace, ATransposedReadIsWalkedInSquares) {
   EXPECT_EQ(s.loops()[2].dim, 0);
   EXPECT_EQ(s.loops()[3].kind, kernel::LoopKind::Vector);
   kernel::Knobs odd = h;
-  odd.block = 48;  // tiles 96 but not 64
+  odd.block = 64;  // does not tile the transposed 96
   EXPECT_THROW(kernel::knob_actions(f, odd), Error);
   check_heuristic_and_neighbours(c);
+  // Rows of 56 (resnet18's maps): squares of 16, the last one overhanging the row's end.
+  Case overhang = transpose_copy(56);
+  kernel::KernelFacts fo = output_facts(overhang, 16);
+  EXPECT_EQ(kernel::heuristic_knobs(fo).block, 16) << kernel::heuristic_knobs(fo).to_string();
+  check_heuristic_and_neighbours(overhang);
   Case plain = softmax_rows();  // rows read in order: nothing to block
   EXPECT_EQ(output_facts(plain, 16).transposed_dim, -1);
 }
