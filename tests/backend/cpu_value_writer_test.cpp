@@ -141,21 +141,19 @@ TEST(CpuValueWriter, RoundingToHalfTypesIsInLanesAndMatchesTheScalarRounding) {
   }
 }
 
-// A padded 3x3 window over rows the lanes do not divide (28): the vector
-// overhanging the row's end and the padding's validity ("0 < min(w, 27)")
-// both clamp; the taps are still whole masked vector loads, not a vector
-// assembled lane by lane, and the result is the interpreter's.
-TEST(CpuValueWriter, PaddedWindowsOverUnevenRowsAreMaskedVectorLoads) {
-  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+// A depthwise 3x3 conv with padding 1 over [1, 4, rows, width] at `stride`:
+// its kernels' source (past the prelude) must hold `load` and no vector built
+// lane by lane, and its result must be the interpreter's.
+void expect_depthwise_taps_load_as(int64_t rows, int64_t width, int64_t stride, const std::string& load) {
   Graph g;
-  Tensor x = g.input("x", {Expr(1), Expr(4), Expr(6), Expr(28)}), w = g.input("w", {Expr(4), Expr(1), Expr(3), Expr(3)});
-  Tensor y = ops::conv2d(x, w, std::nullopt, {1, 1}, {1, 1}, {1, 1}, 4);
+  Tensor x = g.input("x", {Expr(1), Expr(4), Expr(rows), Expr(width)}), w = g.input("w", {Expr(4), Expr(1), Expr(3), Expr(3)});
+  Tensor y = ops::conv2d(x, w, std::nullopt, {stride, stride}, {1, 1}, {1, 1}, 4);
   g.mark_output(y, "y");
   compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
-  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));  // past the prelude
-  EXPECT_NE(kernels.find("lumen_maskload_f32(b1"), std::string::npos) << kernels;
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
+  EXPECT_NE(kernels.find(load), std::string::npos) << kernels;
   EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
-  Array xs(DType::F32, {1, 4, 6, 28}), ws(DType::F32, {4, 1, 3, 3});
+  Array xs(DType::F32, {1, 4, rows, width}), ws(DType::F32, {4, 1, 3, 3});
   for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
   for (int64_t i = 0; i < ws.numel(); ++i) ws.set(i, std::cos(0.7 * static_cast<double>(i)));
   Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
@@ -163,26 +161,21 @@ TEST(CpuValueWriter, PaddedWindowsOverUnevenRowsAreMaskedVectorLoads) {
   for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
 }
 
+// A padded 3x3 window over rows the lanes do not divide (28): the vector
+// overhanging the row's end and the padding's validity ("0 < min(w, 27)")
+// both clamp; the taps are still whole masked vector loads.
+TEST(CpuValueWriter, PaddedWindowsOverUnevenRowsAreMaskedVectorLoads) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  expect_depthwise_taps_load_as(6, 28, 1, "lumen_maskload_f32(b1");
+}
+
 // A stride-2 padded 3x3 window (mobilenet_v3's first depthwise conv): its
 // taps walk the input two elements per lane, so the output row runs in SIMD
 // lanes with strided loads (two loads and a permute; the padding's lanes
-// masked), not one lane at a time, and the result is the interpreter's.
+// masked).
 TEST(CpuValueWriter, StrideTwoWindowsAreStridedVectorLoads) {
   if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
-  Graph g;
-  Tensor x = g.input("x", {Expr(1), Expr(4), Expr(10), Expr(112)}), w = g.input("w", {Expr(4), Expr(1), Expr(3), Expr(3)});
-  Tensor y = ops::conv2d(x, w, std::nullopt, {2, 2}, {1, 1}, {1, 1}, 4);
-  g.mark_output(y, "y");
-  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
-  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));  // past the prelude
-  EXPECT_NE(kernels.find("lumen_maskload_f32_strided<2>(b1"), std::string::npos) << kernels;
-  EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
-  Array xs(DType::F32, {1, 4, 10, 112}), ws(DType::F32, {4, 1, 3, 3});
-  for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
-  for (int64_t i = 0; i < ws.numel(); ++i) ws.set(i, std::cos(0.7 * static_cast<double>(i)));
-  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
-  auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}, {"w", ws}}, "y");
-  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
+  expect_depthwise_taps_load_as(10, 112, 2, "lumen_maskload_f32_strided<2>(b1");
 }
 
 // Every third element of each row, plus one: an unmasked stride-3 load (a
