@@ -129,6 +129,31 @@ std::vector<int64_t> reduce_divisors(const Kernel& k) {
   return out;
 }
 
+// The largest n of reduce_splits with lanes / 2 < n <= lanes after which every load walks
+// the inner part i of r = o·n + i with stride 0 or 1, and one walks it with stride 1. 0: none.
+int64_t split_lanes(const Kernel& k, const std::vector<int64_t>& splits, int64_t lanes) {
+  for (auto it = splits.rbegin(); it != splits.rend(); ++it) {
+    int64_t n = *it;
+    if (2 * n <= lanes || n > lanes) continue;
+    bool ok = true, walks = false;
+    std::map<std::string, Expr> extents;
+    walk_loads(
+        k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
+        [&](const ValueNode& load) {
+          for (const Expr& v : expr_vars(load.index)) {
+            if (v.name().empty() || v.name()[0] != 'r' || !extents.count(v.name())) continue;
+            Expr o = Expr::index(v.name() + "_so", simplify(extents[v.name()] / n));
+            Expr i = Expr::index(v.name() + "_si", Expr(n));
+            int64_t c = linear_coefficient(simplify(substitute(load.index, VarMap{{v, o * n + i}})), i);
+            if (c != 0 && c != 1) ok = false;
+            walks = walks || c == 1;
+          }
+        });
+    if (ok && walks) return n;
+  }
+  return 0;
+}
+
 // The period of the digits (r / d) % m (d a multiple of `lanes`, d·m at most
 // kMaxLaneChunks vectors) that load indices and masks take of a reduction
 // variable r: lanes spanning it see each digit as a constant. 0: none.
@@ -363,6 +388,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     }
   }
   f.reduce_splits = reduce_divisors(plain.kernel);
+  f.split_lanes = split_lanes(plain.kernel, f.reduce_splits, f.lanes);
   f.lane_period = lane_period(plain.kernel, f.lanes);
   f.contraction = contraction_of(graph, node, materialized);
   f.row_dim = rank - 2;

@@ -118,7 +118,21 @@ Value Lowerer::reduce(NodeId n, const std::vector<Expr>& coords, const Expr& gua
   bool tail = !splits && (!extent.is_const() || extent.value() > lanes);
   if (n == pair_reduction_) return pair_reduce(n, key, at, acc, extent, range, guard, coords, inner);
   Expr in_range = Expr(1);
-  if (simd && (splits || tail)) {
+  // Lanes over a split's inner part of n (half a vector < n <= a vector: a mean over 14 x 14
+  // positions stored in rows of 18): r = o·n + min(lane, n - 1), the lanes past n masked, so
+  // r / n and r % n are o and the lane (KernelFacts::split_lanes).
+  int64_t sn = schedule_.reduce_split();
+  bool split_lanes = simd && sn > 1 && 2 * sn > lanes && sn <= lanes && factor > 0 && factor % sn == 0 &&
+                     (!extent.is_const() || extent.value() > sn);
+  if (split_lanes) {
+    Expr full = simplify(extent / sn);
+    Expr outer = Expr::index(base + "_o", full);
+    Expr lane = Expr::index(base + "_v", Expr(lanes));
+    inner.push_back(open(outer, block_count(range, sn, full), LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+    inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
+    r = (first_block(range, sn) + outer) * sn + min(lane, Expr(sn - 1));
+    in_range = lt(lane, Expr(sn));
+  } else if (simd && (splits || tail)) {
     Expr full = simplify(tail ? (extent + (lanes - 1)) / lanes : extent / lanes);
     Expr outer_extent = block_count(range, lanes, full);
     Expr outer = Expr::index(base + "_o", full);  // bounded by the whole axis: what index math simplifies against

@@ -148,6 +148,12 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // high nibbles of packed 4-bit weights: (r / 16) % 2 over lanes of 16): the lanes span
     // the period, so each vector of them sees its digit as a constant.
     if (k.reduce_lanes > 1 && f.lane_period > k.reduce_lanes) k.reduce_lanes = f.lane_period;
+    // A scalar row's reduction whose index divides (a global average pool over a padded
+    // conv output's 14 x 14 positions): lanes over the split's inner part.
+    if (!f.vector_last && !f.unit_reduce && !f.byte_groups && f.split_lanes > 0) {
+      k.reduce_lanes = f.lanes;
+      k.reduce_split = f.split_lanes;
+    }
     // Matrix-vector products: four rows at a time share each load of the vector.
     int64_t last_factor = known_factor(f.shape.back());
     if (!f.vector_last && f.unit_reduce && f.contraction >= 0 && last_factor > 0 && last_factor % 4 == 0) k.rows = 4;

@@ -172,6 +172,18 @@ Case channel_means() {
   return c;
 }
 
+// A mean of squares over 14 x 14 positions stored in rows of 18 (mobilenet_v3's
+// SE pools read a depthwise conv's output computed over padded rows): the
+// reduction's index takes r / 14 and r % 14.
+Case pool_over_padded_rows() {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(24), Expr(14), Expr(18)});
+  Tensor v = x.slice(2, Expr(0), Expr(14));
+  c.g.mark_output(ops::mean(v * v, {1, 2}, false), "y");
+  c.inputs["x"] = filled(DType::F32, {24, 14, 18}, 1);
+  return c;
+}
+
 // Row maxima and sums over 100 elements, all negative: 100 is not a multiple
 // of the SIMD width, and the masked lanes must count as -inf for the max.
 Case odd_rows() {
@@ -477,6 +489,17 @@ TEST(ScheduleSpace, ATransposedReadIsWalkedInSquares) {
   check_heuristic_and_neighbours(overhang);
   Case plain = softmax_rows();  // rows read in order: nothing to block
   EXPECT_EQ(output_facts(plain, 16).transposed_dim, -1);
+}
+
+// SIMD lanes over the split's inner 14 (the last two masked), the rows of 18 an outer loop.
+TEST(ScheduleSpace, ASplitReductionOfFourteenTakesMaskedLanes) {
+  Case c = pool_over_padded_rows();
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_EQ(f.split_lanes, 14);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.reduce_lanes, 16) << h.to_string();
+  EXPECT_EQ(h.reduce_split, 14) << h.to_string();
+  check_heuristic_and_neighbours(std::move(c));
 }
 
 TEST(ScheduleSpace, SimdLanesGoToTheInnermostReduction) {
