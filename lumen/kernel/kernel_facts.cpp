@@ -129,12 +129,12 @@ std::vector<int64_t> reduce_divisors(const Kernel& k) {
   return out;
 }
 
-// The largest n of reduce_splits with lanes / 2 < n <= lanes after which every load walks
+// The largest n of reduce_splits with lanes / 4 < n <= lanes after which every load walks
 // the inner part i of r = o·n + i with stride 0 or 1, and one walks it with stride 1. 0: none.
 int64_t split_lanes(const Kernel& k, const std::vector<int64_t>& splits, int64_t lanes) {
   for (auto it = splits.rbegin(); it != splits.rend(); ++it) {
     int64_t n = *it;
-    if (2 * n <= lanes || n > lanes) continue;
+    if (4 * n <= lanes || n > lanes) continue;
     bool ok = true, walks = false;
     std::map<std::string, Expr> extents;
     walk_loads(

@@ -118,11 +118,11 @@ Value Lowerer::reduce(NodeId n, const std::vector<Expr>& coords, const Expr& gua
   bool tail = !splits && (!extent.is_const() || extent.value() > lanes);
   if (n == pair_reduction_) return pair_reduce(n, key, at, acc, extent, range, guard, coords, inner);
   Expr in_range = Expr(1);
-  // Lanes over a split's inner part of n (half a vector < n <= a vector: a mean over 14 x 14
+  // Lanes over a split's inner part of n (a quarter vector < n <= a vector: a mean over 14 x 14
   // positions stored in rows of 18): r = o·n + min(lane, n - 1), the lanes past n masked, so
   // r / n and r % n are o and the lane (KernelFacts::split_lanes).
   int64_t sn = schedule_.reduce_split();
-  bool split_lanes = simd && sn > 1 && 2 * sn > lanes && sn <= lanes && factor > 0 && factor % sn == 0 &&
+  bool split_lanes = simd && sn > 1 && 4 * sn > lanes && sn <= lanes && factor > 0 && factor % sn == 0 &&
                      (!extent.is_const() || extent.value() > sn);
   if (split_lanes) {
     Expr full = simplify(extent / sn);

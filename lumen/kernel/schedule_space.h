@@ -41,7 +41,7 @@ struct KernelFacts {
   bool byte_groups = false;   // some reduction reads bytes four at a time (int8 dot products)
   bool byte_rows = false;     // the last dim reads bytes four at a time: int8 dot products with rows in SIMD lanes
   std::vector<int64_t> reduce_splits;  // n where a load index takes r / n or r % n of a reduction r (n divides it)
-  int64_t split_lanes = 0;    // such an n, above half a vector and at most one, after which every load walks the
+  int64_t split_lanes = 0;    // such an n, above a quarter vector and at most one, after which every load walks the
                               // split's inner part with stride 0 or 1 (a mean over 14 x 14 positions of rows 18
                               // apart): SIMD reduce lanes over the inner part, its last lanes masked
   int64_t lane_period = 0;    // digits (r / d) % m of a reduction r repeat every lane_period (kMaxLaneChunks

@@ -175,12 +175,12 @@ Case channel_means() {
 // A mean of squares over 14 x 14 positions stored in rows of 18 (mobilenet_v3's
 // SE pools read a depthwise conv's output computed over padded rows): the
 // reduction's index takes r / 14 and r % 14.
-Case pool_over_padded_rows() {
+Case pool_over_padded_rows(int64_t n = 14, int64_t row = 18) {
   Case c;
-  Tensor x = c.g.input("x", {Expr(24), Expr(14), Expr(18)});
-  Tensor v = x.slice(2, Expr(0), Expr(14));
+  Tensor x = c.g.input("x", {Expr(24), Expr(n), Expr(row)});
+  Tensor v = x.slice(2, Expr(0), Expr(n));
   c.g.mark_output(ops::mean(v * v, {1, 2}, false), "y");
-  c.inputs["x"] = filled(DType::F32, {24, 14, 18}, 1);
+  c.inputs["x"] = filled(DType::F32, {24, n, row}, 1);
   return c;
 }
 
@@ -491,7 +491,8 @@ TEST(ScheduleSpace, ATransposedReadIsWalkedInSquares) {
   EXPECT_EQ(output_facts(plain, 16).transposed_dim, -1);
 }
 
-// SIMD lanes over the split's inner 14 (the last two masked), the rows of 18 an outer loop.
+// SIMD lanes over the split's inner 14 (the last two masked), the rows of 18 an outer loop;
+// over 7 of 11 too (7 x 7 maps: more than a quarter of the lanes), not over 3.
 TEST(ScheduleSpace, ASplitReductionOfFourteenTakesMaskedLanes) {
   Case c = pool_over_padded_rows();
   kernel::KernelFacts f = output_facts(c, 16);
@@ -500,6 +501,9 @@ TEST(ScheduleSpace, ASplitReductionOfFourteenTakesMaskedLanes) {
   EXPECT_EQ(h.reduce_lanes, 16) << h.to_string();
   EXPECT_EQ(h.reduce_split, 14) << h.to_string();
   check_heuristic_and_neighbours(std::move(c));
+  EXPECT_EQ(output_facts(pool_over_padded_rows(7, 11), 16).split_lanes, 7);
+  check_heuristic_and_neighbours(pool_over_padded_rows(7, 11));
+  EXPECT_EQ(output_facts(pool_over_padded_rows(3, 5), 16).split_lanes, 0);
 }
 
 TEST(ScheduleSpace, SimdLanesGoToTheInnermostReduction) {
