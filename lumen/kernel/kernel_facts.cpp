@@ -92,7 +92,8 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
           }
           for (const Expr& var : expr_vars(term)) {
             auto it = extents.find(var.name());
-            int64_t stride = it == extents.end() ? -1 : stride_in_lanes(without_clamps(load.index), var, it->second, lanes);
+            int64_t stride =
+                it == extents.end() ? -1 : stride_in_lanes(without_clamps(load.index), var, it->second, lanes);
             by_var[var.name()].push_back(stride);
           }
         }
@@ -375,8 +376,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // row's end, masked (mobilenet_v3_small's 14-wide rows, in-process A/B: 1.31 -> 1.26 ms).
   bool overhangs = f.f32 && !last_ok && (!last.is_const() || 2 * last.value() > f.lanes);
   f.byte_rows = f.f32 && last_factor > 0 && last_factor % (4 * f.lanes) == 0 && byte_lanes_along(plain.kernel, last_var, 4 * f.lanes);
-  f.vector_last = (last_ok || overhangs) &&
-                  (unit_stride(strides, last_var) || subsampling(strides, last_var) || !strides.count(last_var) || f.byte_rows);
+  bool walkable = unit_stride(strides, last_var) || subsampling(strides, last_var) || !strides.count(last_var);
+  f.vector_last = (last_ok || overhangs) && (walkable || f.byte_rows);
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);
     return it != strides.end() && std::any_of(it->second.begin(), it->second.end(), [](int64_t c) { return c < 0 || c > 1; });

@@ -128,7 +128,8 @@ Value Lowerer::reduce(NodeId n, const std::vector<Expr>& coords, const Expr& gua
     Expr full = simplify(extent / sn);
     Expr outer = Expr::index(base + "_o", full);
     Expr lane = Expr::index(base + "_v", Expr(lanes));
-    inner.push_back(open(outer, block_count(range, sn, full), LoopKind::Serial, static_cast<int>(schedule_.reduce_unroll())));
+    int unroll = static_cast<int>(schedule_.reduce_unroll());
+    inner.push_back(open(outer, block_count(range, sn, full), LoopKind::Serial, unroll));
     inner.push_back(open(lane, Expr(lanes), LoopKind::Vector));
     r = (first_block(range, sn) + outer) * sn + min(lane, Expr(sn - 1));
     in_range = lt(lane, Expr(sn));

@@ -210,7 +210,8 @@ Tensor depthwise_source(const Tensor& x, Pair padding, int64_t extra_rows, int64
 // of strided views in scalar code (mobilenet_v3_small's 5 x 5 / 2 convs,
 // 96 x 14² and 288 x 7²: 0.065 and 0.048 ms -> 0.018 and 0.020, plus a padded
 // copy each). The buffer has extra zero rows for the last taps' overhang.
-Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, int64_t stride, Pair padding, Pair dilation, Pair out) {
+Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, int64_t stride, Pair padding, Pair dilation,
+                             Pair out) {
   int64_t o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   int64_t h = static_size(x, 2, "conv2d"), w = static_size(x, 3, "conv2d");

@@ -199,7 +199,8 @@ std::optional<Unclamped> unclamp(const Expr& index, const Expr& var) {
 
 Expr without_clamps(const Expr& e, const std::vector<Expr>& clamps, const Expr& var) {
   if (!e.defined() || !mentions(e, var)) return e;
-  if ((e.kind() == ExprKind::Min || e.kind() == ExprKind::Max) && std::find(clamps.begin(), clamps.end(), e) != clamps.end()) {
+  bool clamp = e.kind() == ExprKind::Min || e.kind() == ExprKind::Max;
+  if (clamp && std::find(clamps.begin(), clamps.end(), e) != clamps.end()) {
     return without_clamps(mentions(e.a(), var) ? e.a() : e.b(), clamps, var);
   }
   switch (e.kind()) {
@@ -340,7 +341,9 @@ std::optional<Reg> KernelWriter::strided_load(const Value& v, const Combo& combo
   std::string at = "b" + std::to_string(v->buffer) + " + " + printer_.print(simplify(substitute(index, zero)));
   std::string s = std::to_string(*stride);
   uses_vectors_ = true;
-  if (mask) return emit("lumen_f32v", "lumen_maskload_f32_strided<" + s + ">(" + at + ", " + *mask + ")", true, v->dtype, pad);
+  if (mask) {
+    return emit("lumen_f32v", "lumen_maskload_f32_strided<" + s + ">(" + at + ", " + *mask + ")", true, v->dtype, pad);
+  }
   std::string loaded = "lumen_load_f32_strided<" + s + ">(" + at + ")";
   if (!valid.is_const(1)) loaded = "(" + printer_.print(valid) + " ? " + loaded + " : lumen_splat_f32(0.0f))";
   return emit("lumen_f32v", loaded, true, v->dtype, pad);
