@@ -77,6 +77,13 @@ bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype) {
          elements * static_cast<int64_t>(dtype_size(dtype)) <= kKeptGrowth * read.bytes;
 }
 
+std::optional<ParameterReads> kept_value(const ParameterReads& read, const Node& made) {
+  int64_t elements = static_numel(made.shape);
+  if (!worth_keeping(read, elements, made.dtype)) return std::nullopt;
+  size_t size = dtype_size(made.dtype);
+  return ParameterReads{read.names, elements * static_cast<int64_t>(size), size};
+}
+
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
   const Graph& graph = *p.graph;
   size_t n = graph.size();
@@ -96,10 +103,10 @@ BufferLives buffer_lives(const Pipeline& p, const Bindings& dims) {
     std::vector<NodeId> reads = buffers_read(graph, lives.order[k], p.materialized, at, seen);
     for (NodeId b : reads) lives.readers[static_cast<size_t>(b)].push_back(at);
     auto parameters = parameters_only(graph, reads, kept);
-    const Node& made = graph.node(lives.order[k]);
-    if (parameters && k < p.kernel_nodes.size() && worth_keeping(*parameters, static_numel(made.shape), made.dtype)) {
+    if (!parameters || k >= p.kernel_nodes.size()) continue;
+    if (auto value = kept_value(*parameters, graph.node(lives.order[k]))) {
       outside[static_cast<size_t>(lives.order[k])] = true;
-      kept[lives.order[k]] = {parameters->names, bytes_of(made, dims), dtype_size(made.dtype)};
+      kept[lives.order[k]] = *value;
     }
   }
   for (const Edge& e : p.outputs) outside[static_cast<size_t>(e.node)] = true;

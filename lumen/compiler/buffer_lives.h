@@ -46,6 +46,9 @@ std::optional<ParameterReads> parameters_only(const Graph& graph, const std::vec
 int64_t static_numel(const Shape& shape);
 // Whether a value of `elements` x `dtype` derived from `read` is kept (the bounds above).
 bool worth_keeping(const ParameterReads& read, int64_t elements, DType dtype);
+// `made` as a kept value derived from `read` (what later readers of it derive from), when it is
+// worth keeping; nothing otherwise.
+std::optional<ParameterReads> kept_value(const ParameterReads& read, const Node& made);
 
 // Lifetimes of p's buffers with dynamic dims bound by `dims`.
 BufferLives buffer_lives(const Pipeline& p, const Bindings& dims);

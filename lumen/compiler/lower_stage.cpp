@@ -97,12 +97,12 @@ KeptValues keep_parameter_relayouts(Pipeline& p) {
   for (backend::Launch& l : prog.launches) {
     if (l.computes < 0 || l.group >= 0 || fixed.count(l.computes)) continue;
     const Node& n = p.graph->node(l.computes);
-    int64_t numel = static_numel(n.shape);
     auto read = parameters_read(p, l, derived);
-    if (!read || !worth_keeping(*read, numel, n.dtype)) continue;
-    derived[l.computes] = {read->names, numel * static_cast<int64_t>(dtype_size(n.dtype)), dtype_size(n.dtype)};
+    std::optional<ParameterReads> value = read ? kept_value(*read, n) : std::nullopt;
+    if (!value) continue;
+    derived[l.computes] = *value;
     kept[l.computes] = -1 - static_cast<NodeId>(prog.scratch.size());
-    prog.scratch.push_back({Expr(numel), n.dtype, read->names});
+    prog.scratch.push_back({Expr(static_numel(n.shape)), n.dtype, read->names});
     l.computes = backend::kPackLaunch;
   }
   for (backend::Launch& l : prog.launches) {

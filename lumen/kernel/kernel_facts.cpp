@@ -83,7 +83,8 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
       k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
       [&](const ValueNode& load) {
         if (load.valid.defined() && load.valid.is_const(0)) return;  // in a branch that reads nothing (padding)
-        auto form = LinearForm::of(without_clamps(load.index));
+        Expr index = without_clamps(load.index);
+        auto form = LinearForm::of(index);
         if (!form) return;
         for (const auto& [term, c] : form->terms) {
           if (term.kind() == ExprKind::Var) {
@@ -92,8 +93,7 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
           }
           for (const Expr& var : expr_vars(term)) {
             auto it = extents.find(var.name());
-            int64_t stride =
-                it == extents.end() ? -1 : stride_in_lanes(without_clamps(load.index), var, it->second, lanes);
+            int64_t stride = it == extents.end() ? -1 : stride_in_lanes(index, var, it->second, lanes);
             by_var[var.name()].push_back(stride);
           }
         }
@@ -135,7 +135,7 @@ std::vector<int64_t> reduce_divisors(const Kernel& k) {
 int64_t split_lanes(const Kernel& k, const std::vector<int64_t>& splits, int64_t lanes) {
   for (auto it = splits.rbegin(); it != splits.rend(); ++it) {
     int64_t n = *it;
-    if (4 * n <= lanes || n > lanes) continue;
+    if (!lanes_over_split(n, lanes)) continue;
     bool ok = true, walks = false;
     std::map<std::string, Expr> extents;
     walk_loads(
@@ -258,30 +258,23 @@ bool byte_lanes_along(const Kernel& k, const std::string& var, int64_t split) {
   return bytes && !other;
 }
 
-bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
+// Every load walks `var` with a stride from 0 to `widest` and some load walks it. Widest 1: unit
+// stride. Widest 4: SIMD lanes along it may also load 2 to 4 elements apart (a stride-2
+// convolution's window rows, a subsampled view: the CPU's lumen_load_f32_strided); larger
+// strides are transposes (`block`).
+bool walks_within(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var, int64_t widest) {
   auto it = strides.find(var);
   if (it == strides.end()) return false;
   bool any = false;
   for (int64_t c : it->second) {
-    if (c != 0 && c != 1) return false;
-    any = any || c == 1;
+    if (c < 0 || c > widest) return false;
+    any = any || c > 0;
   }
   return any;
 }
 
-// Some f32 load walks `var` at a small constant stride (2 to 4: a stride-2
-// convolution's window rows, a subsampled view) and none walks it another way
-// than 0, 1 or such a stride: SIMD lanes along it load with strided loads
-// (the CPU's lumen_load_f32_strided). Larger strides are transposes (`block`).
-bool subsampling(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
-  auto it = strides.find(var);
-  if (it == strides.end()) return false;
-  bool any = false;
-  for (int64_t c : it->second) {
-    if (c < 0 || c > 4) return false;
-    any = any || c >= 2;
-  }
-  return any;
+bool unit_stride(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
+  return walks_within(strides, var, 1);
 }
 
 // How an operand's index depends on a variable: its coefficient if linear, -1 if not.
@@ -376,7 +369,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // row's end, masked (mobilenet_v3_small's 14-wide rows, in-process A/B: 1.31 -> 1.26 ms).
   bool overhangs = f.f32 && !last_ok && (!last.is_const() || 2 * last.value() > f.lanes);
   f.byte_rows = f.f32 && last_factor > 0 && last_factor % (4 * f.lanes) == 0 && byte_lanes_along(plain.kernel, last_var, 4 * f.lanes);
-  bool walkable = unit_stride(strides, last_var) || subsampling(strides, last_var) || !strides.count(last_var);
+  bool walkable = walks_within(strides, last_var, 4) || !strides.count(last_var);
   f.vector_last = (last_ok || overhangs) && (walkable || f.byte_rows);
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);

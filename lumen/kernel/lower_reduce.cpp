@@ -122,7 +122,7 @@ Value Lowerer::reduce(NodeId n, const std::vector<Expr>& coords, const Expr& gua
   // positions stored in rows of 18): r = o·n + min(lane, n - 1), the lanes past n masked, so
   // r / n and r % n are o and the lane (KernelFacts::split_lanes).
   int64_t sn = schedule_.reduce_split();
-  bool split_lanes = simd && sn > 1 && 4 * sn > lanes && sn <= lanes && factor > 0 && factor % sn == 0 &&
+  bool split_lanes = simd && sn > 1 && lanes_over_split(sn, lanes) && factor > 0 && factor % sn == 0 &&
                      (!extent.is_const() || extent.value() > sn);
   if (split_lanes) {
     Expr full = simplify(extent / sn);

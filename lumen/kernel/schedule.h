@@ -61,6 +61,9 @@ namespace lumen::kernel {
 
 // reduce_split(n) takes n in [2, kMaxReduceSplit] (its inner loop is unrolled whole).
 inline constexpr int64_t kMaxReduceSplit = 64;
+// With reduce lanes, a split of n between a quarter vector and a vector runs its inner part in
+// the lanes, those past n masked (a mean over 14 x 14 positions stored in rows of 18).
+inline bool lanes_over_split(int64_t n, int64_t lanes) { return 4 * n > lanes && n <= lanes; }
 // rfactor(p) takes p in [2, kMaxRfactor].
 inline constexpr int64_t kMaxRfactor = 256;
 

@@ -313,8 +313,8 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     if (k.vector > 0) {
       int64_t factor = known_factor(last);
       // The last vector of a dynamic row, or of a static one longer than half of it, is masked.
-      bool overhang = (!last.is_const() || 2 * last.value() > k.vector) && k.block == 0;
-      if (!overhang && k.block == 0 && (factor == 0 || factor % k.vector != 0)) {
+      bool overhang = !last.is_const() || 2 * last.value() > k.vector;
+      if (k.block == 0 && !overhang && (factor == 0 || factor % k.vector != 0)) {
         fail("schedule space: vector ", k.vector, " does not divide ", last);
       }
       if (k.block > 0 && k.block % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide block ", k.block);

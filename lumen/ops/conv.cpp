@@ -220,7 +220,7 @@ Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, int64_t stri
   int64_t q = out[0] * wp;
   int64_t reach = stride * (q - 1) + (kh - 1) * dilation[0] * wp + (kw - 1) * dilation[1] + 1;  // elements read
   int64_t rows = std::max((reach + wp - 1) / wp, h + 2 * padding[0]);
-  Tensor source = depthwise_source(x, {padding[0], padding[1]}, rows - h - 2 * padding[0], o, wp - w - 2 * padding[1]);
+  Tensor source = depthwise_source(x, padding, rows - h - 2 * padding[0], o, wp - w - 2 * padding[1]);
   Tensor taps = source.reshape({n, Expr(o), Expr(rows * wp)})
                     .unfold(2, kw, stride, dilation[1])             // [N, O, L', KW]: s·p + j·d
                     .unfold(2, kh, 1, dilation[0] * wp / stride)    // [N, O, L'', KH, KW]: s·p + i·d·WP + j·d

@@ -198,26 +198,9 @@ inline lumen_i32v lumen_maskload_i32(const int32_t* p, lumen_i32v m) { lumen_i32
 #endif
 
 // Strided loads: lane i reads p[i·S] (a stride-2 convolution's window row, a
-// subsampled view). Stride 2 is two loads and a permute (the second load
-// masked so nothing past the last element is read); others a gather. The
-// masked form reads only lanes whose mask is set.
-template <int S>
-inline lumen_f32v lumen_load_f32_strided(const float* p) {
-#if LANES == 16 && defined(__AVX512F__)
-  if constexpr (S == 2) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    return (lumen_f32v)_mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_maskz_loadu_ps(0x7fff, p + 16));
-  } else {
-    return (lumen_f32v)_mm512_i32gather_ps(_mm512_mullo_epi32((__m512i)lumen_iota_i32(), _mm512_set1_epi32(S)), p, 4);
-  }
-#elif LANES == 8 && defined(__AVX2__)
-  return (lumen_f32v)_mm256_i32gather_ps(p, _mm256_mullo_epi32((__m256i)lumen_iota_i32(), _mm256_set1_epi32(S)), 4);
-#else
-  lumen_f32v r;
-  for (int i = 0; i < LANES; ++i) r[i] = p[i * S];
-  return r;
-#endif
-}
+// subsampled view), only the lanes whose mask is set (the others are 0): for
+// stride 2 two masked loads of the even elements and a permute, otherwise a
+// gather. Nothing past the last lane's element is read.
 #if LANES == 16 && defined(__AVX512F__)
 // The 8 bits of x spread to the even bits of 16: lane i's mask bit becomes element 2i's.
 inline __mmask16 lumen_even_bits(unsigned x) {
@@ -247,6 +230,8 @@ inline lumen_f32v lumen_maskload_f32_strided(const float* p, lumen_i32v m) {
   return r;
 #endif
 }
+template <int S>
+inline lumen_f32v lumen_load_f32_strided(const float* p) { return lumen_maskload_f32_strided<S>(p, lumen_splat_i32(-1)); }
 
 // Half-precision vectors widened to f32 lanes (exact).
 #if LANES == 16 && defined(__AVX512F__)
