@@ -26,25 +26,35 @@ enum class Form {
   Signed,    // i8 q [N, K]: q·d (Q8_0, Q5_0)
   Unsigned,  // u8 q [N, K]: q·d + m (Q5_1, Q5_K)
   Nibbles,   // u8 [N, K/2], two quants a byte in groups of 2·half: (q - 8)·d, or q·d + m (Q4_0, Q4_1, Q4_K)
+  SixBit,    // Q6_K's quarters (WeightFormat::Q6_K): low nibbles u8 [N, 2, K/4], bit pairs u8 [N, K/4]: (q - 32)·d
 };
 
 struct Format {
   Form form;
   int64_t half = 0;  // Nibbles: byte j of a group holds element j (low) and half + j (high)
   bool mins = false;
-  int64_t scale_block = kBlock;  // elements per weight scale: 32, or 16 (Q6_K: Q8_0's form on blocks of 16)
+  int64_t scale_block = kBlock;  // elements per weight scale: 32, or 16 (Q6_K)
   // What making the weight quants unsigned added (Σ u·q - offset·Σq takes it back): 128 for i8
-  // quants, 8 for nibbles without mins (q - 8), 0 where a min carries the offset.
-  int64_t offset() const { return form == Form::Signed ? 128 : form == Form::Nibbles && !mins ? 8 : 0; }
+  // quants, 8 for nibbles without mins (q - 8), 32 for six-bit quants, 0 where a min carries the offset.
+  int64_t offset() const {
+    if (form == Form::SixBit) return 32;
+    return form == Form::Signed ? 128 : form == Form::Nibbles && !mins ? 8 : 0;
+  }
+  // Chains of weight bytes a row splits into (each read against the activation's bytes in its order):
+  // nibbles the low and the high ones, six-bit quants the four quarters.
+  int chains() const { return form == Form::Nibbles ? 2 : form == Form::SixBit ? 4 : 1; }
+  // Bytes of a chain in a row of k quants.
+  int64_t chain_bytes(int64_t k) const { return form == Form::Nibbles ? k / 2 : form == Form::SixBit ? k / 4 : k; }
   std::string name() const {
-    if (form == Form::Signed) return scale_block == kBlock ? "Q8_0 form" : "Q6_K form";
+    if (form == Form::SixBit) return "Q6_K form";
+    if (form == Form::Signed) return "Q8_0 form";
     if (form == Form::Unsigned) return "Q5_1 form";
     return half == 16 ? (mins ? "Q4_1 form" : "Q4_0 form") : "Q4_K form";
   }
 };
 
 struct QuantParams {
-  NodeId q = -1, scales = -1, mins = -1;
+  NodeId q = -1, scales = -1, mins = -1, high = -1;  // high: Q6_K's bit pairs (`base.qh`)
 };
 
 // Parameters named `base.q` / `.scales` / `.mins`, by base.
@@ -59,6 +69,7 @@ std::map<std::string, QuantParams> quant_params(const Graph& g) {
     if (suffix == "q") out[base].q = id;
     else if (suffix == "scales") out[base].scales = id;
     else if (suffix == "mins") out[base].mins = id;
+    else if (suffix == "qh") out[base].high = id;
   }
   return out;
 }
@@ -93,8 +104,12 @@ std::vector<Format> shape_formats(const Graph& g, const QuantParams& p, int64_t 
   };
   if (!is_float(s.dtype)) return {};
   bool mins = p.mins >= 0;
-  // i8 quants with a scale every 16 elements (Q6_K as the reader stores it: q - 32, d·sc).
-  if (q.dtype == DType::I8 && shape_is(q, n, k) && !mins && shape_is(s, n, k / 16)) return {{Form::Signed, 0, false, 16}};
+  if (p.high >= 0) {  // Q6_K's quarters: low nibbles, bit pairs, a scale every 16 elements
+    const Node& h = g.node(p.high);
+    bool six = q.dtype == DType::U8 && h.dtype == DType::U8 && shape_is(q, n, k / 2) && shape_is(h, n, k / 4) &&
+               shape_is(s, n, k / 16) && !mins && k % 128 == 0;
+    return six ? std::vector<Format>{{Form::SixBit, 0, false, 16}} : std::vector<Format>{};
+  }
   if (!shape_is(s, n, k / kBlock)) return {};
   if (mins && (!shape_is(g.node(p.mins), n, k / kBlock) || !is_float(g.node(p.mins).dtype))) return {};
   if (q.dtype == DType::I8 && shape_is(q, n, k) && !mins) return {{Form::Signed, 0, false}};
@@ -112,13 +127,15 @@ std::vector<Format> shape_formats(const Graph& g, const QuantParams& p, int64_t 
 bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const Format& f, int64_t n, int64_t k) {
   std::mt19937 rng(1234);
   const Node& qn = g.node(p.q);
-  int64_t kb = f.form == Form::Nibbles ? k / 2 : k, blocks = k / f.scale_block;
-  Array q(qn.dtype, {n, kb}), scales(g.node(p.scales).dtype, {n, blocks}), mins;
+  int64_t kb = f.form == Form::Nibbles || f.form == Form::SixBit ? k / 2 : k, blocks = k / f.scale_block;
+  Array q(qn.dtype, {n, kb}), scales(g.node(p.scales).dtype, {n, blocks}), mins, pairs;
   if (f.mins) mins = Array(g.node(p.mins).dtype, {n, blocks});
+  if (f.form == Form::SixBit) pairs = Array(DType::U8, {n, k / 4});
   const double values[] = {0.5, 0.75, 1.25, 2.0, -1.5, 0.375};
   std::vector<int64_t> rows{0, n - 1};
   for (int64_t row : rows) {
     for (int64_t j = 0; j < kb; ++j) q.set(row * kb + j, static_cast<double>(rng() % 256) - (qn.dtype == DType::I8 ? 128 : 0));
+    for (int64_t j = 0; pairs.defined() && j < k / 4; ++j) pairs.set(row * (k / 4) + j, static_cast<double>(rng() % 256));
     for (int64_t b = 0; b < blocks; ++b) {
       scales.set(row * blocks + b, values[rng() % 6]);
       if (f.mins) mins.set(row * blocks + b, values[rng() % 6] * 3);
@@ -126,12 +143,20 @@ bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const 
   }
   std::map<NodeId, const Array*> buffers{{p.q, &q}, {p.scales, &scales}};
   if (f.mins) buffers[p.mins] = &mins;
+  if (pairs.defined()) buffers[p.high] = &pairs;
   interp::PointEvaluator eval(g, buffers, Bindings{});
   for (int64_t row : rows) {
     for (int64_t col = 0; col < k; ++col) {
       if (col >= 128 && col < k - 64) continue;
       double d = scales.get(row * blocks + col / f.scale_block), want = 0;
-      if (f.form == Form::Nibbles) {
+      if (f.form == Form::SixBit) {  // quarter c's element m (WeightFormat::Q6_K)
+        int64_t c = (col % 128) / 32, m = (col / 128) * 32 + col % 32, quarter = k / 4;
+        auto low = static_cast<int64_t>(q.get(row * kb + (c % 2) * quarter + m));
+        auto pair = static_cast<int64_t>(pairs.get(row * quarter + m));
+        int64_t six = (c < 2 ? low & 15 : low >> 4) | (((pair >> (2 * c)) & 3) << 4);
+        d = scales.get(row * blocks + c * (k / 64) + m / 16);
+        want = static_cast<double>(six - 32) * d;
+      } else if (f.form == Form::Nibbles) {
         int64_t group = col / (2 * f.half), j = col % f.half;
         auto byte = static_cast<int64_t>(q.get(row * kb + group * f.half + j));
         int64_t nibble = (col / f.half) % 2 ? byte >> 4 : byte & 15;
@@ -181,6 +206,7 @@ std::string match(const Graph& g, NodeId sum, const std::map<std::string, QuantP
       if (p.q < 0 || p.scales < 0 || !leaves.count(p.q)) continue;
       std::set<NodeId> own{p.q, p.scales};
       if (p.mins >= 0) own.insert(p.mins);
+      if (p.high >= 0) own.insert(p.high);
       if (leaves != own) continue;  // an activation computed from the weight (an embedding), not a weight
       if (!in.view.is_contiguous() || rank < 3 || s.axis != static_cast<int>(rank) - 1) {
         return base + ": not a sum over the weight's last dim in matmul form";
@@ -250,6 +276,17 @@ Tensor unsigned_quants(const Tensor& wbytes, const Format& f, int h, bool flippe
   return b.mul(b.scalar(0.0625)).cast(DType::I32);
 }
 
+// Bit pair c (bits 2c, 2c + 1) of each of the bytes, as i32: floor(b / 4^c) % 4 (the float
+// scaling is exact; the top pair needs no % 4).
+Tensor bit_pair(const Tensor& bytes, int c) {
+  Tensor shifted = bytes.cast(DType::I32);
+  if (c > 0) {
+    Tensor b = bytes.cast(DType::F32);
+    shifted = b.mul(b.scalar(std::ldexp(1.0, -2 * c))).cast(DType::I32);
+  }
+  return c == 3 ? shifted : shifted.mod(number(shifted, 4, DType::I32));
+}
+
 // `index` along `axis` of a contiguous node's output, read through one strided view (index
 // linear in every coordinate: a slice and a squeeze would unflatten through the buffer's shape,
 // and a vector overhanging a dim's end would then wrap around instead of walking on, masked).
@@ -297,7 +334,7 @@ Tensor four_sum(const Tensor& v) {
 // small kernels (the scales, a row reduction; the bytes, elementwise, 1/d
 // inline; the sums of every four bytes).
 struct QuantizedActivation {
-  Tensor bytes;  // i8 [lead.., H, Kb]: H = 2 for nibbles (the low and the high quants of each group)
+  Tensor bytes;  // i8 [lead.., H, Kb]: H chains (2 for nibbles: the low and the high quants of each group; 4 for Q6_K)
   Tensor sums;   // i32 [lead.., H, Kb / 4]: the sums of every four bytes
   Tensor scale;  // f32 [lead.., K / 32]: d = max|x| / 127, rounded to f16 (as ggml's block_q8_0 keeps it)
   Tensor block_sums;  // f32 [lead.., K / 32]: d · Σq per block, in the activation's order (the weight mins' factor)
@@ -329,38 +366,53 @@ QuantizedActivation quantize(const Tensor& x, const Format& f, int64_t k) {
   // round half away from zero (roundf): truncate t + 0.5 - [t < 0]
   Tensor rounded = t.add(t.scalar(0.5)).add(t.less_than(t.scalar(0)).cast(DType::F32).mul(t.scalar(-1)));
   Tensor q = rounded.cast(DType::I8);  // |q| <= 127 (|x| / d <= 127 up to d's rounding; the cast saturates)
-  Tensor ordered;
-  if (f.form == Form::Nibbles) {
-    // [.., K] as [.., K / 2half, 2, half] -> [.., 2, K / 2half, half]: the low quants of every group, then the high.
-    Tensor g = q.reshape(with({k / (2 * f.half), 2, f.half}));
+  // The quants in the chains' order: a chain's runs of quants, chain after chain. Nibbles: [.., K] as
+  // [.., K / 2half, 2, half] -> [.., 2, K / 2half, half] (the low quants of every group, then the high);
+  // six-bit quants: [.., K / 128, 4, 32] -> [.., 4, K / 128, 32] (quarter after quarter).
+  const int64_t chains = f.chains(), run = f.form == Form::Nibbles ? f.half : 32;
+  Tensor ordered = q.reshape(with({1, k}));
+  if (chains > 1) {
     std::vector<int> order;
     for (size_t i = 0; i < lead.size(); ++i) order.push_back(static_cast<int>(i));
     int at = static_cast<int>(lead.size());
     order.insert(order.end(), {at + 1, at, at + 2});
-    ordered = g.permute(order).reshape(with({2, k / 2}));
-  } else {
-    ordered = q.reshape(with({1, k}));
+    ordered = q.reshape(with({k / (chains * run), chains, run})).permute(order).reshape(with({chains, k / chains}));
   }
   // Bytes stored as [.., H, Kb] (SIMD stores along Kb) and read as [.., R, 4] through a strided view
   // (linear_slice), the sums as [.., H, R]: the dot kernel's index stays linear in the group r where
   // a vector overhangs R.
-  int64_t h = f.form == Form::Nibbles ? 2 : 1, kb = f.form == Form::Nibbles ? k / 2 : k;
+  int64_t h = chains, kb = f.chain_bytes(k);
   Tensor bytes = ordered.reshape(with({h, kb})).buffered();  // a last dim of Kb: SIMD stores
   Tensor sums = four_sum(bytes.reshape(with({h, kb / 4, 4})).cast(DType::I32)).buffered();
   Tensor block_sums = q.cast(DType::I32).sum_reduce(-1).cast(DType::F32).mul(d).buffered();
   return QuantizedActivation{bytes, sums, d, block_sums};
 }
 
-// The blocks of chain h among a per-block tensor [.., B]: Q4_K's chains take alternate blocks.
-Tensor chain_blocks(const Tensor& t, const Format& f, int h) {
-  if (!(f.form == Form::Nibbles && f.half == 32)) return t;
+// Entry h of every `ways` along the last dim of t [.., B]: [.., B / ways].
+Tensor every(const Tensor& t, int64_t ways, int h) {
   Shape s = t.shape();
   const int64_t b = s.back().value();
-  s.back() = Expr(b / 2);
-  s.push_back(Expr(2));
+  s.back() = Expr(b / ways);
+  s.push_back(Expr(ways));
   Shape out = t.shape();
-  out.back() = Expr(b / 2);
+  out.back() = Expr(b / ways);
   return t.reshape(s).slice(static_cast<int>(s.size()) - 1, Expr(h), Expr(h + 1)).reshape(out);
+}
+
+// The activation's blocks of 32 chain h reads, among a per-block tensor [.., K / 32]: Q4_K's
+// chains take alternate blocks, Q6_K's quarters every fourth.
+Tensor chain_blocks(const Tensor& t, const Format& f, int h) {
+  if (f.form == Form::SixBit) return every(t, 4, h);
+  return f.form == Form::Nibbles && f.half == 32 ? every(t, 2, h) : t;
+}
+
+// Part `h` of `parts` equal parts along the last dim of t [.., X]: [.., X / parts].
+Tensor part(const Tensor& t, int64_t parts, int h) {
+  Shape s = t.shape();
+  const int64_t x = s.back().value();
+  s.back() = Expr(parts);
+  s.push_back(Expr(x / parts));
+  return t.reshape(s).slice(static_cast<int>(s.size()) - 2, Expr(h), Expr(h + 1)).squeeze(static_cast<int>(s.size()) - 2);
 }
 
 // Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
@@ -418,13 +470,15 @@ Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, con
   return total.sum_reduce(-1).add(mins_part);
 }
 
-// A per-row parameter array [N, X] stored kRowLanes rows interleaved, [N / L, X / c, L, c] (c:
-// the elements one lane takes), read back as [N, X]. Its kernel reads parameters only and makes
-// no more bytes than it reads, so the compiler runs it once and keeps it (lower_stage).
+// A per-row parameter array [N, X] stored kRowLanes rows interleaved, [N' / L, X / c, L, c] (c:
+// the elements one lane takes; N' = N rounded up to L rows, the rows past N zeros), read back as
+// [N', X]. Its kernel reads parameters only and makes no more bytes than it reads (up to the
+// padding), so the compiler runs it once and keeps it (lower_stage).
 Tensor rows_interleaved(const Tensor& w, int64_t c) {
-  const int64_t n = w.shape()[0].value(), x = w.shape()[1].value(), l = kRowLanes;
-  Tensor packed = w.reshape({Expr(n / l), Expr(l), Expr(x / c), Expr(c)}).permute({0, 2, 1, 3}).buffered();
-  return packed.permute({0, 2, 1, 3}).reshape({Expr(n), Expr(x)});
+  const int64_t n = w.shape()[0].value(), x = w.shape()[1].value(), l = kRowLanes, rows = (n + l - 1) / l * l;
+  Tensor padded = rows == n ? w : w.pad({{Expr(0), Expr(rows - n)}, {Expr(0), Expr(0)}});
+  Tensor packed = padded.reshape({Expr(rows / l), Expr(l), Expr(x / c), Expr(c)}).permute({0, 2, 1, 3}).buffered();
+  return packed.permute({0, 2, 1, 3}).reshape({Expr(rows), Expr(x)});
 }
 
 
@@ -435,23 +489,35 @@ Tensor rows_interleaved(const Tensor& w, int64_t c) {
 // multiplies, where lanes along k took a spread of the row's scales every vector.
 Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead, const Match& m) {
   const Format& f = m.format;
-  const int64_t k = m.k, n = m.n;
-  const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
+  const int64_t k = m.k, n = (m.n + kRowLanes - 1) / kRowLanes * kRowLanes;  // rows as interleaved (padded)
+  const int64_t groups = f.chain_bytes(k) / 4;  // byte groups of four of a chain in a row
   // i8 quants are kept as u8 q + 128 (the interleaved copy makes them once): vpdpbusd's unsigned operand as it is.
   Tensor q_param = g.tensor(m.params.q);
   if (f.form == Form::Signed) {
     Tensor wide = q_param.cast(DType::I32);
     q_param = wide.add(number(wide, 128, DType::I32)).cast(DType::U8);
   }
-  Tensor wbytes = rows_interleaved(q_param, 4).reshape({Expr(n), Expr(groups), Expr(4)});
+  const int chains = f.chains();
+  Tensor wbytes = rows_interleaved(q_param, 4), pairs;  // [N, bytes]
+  if (f.form == Form::SixBit) pairs = rows_interleaved(g.tensor(m.params.high), 4);
+  // Chain h's quants as unsigned bytes [N, R, 4]. Q6_K's quarter h: nibble h / 2 of the low bytes'
+  // half h % 2 and bit pair h of the pair bytes, as bits 4 and 5.
+  auto chain_quants = [&](int h) {
+    auto grouped = [&](const Tensor& t) { return t.reshape({Expr(n), Expr(groups), Expr(4)}); };
+    if (f.form != Form::SixBit) return unsigned_quants(grouped(wbytes), f, h, true);
+    Tensor nibble = unsigned_quants(grouped(part(wbytes, 2, h % 2)), Format{Form::Nibbles, 32}, h / 2);
+    Tensor pair = bit_pair(grouped(pairs), h);
+    return nibble.add(pair.mul(number(pair, 16, DType::I32)));
+  };
   // f32 scales (the k-quants' d·sc) kept as f16 (a relative error of at most 2^-12 each, a sixteenth
   // of the activation's 8-bit rounding; f16 scales (Q8_0, Q4_0) stay as they are: exact).
   auto narrowed = [](const Tensor& t) { return t.dtype() == DType::F32 ? t.cast(DType::F16) : t; };
   Tensor scales = f32(rows_interleaved(narrowed(g.tensor(m.params.scales)), 1));  // [N, B]
+  // Chain h's weight scales: Q6_K's are quarter after quarter, the others' chain_blocks.
+  auto chain_scales = [&](int h) { return f.form == Form::SixBit ? part(scales, 4, h) : chain_blocks(scales, f, h); };
   // Byte groups of four a block of a chain: 8 (Q8_0), 4 (Q6_K: blocks of 16), 4 (Q4_0: a block's
   // 16 bytes hold both chains), 8 (Q4_K: a chain's block is 32 bytes of a 64-quant group).
-  const int64_t per_block = f.form == Form::Signed ? f.scale_block / 4 : f.half / 4;
-  const int chains = f.form == Form::Nibbles ? 2 : 1;
+  const int64_t per_block = f.form == Form::Signed || f.form == Form::SixBit ? f.scale_block / 4 : f.half / 4;
   const bool shared = f.form == Form::Nibbles && f.half == 16;
   auto blocks_of = [&](const Tensor& t) {  // [.., R] -> [.., R / per_block, per_block] summed over the last
     Shape s = t.shape();
@@ -461,7 +527,7 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
   };
   Tensor total, dot, sums;
   for (int h = 0; h < chains; ++h) {
-    Tensor u = unsigned_quants(wbytes, f, h, true);
+    Tensor u = chain_quants(h);
     Tensor xq = linear_slice(a.bytes, static_cast<int>(lead), h, 4).cast(DType::I32);  // [.., m, 1, R, 4]
     accumulate(dot, blocks_of(four_sum(u.mul(xq))));  // [.., m, N, R / per_block]
     if (!f.mins) {  // the offset's sums, a block's four-byte sums summed (made once an activation)
@@ -475,20 +541,21 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
     if (shared && h == 0) continue;
     Tensor integer = f.offset() ? dot.add(sums.mul(number(sums, -f.offset(), DType::I32))) : dot;
     Tensor x_scale = chain_blocks(a.scale, f, h);
-    if (f.scale_block < kBlock) {  // Q6_K: two weight blocks of 16 an activation block of 32
+    if (f.scale_block < kBlock) {  // Q6_K: two weight blocks of 16 an activation block of 32 of the chain
       Shape wide = x_scale.shape(), each = wide;
       const int64_t per = kBlock / f.scale_block;
       each.push_back(Expr(per));
       wide.back() = Expr(wide.back().value() * per);
       x_scale = x_scale.unsqueeze(-1).expand(each).reshape(wide);
     }
-    accumulate(total, f32(integer).mul(chain_blocks(scales, f, h)).mul(x_scale));
+    accumulate(total, f32(integer).mul(chain_scales(h)).mul(x_scale));
     dot = Tensor();
     sums = Tensor();
   }
   Tensor out = total.sum_reduce(-1);  // [.., m, N]
-  if (!f.mins) return out;
-  return out.add(f32(rows_interleaved(narrowed(g.tensor(m.params.mins)), 1)).mul(a.block_sums).sum_reduce(-1));
+  if (f.mins) out = out.add(f32(rows_interleaved(narrowed(g.tensor(m.params.mins)), 1)).mul(a.block_sums).sum_reduce(-1));
+  // Rows past the weight's (padding: zeros) cut off, the result copied contiguous.
+  return n == m.n ? out : out.slice(static_cast<int>(out.rank()) - 1, Expr(0), Expr(m.n)).buffered();
 }
 
 // The probe of a match: the weight expression's nodes copied into a graph of their own.
@@ -575,7 +642,8 @@ Int8DotRewrite int8_dot_products(const Graph& graph, const std::vector<Edge>& ou
                       std::to_string(static_cast<int>(m.format.form)) + " " + std::to_string(m.format.half);
     auto q = quantized.find(key);
     if (q == quantized.end()) q = quantized.emplace(key, quantize(x, m.format, m.k)).first;
-    const bool row_lanes = m.n % kRowLanes == 0 && m.format.form != Form::Unsigned;
+    // Lanes along the rows where they fill vectors (Q6_K's quarters always: its rows padded).
+    const bool row_lanes = (m.n % kRowLanes == 0 || m.format.form == Form::SixBit) && m.format.form != Form::Unsigned;
     Tensor result = row_lanes ? int8_contraction_row_lanes(g, q->second, x.rank() - 1, m) : int8_contraction(g, q->second, x.rank() - 1, m);
     if (!(result.view().is_contiguous()) || result.shape() != node.shape) {
       fail("int8 dot products: the rewrite of '", m.base, "' gave ", to_string(result.shape()), " for ", to_string(node.shape),

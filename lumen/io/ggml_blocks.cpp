@@ -69,7 +69,8 @@ WeightFormat weight_format(GgmlType type) {
   }
 }
 
-// k-quant super-blocks into per-sub-block f32 scales (and mins) and a byte a quant.
+// k-quant super-blocks into per-sub-block f32 scales (and mins) and the quants
+// (Q4_K: its nibbles as they are; Q5_K: a byte each; Q6_K: split_q6_k's rows).
 StoredWeight unpack_k_quants(const GgmlBlockFormat& f, const unsigned char* src, const std::vector<int64_t>& shape,
                              int64_t rows, const std::function<int64_t(int64_t)>& row_to) {
   const bool q6 = f.type == GgmlType::Q6_K;
@@ -80,14 +81,18 @@ StoredWeight unpack_k_quants(const GgmlBlockFormat& f, const unsigned char* src,
   w.shape = shape;
   w.block = sub;
   const bool packed = f.type == GgmlType::Q4_K;  // its 128 bytes of nibbles are kept as they are
-  std::vector<int64_t> per_block(shape.begin(), shape.end() - 1), packed_shape = per_block;
-  per_block.push_back(cols / sub);
-  packed_shape.push_back(cols / 2);
-  w.data = Array(q6 ? DType::I8 : DType::U8, packed ? packed_shape : shape);
+  auto with_last = [&](int64_t last) {
+    std::vector<int64_t> s(shape.begin(), shape.end() - 1);
+    s.push_back(last);
+    return s;
+  };
+  w.data = Array(DType::U8, with_last(packed || q6 ? cols / 2 : cols));
   if (packed) w.packed_half = 32;
-  w.scales = Array(DType::F32, per_block);
-  if (!q6) w.mins = Array(DType::F32, per_block);
+  if (q6) w.high = Array(DType::U8, with_last(cols / 4));
+  w.scales = Array(DType::F32, with_last(cols / sub));
+  if (!q6) w.mins = Array(DType::F32, with_last(cols / sub));
   auto* values = static_cast<unsigned char*>(w.data.data());
+  auto* high = q6 ? static_cast<unsigned char*>(w.high.data()) : nullptr;
   auto* scales = static_cast<float*>(w.scales.data());
   auto* mins = q6 ? nullptr : static_cast<float*>(w.mins.data());
   for (int64_t r = 0; r < rows; ++r) {
@@ -95,13 +100,13 @@ StoredWeight unpack_k_quants(const GgmlBlockFormat& f, const unsigned char* src,
     for (int64_t b = 0; b < supers; ++b) {
       const unsigned char* block = src + static_cast<size_t>(r * supers + b) * f.block_bytes;
       const size_t at = static_cast<size_t>((to * supers + b) * per_super);
-      if (packed) {
+      if (q6) {
+        split_q6_k(block, b, cols, values + to * cols / 2, high + to * cols / 4, scales + to * supers * per_super);
+      } else if (packed) {
         split_q4_k(block, values + static_cast<size_t>((to * cols + b * kKQuantElements) / 2), scales + at, mins + at);
-        continue;
+      } else {
+        unpack_q5_k(block, values + static_cast<size_t>(to * cols + b * kKQuantElements), scales + at, mins + at);
       }
-      unsigned char* q = values + static_cast<size_t>(to * cols + b * kKQuantElements);
-      if (f.type == GgmlType::Q5_K) unpack_q5_k(block, q, scales + at, mins + at);
-      if (q6) unpack_q6_k(block, q, scales + at);
     }
   }
   return w;

@@ -68,23 +68,17 @@ void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scale
   unpack_q5_k_quants(block, block + 16, block + 48, quants, scales, mins);
 }
 
-void unpack_q6_k(const unsigned char* block, unsigned char* quants, float* scales) {
-  const unsigned char* low = block;          // 128 bytes
-  const unsigned char* high = block + 128;   // 64 bytes
+void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char* low, unsigned char* pairs, float* scales) {
   const auto* sc = reinterpret_cast<const signed char*>(block + 192);  // 16 bytes
   const float d = read_f16(block + 208);
-  for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);
-  // Each 128 elements: 64 bytes of low nibbles and 32 of high bit pairs; the
-  // four 32-element quarters take nibbles (low, low + 32, high of low, high of
-  // low + 32) and bit pairs 0, 2, 4, 6 of the same high byte.
-  for (int half = 0; half < 2; ++half) {
-    const unsigned char* ql = low + 64 * half;
-    const unsigned char* qh = high + 32 * half;
-    unsigned char* out = quants + 128 * half;
-    for (int l = 0; l < 32; ++l) {
-      int q[4] = {(ql[l] & 0x0f) | ((qh[l] & 3) << 4), (ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4),
-                  (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
-      for (int k = 0; k < 4; ++k) out[32 * k + l] = static_cast<unsigned char>(static_cast<signed char>(q[k] - 32));
+  const int64_t quarter = k / 4, scale_quarter = k / 64;
+  for (int64_t half = 0; half < 2; ++half) {
+    const int64_t m = 64 * b + 32 * half;  // the row position of this half's l = 0
+    for (int64_t s = 0; s < 2; ++s) std::memcpy(low + s * quarter + m, block + 64 * half + 32 * s, 32);
+    std::memcpy(pairs + m, block + 128 + 32 * half, 32);
+    // element 32c + l of the half is in the file's sub-block of 16 number 8·half + 2c + l / 16
+    for (int64_t c = 0; c < 4; ++c) {
+      for (int64_t j = 0; j < 2; ++j) scales[c * scale_quarter + m / 16 + j] = d * static_cast<float>(sc[8 * half + 2 * c + j]);
     }
   }
 }

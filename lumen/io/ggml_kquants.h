@@ -26,7 +26,14 @@ inline constexpr int kKQuantElements = 256;
 void split_q4_k(const unsigned char* block, unsigned char* nibbles, float* scales, float* mins);
 // Q5_K super-block -> 256 u8 quants (the fifth bits joined), scales and mins as split_q4_k's.
 void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scales, float* mins);
-// Q6_K super-block -> 256 i8 quants q - 32 and 16 scales d*sc (x = q * scale, Q8_0's form on blocks of 16).
-void unpack_q6_k(const unsigned char* block, unsigned char* quants, float* scales);
+// Q6_K super-block b of a row of K elements -> lumen's quarter-major row
+// (WeightFormat::Q6_K). The file's 128-element halves each hold 64 bytes of
+// low nibbles and 32 of bit pairs: element 32c + l (quarter c < 4, l < 32) of
+// a half takes the low (c < 2) or high nibble of byte 32(c % 2) + l and bit
+// pair c of bit-pair byte l. Row position m = 32·(the row's half) + l then
+// stands for quarter c's element: `low` [2, K/4] gets byte 32s + l at
+// s·K/4 + m, `pairs` [K/4] byte l at m (the file's order), `scales`
+// [4, K/64] d·sc of element (c, m) at c·K/64 + m/16. Pointers are the row's.
+void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char* low, unsigned char* pairs, float* scales);
 
 }  // namespace lumen::io

@@ -106,8 +106,9 @@ std::vector<std::string> WeightStore::names() const {
 int64_t WeightStore::stored_bytes() const {
   int64_t total = 0;
   for (const auto& [n, w] : weights_) {
-    total += static_cast<int64_t>(w.data.nbytes() + (w.scales.defined() ? w.scales.nbytes() : 0) +
-                                  (w.mins.defined() ? w.mins.nbytes() : 0));
+    for (const Array* a : {&w.data, &w.scales, &w.mins, &w.high}) {
+      if (a->defined()) total += static_cast<int64_t>(a->nbytes());
+    }
   }
   return total;
 }
@@ -125,6 +126,7 @@ Tensor WeightStore::declare(Graph& g, const std::string& name, const Shape& shap
     inputs_[name + ".q"] = w.data;
     inputs_[name + ".scales"] = w.scales;
     if (w.mins.defined()) inputs_[name + ".mins"] = w.mins;
+    if (w.high.defined()) inputs_[name + ".qh"] = w.high;
     return dequantize(g, name, w, dtype);
   }
   if (is_wide(w.data.dtype()) && w.data.dtype() != dtype) {  // converted once here, not in every kernel that reads it
@@ -178,6 +180,55 @@ Tensor packed_dequantize(Graph& g, const std::string& name, const StoredWeight& 
   return out.reshape(flat);
 }
 
+// Q6_K (WeightFormat::Q6_K), as f32 [.., K]. Row element 128 G + 32 c + 16 j + i (quarter c = 2h + s)
+// is computed at [.., G, h, s, j, i] — the row's own order, so a product reads the result as a plain
+// [N, K] — from nibble h of low byte s K/4 + 32 G + 16 j + i and bit pair c of pair byte 32 G + 16 j + i,
+// views of the parameters. Bits are taken with integer ops and exact float scalings: the low nibble
+// q % 16, the high one (q - q % 16) / 16, bit pair c floor(b / 4^c) % 4.
+Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight& w, const Shape& lead) {
+  const int64_t cols = w.shape.back(), quarter = cols / 4, groups = cols / 128;
+  if (cols % 128 != 0 || w.block != 16 || !w.high.defined()) {
+    fail("weights: Q6_K '", name, "' has ", cols, " columns (a multiple of 256 with a scale every 16 and its bit pairs expected)");
+  }
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape s = lead;
+    for (int64_t e : tail) s.push_back(Expr(e));
+    return s;
+  };
+  const int at = static_cast<int>(lead.size());
+  std::vector<int> order;  // [.., a, b, c, ..] -> [.., b, a, c, ..]: the first two dims after the lead swapped
+  for (int d = 0; d < at; ++d) order.push_back(d);
+  const Shape hs(lead.size() + 5, Expr(1));
+  Shape h_shape = hs, s_shape = hs;
+  h_shape[static_cast<size_t>(at + 1)] = Expr(2);
+  s_shape[static_cast<size_t>(at + 2)] = Expr(2);
+  Tensor h = g.iota(loop_index(h_shape, static_cast<size_t>(at + 1)), h_shape, DType::I32).cast(DType::F32);
+  Tensor s = g.iota(loop_index(s_shape, static_cast<size_t>(at + 2)), s_shape, DType::I32).cast(DType::F32);
+  std::vector<int> swap = order;
+  swap.insert(swap.end(), {at + 1, at, at + 2});
+  Tensor low = g.parameter(name + ".q", with({cols / 2}), DType::U8)
+                   .reshape(with({2, groups, 32}))
+                   .permute(swap)
+                   .reshape(with({groups, 1, 2, 2, 16}))
+                   .cast(DType::I32);
+  Tensor low_nibble = low.mod(low.scalar(16));
+  Tensor high_nibble = low.add(low_nibble.mul(low.scalar(-1))).cast(DType::F32).mul(h.scalar(1.0 / 16));
+  Tensor lo = low_nibble.cast(DType::F32);
+  Tensor nibble = lo.add(h.mul(high_nibble.add(lo.mul(lo.scalar(-1)))));  // h = 0: the low nibble, 1: the high one
+  Tensor pairs = g.parameter(name + ".qh", with({quarter}), DType::U8).reshape(with({groups, 1, 1, 2, 16})).cast(DType::F32);
+  // 4^-c = (1 or 1/4 by s) · (1 or 1/16 by h)
+  Tensor factor = s.scalar(1).add(s.mul(s.scalar(-0.75))).mul(h.scalar(1).add(h.mul(h.scalar(-15.0 / 16))));
+  Tensor shifted = pairs.mul(factor).cast(DType::I32);  // floor(b / 4^c): exact (a power of two, b < 256)
+  Tensor pair = shifted.mod(shifted.scalar(4)).cast(DType::F32);
+  Tensor q = nibble.add(pair.mul(pair.scalar(16))).add(pair.scalar(-32));  // [.., G, 2, 2, 2, 16]
+  Tensor scales = g.parameter(name + ".scales", with({cols / 16}), w.scales.dtype());
+  if (w.scales.dtype() != DType::F32) scales = scales.cast(DType::F32);
+  std::vector<int> to_groups = order;  // [.., h, s, G, j] -> [.., G, h, s, j]
+  to_groups.insert(to_groups.end(), {at + 2, at, at + 1, at + 3});
+  scales = scales.reshape(with({2, 2, groups, 2})).permute(to_groups).reshape(with({groups, 2, 2, 2, 1}));
+  return (q * scales).reshape(with({cols}));
+}
+
 }  // namespace
 
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype) {
@@ -205,6 +256,10 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
     Tensor t = g.parameter(name + suffix, scale_shape, a.dtype());
     return (a.dtype() == DType::F32 ? t : t.cast(DType::F32)).reshape(per_block);
   };
+  if (w.format == WeightFormat::Q6_K) {
+    Tensor out = six_bit_dequantize(g, name, w, lead);
+    return dtype == DType::F32 ? out : out.cast(dtype);
+  }
   if (w.packed_half > 0) {
     Tensor out = packed_dequantize(g, name, w, lead, [&](const std::string& suffix, const Array& a) {
       Tensor t = g.parameter(name + suffix, scale_shape, a.dtype());
@@ -217,7 +272,6 @@ Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DTyp
   switch (w.format) {
     case WeightFormat::Q8_0:
     case WeightFormat::Q5_0:  // unpacked to i8 q - 16 at load
-    case WeightFormat::Q6_K:  // unpacked to i8 q - 32 at load
       values = g.parameter(name + ".q", flat_shape, DType::I8).cast(DType::F32).reshape(block_shape);
       break;
     case WeightFormat::Q5_1:  // unpacked to u8 at load

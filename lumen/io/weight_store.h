@@ -33,7 +33,13 @@ enum class WeightFormat {
   // k-quants (ggml_kquants.h), sub-block scales decoded at load to f32:
   Q4_K,  // the file's nibbles [.., K/2], f32 scales and mins [.., K/32]: x = q * d + m (Q4_1's form)
   Q5_K,  // as Q4_K with five-bit quants
-  Q6_K,  // i8 q - 32 [.., K], f32 scales [.., K/16]: x = q * d (Q8_0's form on blocks of 16)
+  // Q6_K: six-bit quants q, x = (q - 32) * d with an f32 scale d per 16 elements, kept as the file packs
+  // them with each row's bytes regrouped by quarter (ggml_kquants.h split_q6_k): the row's elements
+  // 128 G + 32 c + l (G < K/128, quarter c < 4, l < 32) are quarter c's element m = 32 G + l, whose
+  // low four bits are nibble c / 2 of byte (c % 2) K/4 + m of `data` [.., K/2], whose high two bits
+  // are bits 2c, 2c + 1 of byte m of `high` [.., K/4], and whose scale is c K/64 + m / 16 of
+  // `scales` [.., K/16]. A quarter is then a plain run of bytes (the int8 dot products' chains).
+  Q6_K,
 };
 
 struct StoredWeight {
@@ -49,6 +55,7 @@ struct StoredWeight {
   // low nibble and element packed_half + j in its high one (Q4_0, Q4_1: 16;
   // Q4_K: 32). 0: a byte a quant. Kernels read a byte for two weights.
   int64_t packed_half = 0;
+  Array high;                  // Q6_K: the quants' high bit pairs, four a byte [.., K/4]; else undefined
 };
 
 class WeightStore : public nn::ParameterSource {
@@ -77,8 +84,8 @@ class WeightStore : public nn::ParameterSource {
 };
 
 // The dequantized weight, as a graph expression over its packed inputs
-// `name`.q (i8 or u8; two nibbles a byte where packed_half > 0), `name`.scales
-// and, for the formats with mins, `name`.mins:
+// `name`.q (i8 or u8; two nibbles a byte where packed_half > 0 and for Q6_K),
+// `name`.scales, for the formats with mins `name`.mins, and for Q6_K `name`.qh:
 // element [.., k] is as WeightFormat states, with d = scale[.., k / block].
 Tensor dequantize(Graph& g, const std::string& name, const StoredWeight& w, DType dtype);
 

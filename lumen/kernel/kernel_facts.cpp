@@ -8,6 +8,8 @@
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/linear_form.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/affine_range.h"
+#include "lumen/kernel/known_region.h"
 #include "lumen/kernel/lower.h"
 
 // kernel_facts (schedule_space.h): what the schedule space needs to know about one kernel, read off its plain lowering.
@@ -74,6 +76,25 @@ Expr without_clamps(const Expr& index) {
   }
 }
 
+// `index` where `valid` holds: each loop variable whose range the condition
+// cuts below its loop's extent (r < past of a concatenation's first part) is
+// seen over that range, so a coordinate read through a dynamic shape
+// (r % past, (64 r + i) / (64 past)) is the variable itself, as it is in the
+// split loops the kernel runs.
+Expr narrowed_by(const Expr& index, const Expr& valid, const std::map<std::string, Expr>& extents) {
+  if (!valid.defined() || valid.is_const()) return index;
+  Expr predicate = as_predicate(valid);
+  VarMap at;
+  for (const Expr& var : expr_vars(index)) {
+    auto it = extents.find(var.name());
+    VarRange r = range_of(predicate, var);
+    if (it == extents.end() || !r.hi.defined() || (r.lo.defined() && !r.lo.is_const(0))) continue;
+    if (simplify(r.hi - it->second).is_const(0)) continue;
+    at.emplace(var, Expr::index(var.name(), r.hi));
+  }
+  return at.empty() ? index : simplify(substitute(index, at));
+}
+
 // For each loop variable, the coefficients it has in load indices (over aligned
 // vectors of `lanes`, where the index is not linear in it).
 std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_t lanes) {
@@ -83,7 +104,7 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
       k, [&](const Stmt& loop) { extents[loop.var.name()] = loop.extent; },
       [&](const ValueNode& load) {
         if (load.valid.defined() && load.valid.is_const(0)) return;  // in a branch that reads nothing (padding)
-        Expr index = without_clamps(load.index);
+        Expr index = narrowed_by(without_clamps(load.index), load.valid, extents);
         auto form = LinearForm::of(index);
         if (!form) return;
         for (const auto& [term, c] : form->terms) {

@@ -27,6 +27,7 @@ io::StoredWeight rows_of(const io::StoredWeight& w, int64_t begin, int64_t end) 
   part.data = rows_of(w.data, begin, end);
   part.scales = rows_of(w.scales, begin, end);
   part.mins = rows_of(w.mins, begin, end);
+  part.high = rows_of(w.high, begin, end);
   return part;
 }
 

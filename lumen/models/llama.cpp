@@ -198,12 +198,15 @@ Tensor Llama::step(const Tensor& tokens, const Expr& past, int64_t capacity, std
             "llama: the KV cache holds " + std::to_string(capacity) + " positions; past + seq exceeds it (reset or raise the capacity)");
   Shape cache_shape{batch, Expr(config.kv_heads), Expr(capacity), Expr(config.head_dim)};
   Attend attend = [&](int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v) {
-    Tensor k_cache = g.state(cache_name(layer, true), cache_shape);
-    Tensor v_cache = g.state(cache_name(layer, false), cache_shape);
-    Tensor keys = ops::concat({k_cache.slice(2, Expr(0), past), k}, 2);
-    Tensor values = ops::concat({v_cache.slice(2, Expr(0), past), v}, 2);
-    g.assign(k_cache.slice(2, past, simplify(past + seq)), k);
-    g.assign(v_cache.slice(2, past, simplify(past + seq)), v);
+    // A half-precision cache holds the values rounded as they are stored and is read back widened.
+    Tensor k_cache = g.state(cache_name(layer, true), cache_shape, cache_dtype);
+    Tensor v_cache = g.state(cache_name(layer, false), cache_shape, cache_dtype);
+    auto wide = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : t.cast(DType::F32); };
+    auto narrow = [&](const Tensor& t) { return t.dtype() == cache_dtype ? t : t.cast(cache_dtype); };
+    Tensor keys = ops::concat({wide(k_cache.slice(2, Expr(0), past)), k}, 2);
+    Tensor values = ops::concat({wide(v_cache.slice(2, Expr(0), past)), v}, 2);
+    g.assign(k_cache.slice(2, past, simplify(past + seq)), narrow(k));
+    g.assign(v_cache.slice(2, past, simplify(past + seq)), narrow(v));
     // query i (at position past + i) sees keys j <= past + i (and > past + i - window)
     Shape s{seq, simplify(past + seq)};
     Expr key = loop_index(s, 1), query = loop_index(s, 0) + past;

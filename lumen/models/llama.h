@@ -59,6 +59,9 @@ class Llama : public nn::Module {
   static std::string cache_name(int64_t layer, bool keys);
 
   LlamaConfig config;
+  // The KV cache's storage dtype in step(): f32, or f16 / bf16 (halves the
+  // bytes attention reads per token; llama.cpp's default is f16).
+  DType cache_dtype = DType::F32;
   nn::Embedding embed_tokens;
   std::vector<nn::TransformerBlock> layers;
   nn::RMSNorm norm;

@@ -41,6 +41,25 @@ std::vector<std::string> check_unused_llama_weights(const LlamaConfig& c, const 
   return unused;
 }
 
+namespace {
+
+bool quantized_weights(const io::WeightStore& w) {
+  for (const std::string& name : w.names()) {
+    if (w.weight(name).format != io::WeightFormat::Plain) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<DType> kv_cache_named(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  if (name == "f32") return DType::F32;
+  if (name == "f16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  fail("llama: KV cache '", name, "': expected auto, f32, f16 or bf16");
+}
+
 const char* stop_reason_name(StopReason r) {
   switch (r) {
     case StopReason::Length: return "length";
@@ -57,6 +76,10 @@ LlamaRunner::LlamaRunner(const LlamaConfig& config, std::shared_ptr<io::WeightSt
   if (!weights_) fail("llama: no weights");
   check_tied_head(config_, *weights_);
   capacity_ = options.capacity > 0 ? options.capacity : std::min<int64_t>(config_.max_position, 2048);
+  kv_cache_ = options.kv_cache ? *options.kv_cache : quantized_weights(*weights_) ? DType::F16 : DType::F32;
+  if (kv_cache_ != DType::F32 && kv_cache_ != DType::F16 && kv_cache_ != DType::BF16) {
+    fail("llama: a KV cache of ", dtype_name(kv_cache_), " is not supported (f32, f16 or bf16)");
+  }
   double budget = options.compile.search_budget_s;
   // Decode runs once per generated token: it gets most of the search time.
   decode_ = build(1, true, budget * 0.6);
@@ -71,6 +94,7 @@ std::unique_ptr<Program> LlamaRunner::build(std::optional<int64_t> seq, bool las
   {
     nn::ScopedParameterSource source(*weights_);
     Llama model(g, config_);
+    model.cache_dtype = kv_cache_;
     Expr s = seq ? Expr(*seq) : Expr(kSeqBlock) * g.dim("seq_blocks");
     Tensor tokens = g.input("tokens", {Expr(1), s}, DType::I32);
     std::optional<Expr> at;
@@ -182,8 +206,17 @@ void LlamaRunner::reset() {
   decode_->reset_state();  // the programs share the buffers
 }
 
+int64_t LlamaRunner::kv_cache_bytes() const {
+  int64_t total = 0;
+  for (int64_t layer = 0; layer < config_.layers; ++layer) {
+    for (bool keys : {true, false}) total += static_cast<int64_t>(decode_->state(Llama::cache_name(layer, keys)).nbytes());
+  }
+  return total;
+}
+
 std::string LlamaRunner::report() const {
-  std::string r = "decode program:\n" + decode_->report() + "\nprefill program:\n" + prefill_->report();
+  std::string r = "KV cache: " + std::string(dtype_name(kv_cache_)) + ", " + std::to_string(capacity_) + " positions\n";
+  r += "decode program:\n" + decode_->report() + "\nprefill program:\n" + prefill_->report();
   if (prefill_start_) r += "\nprefill-from-the-start program:\n" + prefill_start_->report();
   return r;
 }

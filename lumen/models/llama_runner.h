@@ -30,7 +30,14 @@ struct LlamaRunnerOptions {
   // Every weight the model does not read is an error naming it (see
   // unused_weights.h); off only where the model is cut on purpose (fewer layers).
   bool refuse_unused_weights = true;
+  // The KV cache's dtype (f32, f16 or bf16). Unset: f16 when the weights are
+  // block-quantized (GGUF Q8_0, Q4_K, ...: llama.cpp's default cache), else f32.
+  // (DistLlamaRunner keeps an f32 cache.)
+  std::optional<DType> kv_cache;
 };
+
+// A KV-cache dtype by name: "auto" (nothing: the default above), "f32", "f16" or "bf16".
+std::optional<DType> kv_cache_named(const std::string& name);
 
 // Why generation stopped.
 enum class StopReason {
@@ -81,6 +88,8 @@ class LlamaRunner {
   const std::vector<std::string>& unused_weights() const { return unused_weights_; }
   int64_t position() const { return past_; }
   int64_t capacity() const { return capacity_; }
+  DType kv_cache_dtype() const { return kv_cache_; }
+  int64_t kv_cache_bytes() const;  // the key and value caches' state buffers, as allocated
   const LlamaConfig& config() const { return config_; }
   double compile_seconds() const { return compile_seconds_; }
   int64_t weight_bytes() const { return weights_->stored_bytes(); }  // as held in memory (quantized stays quantized)
@@ -106,6 +115,7 @@ class LlamaRunner {
   std::shared_ptr<io::WeightStore> weights_;
   LlamaRunnerOptions options_;
   int64_t capacity_ = 0;
+  DType kv_cache_ = DType::F32;
   int64_t past_ = 0;
   // The last token generate() sampled: not yet in the cache (a continued
   // generate feeds it first); -1: none.

@@ -28,9 +28,11 @@ CompileOptions::Int8Dot int8_dot_named(const std::string& name) {
 
 std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
                                                 double budget_s, bool tuning_cache, const std::string& cache_path,
-                                                const std::string& precision = "fp32", const std::string& int8_dot = "off") {
+                                                const std::string& precision = "fp32", const std::string& int8_dot = "off",
+                                                const std::string& kv_cache = "auto") {
   namespace fs = std::filesystem;
   models::LlamaRunnerOptions o;
+  o.kv_cache = models::kv_cache_named(kv_cache);
   o.compile.int8_dot = int8_dot_named(int8_dot);
   o.capacity = capacity;
   o.compile.precision = passes::precision_named(precision);
@@ -97,16 +99,21 @@ void bind_models(nb::module_& m) {
       .def("__init__",
            [](models::LlamaRunner* self, const std::string& path, int64_t capacity, const std::string& backend,
               double budget_s, bool tuning_cache, const std::string& cache_path, const std::string& precision,
-              const std::string& int8_dot) {
-             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision, int8_dot);
+              const std::string& int8_dot, const std::string& kv_cache) {
+             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision, int8_dot, kv_cache);
              new (self) models::LlamaRunner(std::move(*r));
            },
            nb::arg("path"), nb::arg("capacity") = 0, nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,
            nb::arg("tuning_cache") = true, nb::arg("cache_path") = "", nb::arg("precision") = "fp32",
-           nb::arg("int8_dot") = "off",
+           nb::arg("int8_dot") = "off", nb::arg("kv_cache") = "auto",
            "precision: \"fp32\", \"bf16\" or \"fp16\" (matmuls take operands rounded to it, accumulated in fp32). "
            "int8_dot: integer dot products for quantized weights (decode): 'off' (the default), 'auto' (a candidate "
-           "the graph search measures when budget_s > 0) or 'on'. LUMEN_INT8_DOT overrides it.")
+           "the graph search measures when budget_s > 0) or 'on'. LUMEN_INT8_DOT overrides it. "
+           "kv_cache: the KV cache's dtype, 'auto' (f16 for block-quantized GGUF weights as in llama.cpp, else f32), "
+           "'f32', 'f16' or 'bf16'.")
+      .def_prop_ro("kv_cache", [](const models::LlamaRunner& r) { return std::string(dtype_name(r.kv_cache_dtype())); },
+                   "The KV cache's dtype: 'f32', 'f16' or 'bf16'.")
+      .def_prop_ro("kv_cache_bytes", &models::LlamaRunner::kv_cache_bytes, "Bytes the key and value caches occupy.")
       .def("forward",
            [](models::LlamaRunner& r, const std::vector<int32_t>& tokens) {
              std::vector<float> logits;

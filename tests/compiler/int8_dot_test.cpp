@@ -39,15 +39,18 @@ StoredWeight random_weight(WeightFormat format, int64_t n, int64_t k, uint32_t s
   StoredWeight w;
   w.format = format;
   w.shape = {n, k};
-  const bool q6 = format == WeightFormat::Q6_K;  // i8 q - 32, a scale every 16 (as the GGUF reader unpacks it)
+  // Q6_K: low nibbles [n, k/2] and bit pairs [n, k/4] by quarter (WeightFormat::Q6_K), a scale every 16.
+  const bool q6 = format == WeightFormat::Q6_K;
   w.block = q6 ? 16 : 32;
   const bool nibbles = format == WeightFormat::Q4_0 || format == WeightFormat::Q4_1 || format == WeightFormat::Q4_K;
   const bool k_quant = format == WeightFormat::Q4_K;
   w.packed_half = nibbles ? (k_quant ? 32 : 16) : 0;
-  DType qtype = format == WeightFormat::Q8_0 || q6 ? DType::I8 : DType::U8;
-  w.data = Array(qtype, {n, nibbles ? k / 2 : k});
-  for (int64_t i = 0; i < w.data.numel(); ++i) {
-    w.data.set(i, q6 ? static_cast<int>(rng() % 64) - 32 : qtype == DType::I8 ? static_cast<int>(rng() % 255) - 127 : rng() % 256);
+  DType qtype = format == WeightFormat::Q8_0 ? DType::I8 : DType::U8;
+  w.data = Array(qtype, {n, nibbles || q6 ? k / 2 : k});
+  for (int64_t i = 0; i < w.data.numel(); ++i) w.data.set(i, qtype == DType::I8 ? static_cast<int>(rng() % 255) - 127 : rng() % 256);
+  if (q6) {
+    w.high = Array(DType::U8, {n, k / 4});
+    for (int64_t i = 0; i < w.high.numel(); ++i) w.high.set(i, rng() % 256);
   }
   DType stype = k_quant || q6 ? DType::F32 : DType::F16;
   w.scales = Array(stype, {n, k / w.block});
@@ -77,6 +80,7 @@ std::unique_ptr<Linear> quantized_linear(const StoredWeight& w, int64_t rows, ui
   l->inputs["blk.w.q"] = w.data;
   l->inputs["blk.w.scales"] = w.scales;
   if (w.mins.defined()) l->inputs["blk.w.mins"] = w.mins;
+  if (w.high.defined()) l->inputs["blk.w.qh"] = w.high;
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Array xa(DType::F32, {rows, k});
@@ -125,10 +129,16 @@ std::vector<double> reference_int8(const StoredWeight& w, const Array& x, int64_
     for (int64_t row = 0; row < n; ++row) {
       double acc = 0;
       for (int64_t b = 0; b < k / per_scale; ++b) {
-        int64_t dot = 0, sum = 0;
+        int64_t dot = 0, sum = 0, scale_at = row * scale_blocks + b;
         for (int64_t j = 0; j < per_scale; ++j) {
           int64_t col = b * per_scale + j, wq;
-          if (w.packed_half > 0) {
+          if (w.format == WeightFormat::Q6_K) {  // quarter c's element m (its 16-element block: one scale)
+            int64_t c = (col % 128) / 32, mm = (col / 128) * 32 + col % 32, quarter = k / 4;
+            auto low = static_cast<int64_t>(w.data.get(row * (k / 2) + (c % 2) * quarter + mm));
+            auto pair = static_cast<int64_t>(w.high.get(row * quarter + mm));
+            wq = ((c < 2 ? low & 15 : low >> 4) | (((pair >> (2 * c)) & 3) << 4)) - 32;
+            scale_at = row * scale_blocks + c * (k / 64) + mm / 16;
+          } else if (w.packed_half > 0) {
             int64_t half = w.packed_half, group = col / (2 * half), jj = col % half;
             auto byte = static_cast<int64_t>(w.data.get(row * (k / 2) + group * half + jj));
             wq = (col / half) % 2 ? byte >> 4 : byte & 15;
@@ -140,7 +150,7 @@ std::vector<double> reference_int8(const StoredWeight& w, const Array& x, int64_
           sum += q[static_cast<size_t>(col)];
         }
         const double dx = d[static_cast<size_t>(b * per_scale / 32)];
-        acc += scale(w.scales, row * scale_blocks + b) * dx * static_cast<double>(dot);
+        acc += scale(w.scales, scale_at) * dx * static_cast<double>(dot);
         if (w.mins.defined()) acc += scale(w.mins, row * blocks + b) * dx * static_cast<double>(sum);
       }
       out[static_cast<size_t>(m * n + row)] = acc;
@@ -182,18 +192,22 @@ class Int8Dot : public ::testing::TestWithParam<Case> {};
 // n rows of weights: 37 (odd: a last row tile that overhangs; lanes along k) or 128 (SIMD lanes
 // along the rows, stored 64 interleaved).
 void check_int8_dot(const Case& c, int64_t n) {
-  const int64_t k = std::getenv("INT8_K") ? std::atoll(std::getenv("INT8_K")) : 192;
+  const bool q6 = c.format == WeightFormat::Q6_K;  // its quarters need rows of a multiple of 128
+  const int64_t k = std::getenv("INT8_K") ? std::atoll(std::getenv("INT8_K")) : q6 ? 256 : 192;
   const int64_t rows = std::getenv("INT8_ROWS") ? std::atoll(std::getenv("INT8_ROWS")) : 3;
   SCOPED_TRACE(std::to_string(n) + " rows of weights");
   StoredWeight w = random_weight(c.format, n, k, 7);
   auto l = quantized_linear(w, rows, 11);
   compiler::Int8DotRewrite r = compiler::int8_dot_products(l->g, outputs_of(l->g));
+
   ASSERT_EQ(r.rewritten.size(), 1u) << (r.refused.empty() ? "" : r.refused[0]);
   EXPECT_EQ(r.rewritten[0], std::string("blk.w (") + c.form + ")");
 
   // The interpreter on the rewritten graph computes llama.cpp's int8 arithmetic (with lanes along
   // the rows, 64 of them interleaved, f32 scales kept as f16: a relative error of 2^-12 at most each).
-  std::vector<double> want = reference_int8(w, l->inputs.at("x"), rows, n % 64 == 0);
+  // (Q6_K: rows always interleaved, padded to 64.)
+  const bool row_lanes = n % 64 == 0 || q6;
+  std::vector<double> want = reference_int8(w, l->inputs.at("x"), rows, row_lanes);
   Array int8_ref = interp::Interpreter(r.graph).run(l->inputs, r.outputs).at(0);
   EXPECT_LT(max_relative(want, int8_ref), 1e-5);
 
@@ -212,7 +226,7 @@ void check_int8_dot(const Case& c, int64_t n) {
   for (const backend::Scratch& sb : compiled.program.scratch) {
     kept = kept || std::count(sb.kept_inputs.begin(), sb.kept_inputs.end(), std::string("blk.w.q")) > 0;
   }
-  EXPECT_EQ(kept, n % 64 == 0);
+  EXPECT_EQ(kept, row_lanes);
   Program p(std::make_shared<const Graph>(r.graph), {{"y", r.outputs[0]}},
             std::make_unique<CompiledExecutor>(std::move(compiled.program)));
   for (const auto& [name, a] : l->inputs) p.set(name, a);
@@ -224,6 +238,7 @@ void check_int8_dot(const Case& c, int64_t n) {
   inputs2["blk.w.q"] = w2.data;
   inputs2["blk.w.scales"] = w2.scales;
   if (w2.mins.defined()) inputs2["blk.w.mins"] = w2.mins;
+  if (w2.high.defined()) inputs2["blk.w.qh"] = w2.high;
   for (const auto& [name, a] : inputs2) {
     if (name != "x") p.set(name, a);
   }

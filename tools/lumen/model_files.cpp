@@ -28,6 +28,8 @@ void CommonOptions::add_to(CLI::App* cmd, bool needs_model) {
   cmd->add_option("--precision", precision, "fp32, bf16 or fp16: matmuls take operands rounded to it, accumulated in fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--capacity", capacity, "KV-cache positions for decoders (default: min(context, 2048))");
+  cmd->add_option("--kv-cache", kv_cache, "The KV cache's dtype: auto (f16 for quantized weights, else f32), f32, f16 or bf16")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
 }
 
 CompileOptions CommonOptions::compile() const {
@@ -104,6 +106,7 @@ Decoder open_decoder(const CommonOptions& o, int64_t layers_override, bool compi
   DecoderFiles f = load_decoder_files(o.model, layers_override);
   models::LlamaRunnerOptions ro;
   ro.capacity = o.capacity;
+  ro.kv_cache = models::kv_cache_named(o.kv_cache);
   ro.compile = o.compile();
   ro.refuse_unused_weights = f.refuse_unused_weights;
   Decoder d;

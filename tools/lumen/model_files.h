@@ -25,6 +25,7 @@ struct CommonOptions {
   std::string backend = "cpu";
   bool no_tuning_cache = false;
   int64_t capacity = 0;
+  std::string kv_cache = "auto";  // --kv-cache: auto, f32, f16 or bf16 (LlamaRunnerOptions::kv_cache)
   bool progress = false;
   std::string precision = "fp32";  // --precision: fp32, bf16 or fp16 (lumen/passes/precision.h)
 

@@ -6,7 +6,9 @@
 //    at lane stride 4, for t = 0..3 (u: an unsigned byte, a low or high
 //    nibble, or a signed byte plus 128; B: a signed byte), is one vpdpbusd
 //    per group of four terms: lane l takes bytes 4l..4l+3 of 64 contiguous
-//    bytes of each operand (exact integer multiply-adds without VNNI); B may
+//    bytes of each operand (exact integer multiply-adds without VNNI); u may
+//    also be a six-bit quant, a nibble of A plus 16 times bit pair c of the
+//    same bytes of a second array (Q6_K: nibble | pair << 4); B may
 //    also be the same four bytes for every lane (B[t]: lanes along the
 //    weight's rows, which are stored 64 rows interleaved);
 //  - a load whose index advances by one every c lanes (c = 2, 4, 8: a quant
@@ -14,6 +16,7 @@
 //    spreads them.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "lumen/backend/cpu/writer.h"
 #include "lumen/core/expr_eval.h"
@@ -27,12 +30,20 @@ namespace {
 
 enum class ByteForm { Raw, Low, High, Flip, Ones };  // Ones: no load, bytes of 1 (a sum of the signed bytes alone)
 
+// Bit pair `pair` of the bytes of `buffer` at `base` (the index at lane 0), added as bits 4 and 5.
+struct PairRead {
+  int buffer = -1;
+  Expr base;
+  int pair = 0;
+};
+
 struct ByteRead {
   int buffer = -1;
   Expr base;  // the index at lane 0
   ByteForm form = ByteForm::Raw;
   Expr valid;  // where the lane reads (1: everywhere; else a mask of the lane: a vector's tail past the end)
   bool broadcast = false;  // every lane reads the same four bytes (lane stride 0: the activation when lanes are rows)
+  std::optional<PairRead> pairs;  // a nibble's two high bits (six-bit quants)
 };
 
 bool is_number(const Value& v, double x) { return v->kind == ValueKind::Number && v->number == x; }
@@ -124,8 +135,47 @@ std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo,
   return byte_load(v->args[0], dtype, combo, subst, broadcast);
 }
 
+// Bit pair c of bytes as int8_dot's bit_pair writes it: i32(b) % 4, i32(f32(b) · 4^-c) % 4, or
+// i32(f32(b) / 64) (c = 3).
+std::optional<std::pair<ByteRead, int>> bit_pair(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
+  const bool mod4 = v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 4);
+  const Value& inner = mod4 ? v->args[0] : v;
+  if (mod4) {
+    if (auto r = widened(inner, DType::U8, combo, subst)) return std::pair{*r, 0};
+  }
+  if (inner->kind != ValueKind::Cast || inner->dtype != DType::I32) return std::nullopt;
+  const Value& m = inner->args[0];
+  if (m->kind != ValueKind::Binary || m->op != Op::Mul || m->dtype != DType::F32) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    const Value& c = m->args[static_cast<size_t>(i)];
+    const Value& x = m->args[static_cast<size_t>(1 - i)];
+    if (c->kind != ValueKind::Cast || c->dtype != DType::F32 || x->kind != ValueKind::Number) continue;
+    for (int pair = 1; pair <= 3; ++pair) {
+      if (x->number != std::ldexp(1.0, -2 * pair) || (pair < 3 && !mod4)) continue;
+      if (auto r = byte_load(c->args[0], DType::U8, combo, subst)) return std::pair{*r, pair};
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ByteRead> unsigned_byte(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
   if (auto r = widened(v, DType::U8, combo, subst)) return r;
+  // A six-bit quant: a nibble + 16 · a bit pair of other bytes, both read under one condition.
+  if (v->kind == ValueKind::Binary && v->op == Op::Add && v->dtype == DType::I32) {
+    for (int i = 0; i < 2; ++i) {
+      const Value& t = v->args[static_cast<size_t>(1 - i)];
+      if (t->kind != ValueKind::Binary || t->op != Op::Mul || t->dtype != DType::I32) continue;
+      for (int j = 0; j < 2; ++j) {
+        if (!is_number(t->args[static_cast<size_t>(1 - j)], 16)) continue;
+        auto pair = bit_pair(t->args[static_cast<size_t>(j)], combo, subst);
+        auto nibble = pair ? unsigned_byte(v->args[static_cast<size_t>(i)], combo, subst) : std::nullopt;
+        if (!nibble || (nibble->form != ByteForm::Low && nibble->form != ByteForm::High) || nibble->pairs) continue;
+        if (!(nibble->valid == pair->first.valid)) continue;
+        nibble->pairs = PairRead{pair->first.buffer, pair->first.base, pair->second};
+        return nibble;
+      }
+    }
+  }
   if (v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 16)) {
     if (auto r = widened(v->args[0], DType::U8, combo, subst)) return ByteRead{r->buffer, r->base, ByteForm::Low, r->valid};
   }
@@ -194,8 +244,11 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
     bool placed = false;
     for (Group& g : groups) {
       if (g.u.buffer != p->u.buffer || g.u.form != p->u.form || g.s.buffer != p->s.buffer || g.s.broadcast != p->s.broadcast) continue;
+      if (g.u.pairs.has_value() != p->u.pairs.has_value()) continue;
+      if (g.u.pairs && (g.u.pairs->buffer != p->u.pairs->buffer || g.u.pairs->pair != p->u.pairs->pair)) continue;
       Expr ds = simplify(p->s.base - g.s.base), du = p->u.form == ByteForm::Ones ? ds : simplify(p->u.base - g.u.base);
       if (!du.is_const() || !(du == ds) || std::abs(du.value()) > 3) continue;
+      if (g.u.pairs && !(simplify(p->u.pairs->base - g.u.pairs->base) == du)) continue;
       // One mask for the group's four terms: each must read under the same condition.
       if (!(p->u.valid == g.u.valid) || !(p->s.valid == g.s.valid)) return std::nullopt;
       g.offsets.push_back(du.value());
@@ -238,18 +291,23 @@ std::optional<Reg> KernelWriter::byte_dot(const Value& v, const Combo& combo, co
   size_t mask_at = 0;
   for (const Group& g : groups) {
     int64_t first = *std::min_element(g.offsets.begin(), g.offsets.end());
-    auto load = [&](const ByteRead& r) {
-      const std::string& mask = masks[mask_at++];
-      std::string at = "b" + std::to_string(r.buffer) + " + " + printer_.print(simplify(r.base + first));
-      if (r.broadcast) return "lumen_splat_bytes4(" + at + ")";
+    auto load_at = [&](int buffer, const Expr& base, bool broadcast, const std::string& mask) {
+      std::string at = "b" + std::to_string(buffer) + " + " + printer_.print(simplify(base + first));
+      if (broadcast) return "lumen_splat_bytes4(" + at + ")";
       return mask.empty() ? "lumen_load_bytes(" + at + ")" : "lumen_maskload_i32((const int32_t*)(" + at + "), " + mask + ")";
     };
+    auto load = [&](const ByteRead& r) { return load_at(r.buffer, r.base, r.broadcast, masks[mask_at++]); };
+    const std::string& u_mask = masks[mask_at];
     std::string u = g.u.form == ByteForm::Ones ? (mask_at++, std::string("lumen_splat_i32(0x01010101)")) : load(g.u);
     switch (g.u.form) {
       case ByteForm::Low: u = "lumen_nibbles_low(" + u + ")"; break;
       case ByteForm::High: u = "lumen_nibbles_high(" + u + ")"; break;
       case ByteForm::Flip: u = "lumen_bytes_flip_sign(" + u + ")"; break;
       default: break;
+    }
+    if (g.u.pairs) {  // the same lanes' bytes of the bit pairs, under the nibbles' mask
+      u = "(" + u + " | lumen_bit_pairs_high<" + std::to_string(g.u.pairs->pair) + ">(" +
+          load_at(g.u.pairs->buffer, g.u.pairs->base, false, u_mask) + "))";
     }
     Reg ur = emit("lumen_i32v", u, true, DType::I32, pad);
     Reg sr = emit("lumen_i32v", load(g.s), true, DType::I32, pad);

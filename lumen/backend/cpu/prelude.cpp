@@ -374,6 +374,14 @@ typedef uint32_t lumen_u32v __attribute__((vector_size(BYTES)));
 inline lumen_i32v lumen_nibbles_low(lumen_i32v b) { return b & 0x0f0f0f0f; }
 inline lumen_i32v lumen_nibbles_high(lumen_i32v b) { return (lumen_i32v)(((lumen_u32v)b >> 4) & 0x0f0f0f0fu); }
 inline lumen_i32v lumen_bytes_flip_sign(lumen_i32v b) { return b ^ (int32_t)0x80808080u; }  // i8 q -> u8 q + 128
+// Bit pair C (bits 2C, 2C + 1) of each byte, moved to bits 4 and 5 (a Q6_K quant's top bits).
+template <int C>
+inline lumen_i32v lumen_bit_pairs_high(lumen_i32v b) {
+  lumen_u32v u = (lumen_u32v)b;
+  if constexpr (C <= 2) u = u << (4 - 2 * C);
+  else u = u >> (2 * C - 4);
+  return (lumen_i32v)(u & 0x30303030u);
+}
 // acc + in each i32 lane, the sum of the four products of its bytes of u
 // (unsigned) and s (signed): vpdpbusd with AVX512-VNNI, exact 16-bit
 // multiply-adds (vpmaddwd) without it (vpmaddubsw would saturate).
