@@ -183,8 +183,7 @@ Tensor packed_dequantize(Graph& g, const std::string& name, const StoredWeight& 
 // Q6_K (WeightFormat::Q6_K), as f32 [.., K]. Row element 128 G + 32 c + 16 j + i (quarter c = 2h + s)
 // is computed at [.., G, h, s, j, i] — the row's own order, so a product reads the result as a plain
 // [N, K] — from nibble h of low byte s K/4 + 32 G + 16 j + i and bit pair c of pair byte 32 G + 16 j + i,
-// views of the parameters. Bits are taken with integer ops and exact float scalings: the low nibble
-// q % 16, the high one (q - q % 16) / 16, bit pair c floor(b / 4^c) % 4.
+// views of the parameters.
 Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight& w, const Shape& lead) {
   const int64_t cols = w.shape.back(), quarter = cols / 4, groups = cols / 128;
   if (cols % 128 != 0 || w.block != 16 || !w.high.defined()) {
@@ -206,20 +205,20 @@ Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight&
   Tensor s = g.iota(loop_index(s_shape, static_cast<size_t>(at + 2)), s_shape, DType::I32).cast(DType::F32);
   std::vector<int> swap = order;
   swap.insert(swap.end(), {at + 1, at, at + 2});
+  // floor(b · 16^-h) % 16 and floor(b · 4^-c) % 4 with 4^c = (1 + 3s)(1 + 15h): powers of two, so the
+  // scalings are exact, and every factor is non-negative, so the remainders are masks in SIMD lanes.
+  Tensor per_h = h.mul(h.scalar(15)).add(h.scalar(1));
+  Tensor per_s = s.mul(s.scalar(3)).add(s.scalar(1));
   Tensor low = g.parameter(name + ".q", with({cols / 2}), DType::U8)
                    .reshape(with({2, groups, 32}))
                    .permute(swap)
                    .reshape(with({groups, 1, 2, 2, 16}))
-                   .cast(DType::I32);
-  Tensor low_nibble = low.mod(low.scalar(16));
-  Tensor high_nibble = low.add(low_nibble.mul(low.scalar(-1))).cast(DType::F32).mul(h.scalar(1.0 / 16));
-  Tensor lo = low_nibble.cast(DType::F32);
-  Tensor nibble = lo.add(h.mul(high_nibble.add(lo.mul(lo.scalar(-1)))));  // h = 0: the low nibble, 1: the high one
+                   .cast(DType::F32);
+  Tensor shifted_low = low.mul(per_h.recip()).cast(DType::I32);
+  Tensor nibble = shifted_low.mod(shifted_low.scalar(16)).cast(DType::F32);  // nibble h
   Tensor pairs = g.parameter(name + ".qh", with({quarter}), DType::U8).reshape(with({groups, 1, 1, 2, 16})).cast(DType::F32);
-  // 4^-c = (1 or 1/4 by s) · (1 or 1/16 by h)
-  Tensor factor = s.scalar(1).add(s.mul(s.scalar(-0.75))).mul(h.scalar(1).add(h.mul(h.scalar(-15.0 / 16))));
-  Tensor shifted = pairs.mul(factor).cast(DType::I32);  // floor(b / 4^c): exact (a power of two, b < 256)
-  Tensor pair = shifted.mod(shifted.scalar(4)).cast(DType::F32);
+  Tensor shifted = pairs.mul(per_s.mul(per_h).recip()).cast(DType::I32);
+  Tensor pair = shifted.mod(shifted.scalar(4)).cast(DType::F32);  // bit pair c
   Tensor q = nibble.add(pair.mul(pair.scalar(16))).add(pair.scalar(-32));  // [.., G, 2, 2, 2, 16]
   Tensor scales = g.parameter(name + ".scales", with({cols / 16}), w.scales.dtype());
   if (w.scales.dtype() != DType::F32) scales = scales.cast(DType::F32);

@@ -119,6 +119,26 @@ TEST(CpuValueWriter, ModuloByAPowerOfTwoIsBitwiseInLanesAndExact) {
   for (size_t i = 0; i < small.size(); ++i) EXPECT_EQ(out[i], static_cast<float>(static_cast<int>(small[i]) % 16)) << i;
 }
 
+// A float whose bounds are known from its parts (a byte scaled by a positive factor: a packed quant's
+// high bits, floor(b / 16)) converts to i32 as it is, without lumen_f2iv's saturation and NaN checks,
+// and its remainder is a mask; an unbounded float still saturates (above: 3e9 -> INT32_MAX).
+TEST(CpuValueWriter, BoundedFloatsConvertWithoutSaturation) {
+  std::string source;
+  std::vector<float> in(64);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 53 + 7) % 256);
+  auto f = [](const Tensor& x) {
+    Tensor shifted = x.cast(DType::U8).cast(DType::F32).mul(x.scalar(1.0 / 16)).cast(DType::I32);
+    return shifted.mod(shifted.scalar(4)).cast(DType::F32);  // bits 4 and 5
+  };
+  std::vector<float> out = run(f, in, &source);
+  EXPECT_EQ(source.find("= lumen_f2iv("), std::string::npos) << source;  // (the prelude defines it)
+  EXPECT_NE(source.find("& 3"), std::string::npos) << source;
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], static_cast<float>((static_cast<int>(in[i]) >> 4) & 3)) << i;
+  auto unbounded = [](const Tensor& x) { return x.mul(x.scalar(1.0 / 16)).cast(DType::I32).cast(DType::F32); };
+  run(unbounded, in, &source);
+  EXPECT_NE(source.find("= lumen_f2iv("), std::string::npos) << source;
+}
+
 // f32 rounded to bf16 / f16 (the precision pass's operands) in SIMD lanes:
 // the same bits as the scalar rounding (round to nearest even, ties, NaN,
 // ±inf, overflow to inf, denormals).

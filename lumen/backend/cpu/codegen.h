@@ -19,8 +19,9 @@ namespace lumen::cpu {
 // schedule timings and graph-level choices are measured again). 2: one
 // prefetch per lane's four bytes, vpdpbusd into the offset term; 3: vpdpbusd
 // into an i32 accumulator; 4: sibling integer-sum loops fused; 5: Q6_K kept
-// six-bit (a nibble and a bit pair a quant).
-inline constexpr int kCodegenVersion = 5;
+// six-bit (a nibble and a bit pair a quant); 6: bounded floats convert to i32
+// without saturation, remainders of bounded non-negative values are masks.
+inline constexpr int kCodegenVersion = 6;
 
 // One translation unit for a list of kernels (with the prelude).
 std::string render_source(const std::vector<kernel::Kernel>& kernels);

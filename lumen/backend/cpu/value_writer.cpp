@@ -94,17 +94,66 @@ std::optional<int> power_of_two_divisor(const Value& v) {
   return k;
 }
 
-// An integer value that is never negative: a byte read unsigned (a packed
-// quant), widened or reduced by a positive modulus.
-bool never_negative(const Value& v) {
+// Bounds [lo, hi] every lane of a value lies in, where the value's parts make them known: bytes
+// (a packed quant), loop indices, constants, and what sums, products, positive reciprocals,
+// remainders of non-negative values and casts make of them (Q6_K's bits: floor(byte · 4^-c) % 4,
+// 4^-c a reciprocal of a product of indices). Known bounds are finite: no NaN lies in them.
+using Range = std::optional<std::pair<double, double>>;
+
+// (Looked for within a few levels: values are shared DAGs, and bounds matter for short index-like chains.)
+Range value_range(const Value& v, int depth = 10) {
+  if (depth == 0) return std::nullopt;
+  auto fits = [&](double lo, double hi) -> Range {
+    if (!std::isfinite(lo) || !std::isfinite(hi)) return std::nullopt;
+    if (!is_float(v->dtype) && (lo < -2147483648.0 || hi > 2147483647.0)) return std::nullopt;  // integers may wrap
+    return std::pair{lo, hi};
+  };
   switch (v->kind) {
-    case ValueKind::Number: return v->number >= 0;
-    case ValueKind::Load: return v->dtype == DType::U8 || v->dtype == DType::Bool;
-    case ValueKind::Cast: return !is_float(v->args[0]->dtype) && v->dtype != DType::I8 && never_negative(v->args[0]);
-    case ValueKind::Binary:
-      return v->op == Op::Mod && never_negative(v->args[0]) && v->args[1]->kind == ValueKind::Number && v->args[1]->number > 0;
-    default: return false;
+    case ValueKind::Number: return fits(v->number, v->number);
+    case ValueKind::Index: return fits(static_cast<double>(v->index.lo()), static_cast<double>(v->index.hi()));
+    case ValueKind::Load:
+      if (v->dtype == DType::U8) return std::pair{0.0, 255.0};
+      if (v->dtype == DType::I8) return std::pair{-128.0, 127.0};
+      if (v->dtype == DType::Bool) return std::pair{0.0, 1.0};
+      return std::nullopt;
+    case ValueKind::Cast: {
+      // Casts to bytes saturate (lumen_sat_u8, lumen_sat_i8f, ...): their range whatever goes in.
+      if (v->dtype == DType::Bool) return std::pair{0.0, 1.0};
+      if (v->dtype == DType::U8) return std::pair{0.0, 255.0};
+      if (v->dtype == DType::I8) return std::pair{-128.0, 127.0};
+      Range a = value_range(v->args[0], depth - 1);
+      if (!a) return std::nullopt;
+      if (is_float(v->dtype)) return a;
+      return fits(std::trunc(a->first), std::trunc(a->second));  // float -> integer truncates toward 0
+    }
+    case ValueKind::Unary: {
+      Range a = value_range(v->args[0], depth - 1);
+      if (!a) return std::nullopt;
+      if (v->op == Op::Recip && a->first > 0) return fits(1 / a->second, 1 / a->first);
+      if (v->op == Op::Exp2) return fits(std::exp2(a->first), std::exp2(a->second));
+      return std::nullopt;
+    }
+    case ValueKind::Binary: {
+      if (v->op == Op::LessThan) return std::pair{0.0, 1.0};
+      Range a = value_range(v->args[0], depth - 1), b = value_range(v->args[1], depth - 1);
+      if (!a || !b) return std::nullopt;
+      if (v->op == Op::Add) return fits(a->first + b->first, a->second + b->second);
+      if (v->op == Op::Mul) {
+        double p[] = {a->first * b->first, a->first * b->second, a->second * b->first, a->second * b->second};
+        return fits(*std::min_element(p, p + 4), *std::max_element(p, p + 4));
+      }
+      if (v->op == Op::Mod && a->first >= 0 && b->first == b->second && b->first > 0) {
+        return fits(0, std::min(a->second, is_float(v->dtype) ? b->first : b->first - 1));
+      }
+      return std::nullopt;
+    }
+    default: return std::nullopt;
   }
+}
+
+bool never_negative(const Value& v) {
+  Range r = value_range(v);
+  return r && r->first >= 0;
 }
 
 }  // namespace
@@ -531,7 +580,14 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
       }
       if (from == DType::Bool) return emit(type, a + " & 1", true, to, pad);
       if (to == DType::I32 && is_storage_only(from)) return Reg{a, true, to};  // already widened on load
-      if (from == DType::F32 && to == DType::I32) return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
+      if (from == DType::F32 && to == DType::I32) {
+        // A value known to lie well inside i32's range (no NaN, nothing to saturate) converts as it is.
+        Range r = value_range(v->args[0]);
+        if (r && r->first > -2147483520.0 && r->second < 2147483520.0) {
+          return emit(type, "__builtin_convertvector(" + a + ", lumen_i32v)", true, to, pad);
+        }
+        return emit(type, "lumen_f2iv(" + a + ")", true, to, pad);
+      }
       if (from == DType::F32 && to == DType::I8) return emit(type, "lumen_sat_i8v(lumen_f2iv(" + a + "))", true, to, pad);
       return lanewise(v, combo, pad);
     }
