@@ -135,7 +135,9 @@ bool computes_format(const Graph& g, NodeId weight, const QuantParams& p, const 
   std::vector<int64_t> rows{0, n - 1};
   for (int64_t row : rows) {
     for (int64_t j = 0; j < kb; ++j) q.set(row * kb + j, static_cast<double>(rng() % 256) - (qn.dtype == DType::I8 ? 128 : 0));
-    for (int64_t j = 0; pairs.defined() && j < k / 4; ++j) pairs.set(row * (k / 4) + j, static_cast<double>(rng() % 256));
+    for (int64_t j = 0; pairs.defined() && j < k / 4; ++j) {
+      pairs.set(row * (k / 4) + j, static_cast<double>(rng() % 256));
+    }
     for (int64_t b = 0; b < blocks; ++b) {
       scales.set(row * blocks + b, values[rng() % 6]);
       if (f.mins) mins.set(row * blocks + b, values[rng() % 6] * 3);
@@ -412,7 +414,8 @@ Tensor part(const Tensor& t, int64_t parts, int h) {
   const int64_t x = s.back().value();
   s.back() = Expr(parts);
   s.push_back(Expr(x / parts));
-  return t.reshape(s).slice(static_cast<int>(s.size()) - 2, Expr(h), Expr(h + 1)).squeeze(static_cast<int>(s.size()) - 2);
+  const int at = static_cast<int>(s.size()) - 2;
+  return t.reshape(s).slice(at, Expr(h), Expr(h + 1)).squeeze(at);
 }
 
 // Per group of four weight bytes r (Kb / 4 of them), the f32 value of a
@@ -553,7 +556,9 @@ Tensor int8_contraction_row_lanes(Graph& g, QuantizedActivation& a, size_t lead,
     sums = Tensor();
   }
   Tensor out = total.sum_reduce(-1);  // [.., m, N]
-  if (f.mins) out = out.add(f32(rows_interleaved(narrowed(g.tensor(m.params.mins)), 1)).mul(a.block_sums).sum_reduce(-1));
+  if (f.mins) {
+    out = out.add(f32(rows_interleaved(narrowed(g.tensor(m.params.mins)), 1)).mul(a.block_sums).sum_reduce(-1));
+  }
   // Rows past the weight's (padding: zeros) cut off, the result copied contiguous.
   return n == m.n ? out : out.slice(static_cast<int>(out.rank()) - 1, Expr(0), Expr(m.n)).buffered();
 }

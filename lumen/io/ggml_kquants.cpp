@@ -68,7 +68,8 @@ void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scale
   unpack_q5_k_quants(block, block + 16, block + 48, quants, scales, mins);
 }
 
-void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char* low, unsigned char* pairs, float* scales) {
+void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char* low, unsigned char* pairs,
+                float* scales) {
   const auto* sc = reinterpret_cast<const signed char*>(block + 192);  // 16 bytes
   const float d = read_f16(block + 208);
   const int64_t quarter = k / 4, scale_quarter = k / 64;
@@ -78,7 +79,9 @@ void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char*
     std::memcpy(pairs + m, block + 128 + 32 * half, 32);
     // element 32c + l of the half is in the file's sub-block of 16 number 8·half + 2c + l / 16
     for (int64_t c = 0; c < 4; ++c) {
-      for (int64_t j = 0; j < 2; ++j) scales[c * scale_quarter + m / 16 + j] = d * static_cast<float>(sc[8 * half + 2 * c + j]);
+      for (int64_t j = 0; j < 2; ++j) {
+        scales[c * scale_quarter + m / 16 + j] = d * static_cast<float>(sc[8 * half + 2 * c + j]);
+      }
     }
   }
 }

@@ -34,6 +34,7 @@ void unpack_q5_k(const unsigned char* block, unsigned char* quants, float* scale
 // stands for quarter c's element: `low` [2, K/4] gets byte 32s + l at
 // s·K/4 + m, `pairs` [K/4] byte l at m (the file's order), `scales`
 // [4, K/64] d·sc of element (c, m) at c·K/64 + m/16. Pointers are the row's.
-void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char* low, unsigned char* pairs, float* scales);
+void split_q6_k(const unsigned char* block, int64_t b, int64_t k, unsigned char* low, unsigned char* pairs,
+                float* scales);
 
 }  // namespace lumen::io

@@ -187,7 +187,8 @@ Tensor packed_dequantize(Graph& g, const std::string& name, const StoredWeight& 
 Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight& w, const Shape& lead) {
   const int64_t cols = w.shape.back(), quarter = cols / 4, groups = cols / 128;
   if (cols % 128 != 0 || w.block != 16 || !w.high.defined()) {
-    fail("weights: Q6_K '", name, "' has ", cols, " columns (a multiple of 256 with a scale every 16 and its bit pairs expected)");
+    fail("weights: Q6_K '", name, "' has ", cols,
+         " columns (a multiple of 256 with a scale every 16 and its bit pairs expected)");
   }
   auto with = [&](std::initializer_list<int64_t> tail) {
     Shape s = lead;
@@ -216,7 +217,8 @@ Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight&
                    .cast(DType::F32);
   Tensor shifted_low = low.mul(per_h.recip()).cast(DType::I32);
   Tensor nibble = shifted_low.mod(shifted_low.scalar(16)).cast(DType::F32);  // nibble h
-  Tensor pairs = g.parameter(name + ".qh", with({quarter}), DType::U8).reshape(with({groups, 1, 1, 2, 16})).cast(DType::F32);
+  Tensor pairs =
+      g.parameter(name + ".qh", with({quarter}), DType::U8).reshape(with({groups, 1, 1, 2, 16})).cast(DType::F32);
   Tensor shifted = pairs.mul(per_s.mul(per_h).recip()).cast(DType::I32);
   Tensor pair = shifted.mod(shifted.scalar(4)).cast(DType::F32);  // bit pair c
   Tensor q = nibble.add(pair.mul(pair.scalar(16))).add(pair.scalar(-32));  // [.., G, 2, 2, 2, 16]

@@ -209,7 +209,9 @@ void LlamaRunner::reset() {
 int64_t LlamaRunner::kv_cache_bytes() const {
   int64_t total = 0;
   for (int64_t layer = 0; layer < config_.layers; ++layer) {
-    for (bool keys : {true, false}) total += static_cast<int64_t>(decode_->state(Llama::cache_name(layer, keys)).nbytes());
+    for (bool keys : {true, false}) {
+      total += static_cast<int64_t>(decode_->state(Llama::cache_name(layer, keys)).nbytes());
+    }
   }
   return total;
 }

@@ -28,7 +28,8 @@ CompileOptions::Int8Dot int8_dot_named(const std::string& name) {
 
 std::unique_ptr<models::LlamaRunner> load_llama(const std::string& path, int64_t capacity, const std::string& backend,
                                                 double budget_s, bool tuning_cache, const std::string& cache_path,
-                                                const std::string& precision = "fp32", const std::string& int8_dot = "off",
+                                                const std::string& precision = "fp32",
+                                                const std::string& int8_dot = "off",
                                                 const std::string& kv_cache = "auto") {
   namespace fs = std::filesystem;
   models::LlamaRunnerOptions o;
@@ -100,7 +101,8 @@ void bind_models(nb::module_& m) {
            [](models::LlamaRunner* self, const std::string& path, int64_t capacity, const std::string& backend,
               double budget_s, bool tuning_cache, const std::string& cache_path, const std::string& precision,
               const std::string& int8_dot, const std::string& kv_cache) {
-             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision, int8_dot, kv_cache);
+             auto r = load_llama(path, capacity, backend, budget_s, tuning_cache, cache_path, precision, int8_dot,
+                                 kv_cache);
              new (self) models::LlamaRunner(std::move(*r));
            },
            nb::arg("path"), nb::arg("capacity") = 0, nb::arg("backend") = "cpu", nb::arg("budget_s") = 0.0,

@@ -47,7 +47,9 @@ StoredWeight random_weight(WeightFormat format, int64_t n, int64_t k, uint32_t s
   w.packed_half = nibbles ? (k_quant ? 32 : 16) : 0;
   DType qtype = format == WeightFormat::Q8_0 ? DType::I8 : DType::U8;
   w.data = Array(qtype, {n, nibbles || q6 ? k / 2 : k});
-  for (int64_t i = 0; i < w.data.numel(); ++i) w.data.set(i, qtype == DType::I8 ? static_cast<int>(rng() % 255) - 127 : rng() % 256);
+  for (int64_t i = 0; i < w.data.numel(); ++i) {
+    w.data.set(i, qtype == DType::I8 ? static_cast<int>(rng() % 255) - 127 : rng() % 256);
+  }
   if (q6) {
     w.high = Array(DType::U8, {n, k / 4});
     for (int64_t i = 0; i < w.high.numel(); ++i) w.high.set(i, rng() % 256);

@@ -66,8 +66,8 @@ def test_a_cache_dtype_lumen_does_not_keep_is_a_clear_error(files):
 
 @needs_cli
 def test_the_cli_takes_the_cache_dtype(files):
-    out = subprocess.run([str(CLI), "generate", "-m", files["f32"], "--tokens", "3,17,5", "-n", "4", "--kv-cache", "f16"],
-                         capture_output=True, text=True, timeout=300)
+    args = ["generate", "-m", files["f32"], "--tokens", "3,17,5", "-n", "4", "--kv-cache", "f16"]
+    out = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     bad = subprocess.run([str(CLI), "generate", "-m", files["f32"], "--tokens", "3,17,5", "--kv-cache", "f8"],
                          capture_output=True, text=True, timeout=300)

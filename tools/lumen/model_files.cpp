@@ -28,7 +28,8 @@ void CommonOptions::add_to(CLI::App* cmd, bool needs_model) {
   cmd->add_option("--precision", precision, "fp32, bf16 or fp16: matmuls take operands rounded to it, accumulated in fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--capacity", capacity, "KV-cache positions for decoders (default: min(context, 2048))");
-  cmd->add_option("--kv-cache", kv_cache, "The KV cache's dtype: auto (f16 for quantized weights, else f32), f32, f16 or bf16")
+  cmd->add_option("--kv-cache", kv_cache,
+                  "The KV cache's dtype: auto (f16 for quantized weights, else f32), f32, f16 or bf16")
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
 }
 

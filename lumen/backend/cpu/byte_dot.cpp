@@ -137,8 +137,10 @@ std::optional<ByteRead> widened(const Value& v, DType dtype, const Combo& combo,
 
 // Bit pair c of bytes as int8_dot's bit_pair writes it: i32(b) % 4, i32(f32(b) · 4^-c) % 4, or
 // i32(f32(b) / 64) (c = 3).
-std::optional<std::pair<ByteRead, int>> bit_pair(const Value& v, const Combo& combo, const std::function<Expr(const Expr&)>& subst) {
-  const bool mod4 = v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 4);
+std::optional<std::pair<ByteRead, int>> bit_pair(const Value& v, const Combo& combo,
+                                                 const std::function<Expr(const Expr&)>& subst) {
+  const bool mod4 =
+      v->kind == ValueKind::Binary && v->op == Op::Mod && v->dtype == DType::I32 && is_number(v->args[1], 4);
   const Value& inner = mod4 ? v->args[0] : v;
   if (mod4) {
     if (auto r = widened(inner, DType::U8, combo, subst)) return std::pair{*r, 0};
