@@ -4,7 +4,9 @@ by each side's own tokenizer, its next-token logits, and 16 greedy tokens.
 
 Why the logit tolerance is wide: llama.cpp's Q4_1 (and Q8_0) matrix products
 quantize the activations to 8 bits (Q8_1 / Q8_0 blocks) and keep the KV cache
-in f16; lumen computes in f32 on the dequantized weights. Measured (2026-11-24,
+in f16; lumen (budget 0, int8 dot products off) computes the products in f32 on
+the dequantized weights (its KV cache of a quantized file is f16 too since
+2026-11-28). Measured (2026-11-24, with lumen's cache in f32,
 9 prompts, every prompt position): max |lumen - llama.cpp| = 1.77 (logits of
 magnitude ~25), while lumen against PyTorch running the same dequantized
 weights in f32 (transformers' GGUF loader) differs by 1.3e-4. So the tolerance
