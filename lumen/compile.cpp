@@ -216,8 +216,11 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
   std::string int8_note;  // for program.report()
   auto probes = std::make_shared<std::vector<compiler::Int8DotProbe>>();
   if (int8 != CompileOptions::Int8Dot::Off) {
-    bool wanted = int8 == CompileOptions::Int8Dot::On ||
-                  (options.backend == Backend::Cpu && options.search_budget_s > 0 && options.graph_search);
+    const bool searched = options.backend == Backend::Cpu && options.search_budget_s > 0 && options.graph_search;
+    // Auto without a search: the heuristic takes them where the CPU has AVX512-VNNI (CompileOptions::int8_dot).
+    const bool heuristic = int8 == CompileOptions::Int8Dot::Auto && options.backend == Backend::Cpu && !searched &&
+                           cpu::host_isa().avx512_vnni;
+    bool wanted = int8 == CompileOptions::Int8Dot::On || searched || heuristic;
     if (wanted) {
       compiler::Int8DotRewrite r = compiler::int8_dot_products(*copy, edges);
       if (debug_enabled("int8")) {
@@ -228,11 +231,13 @@ Program compile_program(const Graph& graph, const std::vector<Tensor>& outputs, 
       if (!r.rewritten.empty()) {
         const cpu::Isa& isa = cpu::host_isa();
         int8_note = "int8 dot products: " + std::to_string(r.rewritten.size()) + " contractions of quantized weights " +
-                    (int8 == CompileOptions::Int8Dot::On ? "rewritten" : "rewritten in a graph-search candidate") +
+                    (int8 == CompileOptions::Int8Dot::On ? "rewritten"
+                     : heuristic                          ? "rewritten (the heuristic's choice where AVX512-VNNI exists)"
+                                                          : "rewritten in a graph-search candidate") +
                     (options.backend != Backend::Cpu ? "" : isa.avx512_vnni ? " (vpdpbusd, AVX512-VNNI)"
                                                             : " (no AVX512-VNNI here: exact 16-bit multiply-adds)") + "\n";
       }
-      if (!r.rewritten.empty() && int8 == CompileOptions::Int8Dot::On) {
+      if (!r.rewritten.empty() && (int8 == CompileOptions::Int8Dot::On || heuristic)) {
         copy = std::make_shared<const Graph>(std::move(r.graph));
         edges = r.outputs;
         for (size_t i = 0; i < named.size(); ++i) named[i].edge = edges[i];

@@ -279,6 +279,27 @@ INSTANTIATE_TEST_SUITE_P(Formats, Int8Dot,
                            return s.substr(0, s.find(' '));
                          });
 
+// CompileOptions::int8_dot Auto with no search budget: the heuristic rewrites the quantized
+// contractions where the CPU has AVX512-VNNI and keeps exact f32 numerics elsewhere (this binary
+// also runs under LUMEN_ISA=avx2 and sse, VNNI hidden: tests/CMakeLists.txt).
+TEST(Int8DotPolicy, WithoutASearchTheHeuristicTakesThemWhereVnniExists) {
+  StoredWeight w = random_weight(WeightFormat::Q4_0, 64, 256, 3);
+  auto l = quantized_linear(w, 1, 5);
+  CompileOptions o;
+  o.tuning_cache = false;
+  ASSERT_EQ(o.search_budget_s, 0);
+  Program p = compile(l->g, {l->y}, o);
+  const bool rewritten = p.report().find("int8 dot products: 1 contractions") != std::string::npos;
+  EXPECT_EQ(rewritten, cpu::host_isa().avx512_vnni) << p.report();
+  for (const auto& [name, a] : l->inputs) p.set(name, a);
+  p.run();
+  Array f32 = interp::Interpreter(l->g).run(l->inputs, outputs_of(l->g)).at(0);
+  double drift = relative_rms(values(f32), p.get("y"));
+  EXPECT_LT(drift, 3e-2);
+  if (rewritten) EXPECT_GT(drift, 1e-5);  // the activation rounded to 8 bits
+  else EXPECT_LT(drift, 1e-5);             // f32 numerics
+}
+
 // The dot kernel's source for a Q4_1 weight of n rows.
 std::string int8_dot_source(int64_t n) {
   StoredWeight w = random_weight(WeightFormat::Q4_1, n, 256, 3);
