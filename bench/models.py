@@ -126,10 +126,11 @@ class LlamaWorkload:
         lumen.set_threads(threads)
         budget = float(os.environ.get("LUMEN_BENCH_BUDGET", "20")) if search else 0.0
         start = time.perf_counter()
-        # Searched: integer dot products for quantized weights are a graph-search candidate, kept only when
-        # verified and measured faster (int8_dot="auto"); lumen_nosearch computes in f32 on the dequantized weights.
+        # int8_dot="auto": searched, integer dot products for quantized weights are a graph-search candidate,
+        # kept only when verified and measured faster; lumen_nosearch (budget 0) takes the heuristic's choice,
+        # integer dot products where the CPU has AVX512-VNNI, else f32 on the dequantized weights.
         r = lumen.models.Llama(self._gguf_or_dir(), capacity=max(DECODE_FROM + DECODE_STEPS, self.prompt), budget_s=budget,
-                               tuning_cache=search, int8_dot="auto" if search else "off")
+                               tuning_cache=search, int8_dot="auto")
         compile_s = time.perf_counter() - start
         call, state = self._drive(lambda t: r.forward(t), r.reset)
         call()

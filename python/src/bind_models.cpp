@@ -110,7 +110,8 @@ void bind_models(nb::module_& m) {
            nb::arg("int8_dot") = "off", nb::arg("kv_cache") = "auto",
            "precision: \"fp32\", \"bf16\" or \"fp16\" (matmuls take operands rounded to it, accumulated in fp32). "
            "int8_dot: integer dot products for quantized weights (decode): 'off' (the default), 'auto' (a candidate "
-           "the graph search measures when budget_s > 0) or 'on'. LUMEN_INT8_DOT overrides it. "
+           "the graph search measures when budget_s > 0; with budget_s 0 the heuristic's choice: on where the CPU "
+           "has AVX512-VNNI) or 'on'. LUMEN_INT8_DOT overrides it. "
            "kv_cache: the KV cache's dtype, 'auto' (f16 for block-quantized GGUF weights as in llama.cpp, else f32), "
            "'f32', 'f16' or 'bf16'.")
       .def_prop_ro("kv_cache", [](const models::LlamaRunner& r) { return std::string(dtype_name(r.kv_cache_dtype())); },
