@@ -442,11 +442,11 @@ Tensor per_group(const Tensor& blocks, const Format& f, int half_index, int64_t 
 Tensor int8_contraction(Graph& g, const QuantizedActivation& a, size_t lead, const Match& m) {
   const Format& f = m.format;
   const int64_t k = m.k, n = m.n;
-  const int64_t kb = f.form == Form::Nibbles ? k / 2 : k, groups = kb / 4;
+  const int64_t groups = f.chain_bytes(k) / 4;
   Tensor wbytes = g.tensor(m.params.q).reshape({Expr(n), Expr(groups), Expr(4)});
   Tensor scales = f32(g.tensor(m.params.scales));  // [N, K / scale_block]
   Tensor mins = m.format.mins ? f32(g.tensor(m.params.mins)) : Tensor();
-  const int chains = f.form == Form::Nibbles ? 2 : 1;
+  const int chains = f.chains();
   const bool shared = f.form == Form::Nibbles && f.half == 16;  // Q4_0 / Q4_1: both chains of a group in one block
   Tensor total, dot, sums;
   for (int h = 0; h < chains; ++h) {

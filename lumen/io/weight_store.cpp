@@ -196,15 +196,15 @@ Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight&
     return s;
   };
   const int at = static_cast<int>(lead.size());
-  std::vector<int> order;  // [.., a, b, c, ..] -> [.., b, a, c, ..]: the first two dims after the lead swapped
-  for (int d = 0; d < at; ++d) order.push_back(d);
+  std::vector<int> lead_dims;  // kept in place by the permutations below
+  for (int d = 0; d < at; ++d) lead_dims.push_back(d);
   const Shape hs(lead.size() + 5, Expr(1));
   Shape h_shape = hs, s_shape = hs;
   h_shape[static_cast<size_t>(at + 1)] = Expr(2);
   s_shape[static_cast<size_t>(at + 2)] = Expr(2);
   Tensor h = g.iota(loop_index(h_shape, static_cast<size_t>(at + 1)), h_shape, DType::I32).cast(DType::F32);
   Tensor s = g.iota(loop_index(s_shape, static_cast<size_t>(at + 2)), s_shape, DType::I32).cast(DType::F32);
-  std::vector<int> swap = order;
+  std::vector<int> swap = lead_dims;  // [.., s, G, l] -> [.., G, s, l]
   swap.insert(swap.end(), {at + 1, at, at + 2});
   // floor(b · 16^-h) % 16 and floor(b · 4^-c) % 4 with 4^c = (1 + 3s)(1 + 15h): powers of two, so the
   // scalings are exact, and every factor is non-negative, so the remainders are masks in SIMD lanes.
@@ -224,7 +224,7 @@ Tensor six_bit_dequantize(Graph& g, const std::string& name, const StoredWeight&
   Tensor q = nibble.add(pair.mul(pair.scalar(16))).add(pair.scalar(-32));  // [.., G, 2, 2, 2, 16]
   Tensor scales = g.parameter(name + ".scales", with({cols / 16}), w.scales.dtype());
   if (w.scales.dtype() != DType::F32) scales = scales.cast(DType::F32);
-  std::vector<int> to_groups = order;  // [.., h, s, G, j] -> [.., G, h, s, j]
+  std::vector<int> to_groups = lead_dims;  // [.., h, s, G, j] -> [.., G, h, s, j]
   to_groups.insert(to_groups.end(), {at + 2, at, at + 1, at + 3});
   scales = scales.reshape(with({2, 2, groups, 2})).permute(to_groups).reshape(with({groups, 2, 2, 2, 1}));
   return (q * scales).reshape(with({cols}));
