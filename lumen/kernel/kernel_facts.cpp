@@ -199,6 +199,40 @@ int64_t lane_period(const Kernel& k, int64_t lanes) {
   return period;
 }
 
+// An output dim (not the last, static, longer than 1) that the reduction's
+// loads along the last dim never index, while some other reduction load does:
+// outputs along it share each vector those loads read (a pointwise conv's
+// output channels share its input rows). The innermost such dim; -1: none.
+int shared_row_dim(const Kernel& k, const Shape& shape) {
+  int rank = static_cast<int>(shape.size());
+  std::vector<std::vector<Expr>> reduction_loads;  // the variables of each load inside a reduction
+  walk_loads(k, [](const Stmt&) {}, [&](const ValueNode& load) {
+    std::vector<Expr> vars = expr_vars(load.index);
+    bool in_reduction = std::any_of(vars.begin(), vars.end(), [](const Expr& v) { return v.name()[0] == 'r'; });
+    if (in_reduction) reduction_loads.push_back(vars);
+  });
+  auto named = [&](const std::vector<Expr>& vars, const std::string& name) {
+    return std::any_of(vars.begin(), vars.end(), [&](const Expr& v) { return v.name() == name; });
+  };
+  std::string last = "i" + std::to_string(rank - 1);
+  for (int d = rank - 2; d >= 0; --d) {
+    const Expr& extent = shape[static_cast<size_t>(d)];
+    if (!extent.is_const() || extent.value() < 2) continue;
+    std::string var = "i" + std::to_string(d);
+    bool vectors_shared = true, some_reads = false;
+    for (const std::vector<Expr>& vars : reduction_loads) {
+      if (!named(vars, var)) continue;
+      if (named(vars, last)) {
+        vectors_shared = false;
+      } else {
+        some_reads = true;
+      }
+    }
+    if (vectors_shared && some_reads) return d;
+  }
+  return -1;
+}
+
 // How many loads a kernel makes: each load times the extents of its loops
 // (dynamic extents taken as 64).
 double load_count(const Kernel& k) {
@@ -405,6 +439,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   f.reduce_splits = reduce_divisors(plain.kernel);
   f.split_lanes = split_lanes(plain.kernel, f.reduce_splits, f.lanes);
   f.lane_period = lane_period(plain.kernel, f.lanes);
+  f.shared_row_dim = shared_row_dim(plain.kernel, n.shape);
   f.contraction = contraction_of(graph, node, materialized);
   f.row_dim = rank - 2;
   for (int d = rank - 2; d >= 0; --d) {

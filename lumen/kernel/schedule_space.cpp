@@ -42,6 +42,18 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
   }
   return out;
 }
+
+// Row counts for a contraction computed one SIMD vector at a time: outputs of
+// that many rows of the shared row dim unrolled around the vector, each its
+// own accumulator, all reading each vector of the other operand once (a
+// register tile without a pack: the reduction's vectors come from L1 once per
+// tile instead of once per output vector).
+std::vector<int64_t> vector_row_counts(const KernelFacts& f) {
+  if (!f.vector_last || f.contraction < 0 || f.byte_rows || f.byte_groups || f.shared_row_dim < 0) return {};
+  const Expr& m = f.shape[static_cast<size_t>(f.shared_row_dim)];
+  if (!m.is_const() || m.value() < 2) return {};
+  return divisors_in(m.value(), {4, 7, 6, 5, 3, 2});
+}
 }  // namespace
 
 bool Knobs::operator==(const Knobs& o) const {
@@ -142,6 +154,13 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // dot products, whose block indices are tuned on their own.
     if (f.vector_last && f.contraction >= 0 && !f.byte_rows && !f.byte_groups && !f.reduce_splits.empty()) {
       k.reduce_split = f.reduce_splits.back();
+    }
+    // A contraction one vector wide (rows the lanes do not divide: mobilenet_v3_small's 28-wide
+    // maps under a pointwise conv): outputs that share the vectors read (its output channels)
+    // unrolled around the vector, each vector loaded once for all of them.
+    if (k.vector == f.lanes && f.transposed_dim < 0) {  // (reads through a transpose take blocks below)
+      auto counts = vector_row_counts(f);
+      if (!counts.empty()) k.rows = counts.front();
     }
     if (f.unit_reduce) k.reduce_lanes = f.lanes;
     // A load index or mask with a period of 2-4 vectors along the reduction (the low and
@@ -323,8 +342,19 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
       apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));
     }
   }
-  if (k.rows > 1) {
-    if (k.nr > 0 || k.vector > 0 || k.block > 0) fail("schedule space: rows unroll only kernels without SIMD outputs or blocks");
+  if (k.rows > 1 && k.vector > 0) {  // vector rows: the row dim unrolled just outside the vector loop
+    if (k.nr > 0 || k.block > 0) fail("schedule space: vector rows unroll only untiled, unblocked kernels");
+    auto counts = vector_row_counts(f);
+    if (std::find(counts.begin(), counts.end(), k.rows) == counts.end()) {
+      fail("schedule space: kernel ", f.node, " takes no ", k.rows, " vector rows");
+    }
+    const int rows = f.shared_row_dim;
+    if (k.rows < f.shape[static_cast<size_t>(rows)].value()) apply(Action::split(loop_of(rows, false), k.rows));
+    int m_inner = loop_of(rows, true), n_inner = loop_of(rank - 1, true);
+    if (m_inner != n_inner - 1) apply(Action::reorder(m_inner, n_inner - 1));
+    apply(Action::set_kind(loop_of(rows, true), LoopKind::Unroll));
+  } else if (k.rows > 1) {
+    if (k.nr > 0 || k.block > 0) fail("schedule space: rows unroll only kernels without SIMD outputs or blocks");
     int64_t factor = known_factor(last);
     if (factor == 0 || factor % k.rows != 0) fail("schedule space: rows ", k.rows, " does not divide ", last);
     if (!last.is_const() || last.value() > k.rows) apply(Action::split(loop_of(rank - 1, true), k.rows));
@@ -462,6 +492,14 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     }
     if (k.vector == 0) {
       for (int64_t r : divisors_in(known_factor(last), {1, 2, 4, 8})) {
+        Knobs n = k;
+        n.rows = r;
+        push(n);
+      }
+    } else if (k.block == 0) {
+      std::vector<int64_t> counts = vector_row_counts(f);
+      counts.push_back(1);
+      for (int64_t r : counts) {
         Knobs n = k;
         n.rows = r;
         push(n);

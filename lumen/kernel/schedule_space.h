@@ -16,7 +16,7 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 21;  // 20: tile rows past size-1 dims, masked static rows; 21: int8 byte-dot kernels
+constexpr int kScheduleSpaceVersion = 22;  // 21: int8 byte-dot kernels; 22: vector rows (one-vector contractions)
 
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
@@ -46,6 +46,8 @@ struct KernelFacts {
                               // apart): SIMD reduce lanes over the inner part, its last lanes masked
   int64_t lane_period = 0;    // digits (r / d) % m of a reduction r repeat every lane_period (kMaxLaneChunks
                               // vectors at most): reduce lanes that span it make them constants; 0: none
+  int shared_row_dim = -1;    // an output dim (not the last, static) whose outputs share every vector the
+                              // reduction loads along the last dim (a pointwise conv's output channels); -1: none
   int transposed_dim = -1;    // an output dim (not the last) that some load walks with unit stride while
                               // the last dim's loads stride: the kernel reads through a transpose
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
@@ -72,7 +74,8 @@ struct Knobs {
   int64_t vector = 0;      // SIMD width along the last dim for non-tiled kernels; 0: none
   int64_t block = 0;       // transposed reads: the output walked in block x block squares of the last
                            // dim and the transposed one, so the input lines a square reads stay in L1
-  int64_t rows = 1;        // non-tiled reductions: last-dim outputs unrolled (several dot products share loads)
+  int64_t rows = 1;        // non-tiled reductions: last-dim outputs unrolled (several dot products share loads);
+                           // with a vector, outputs of the row dim unrolled around it (independent accumulators)
   int64_t reduce_lanes = 1;
   int64_t prefetch = 0;    // row reductions: prefetch this many parallel iterations ahead
   int64_t reduce_unroll = 1;
