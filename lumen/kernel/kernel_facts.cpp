@@ -420,9 +420,9 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // (i8 outputs too: a quantized activation's bytes, stored 16 lanes at a time.)
   bool last_ok = (f.f32 || n.dtype == DType::I8) && last_factor > 0 && last_factor % f.lanes == 0;
   // A last dim the lanes do not divide (a row of past + 1 scores, ViT's 197 positions) is SIMD
-  // too when it is dynamic or longer than half a vector: its last (or only) vector overhangs the
-  // row's end, masked (mobilenet_v3_small's 14-wide rows, in-process A/B: 1.31 -> 1.26 ms).
-  bool overhangs = f.f32 && !last_ok && (!last.is_const() || 2 * last.value() > f.lanes);
+  // too when it is dynamic or longer than a quarter vector: its last (or only) vector overhangs
+  // the row's end, masked (mobilenet_v3_small's 14- and 7-wide rows).
+  bool overhangs = f.f32 && !last_ok && masked_row_is_simd(last, f.lanes);
   f.byte_rows = f.f32 && last_factor > 0 && last_factor % (4 * f.lanes) == 0 && byte_lanes_along(plain.kernel, last_var, 4 * f.lanes);
   bool walkable = walks_within(strides, last_var, 4) || !strides.count(last_var);
   f.vector_last = (last_ok || overhangs) && (walkable || f.byte_rows);

@@ -139,8 +139,9 @@ void Schedule::apply(const Action& a) {
       // lowering clamps its coordinates to the last point (computed twice,
       // stored twice with the same value by the same iteration; SIMD lanes past
       // the end are masked instead). A dynamic dim (a row of past + 1
-      // positions) splits so too, into ceil(extent / factor) tiles.
-      bool first_split = l.step == 1 && (!l.extent.is_const() || l.extent.value() > a.value) &&
+      // positions) splits so too, into ceil(extent / factor) tiles; a static one
+      // shorter than the factor into one tile (14 positions in a vector of 16).
+      bool first_split = l.step == 1 && (!l.extent.is_const() || l.extent.value() != a.value) &&
                          std::count_if(loops_.begin(), loops_.end(), [&](const LoopDef& o) { return o.dim == l.dim; }) == 1;
       if (!divides && !first_split) {
         fail("schedule: split(", a.loop, ", ", a.value, ") does not divide the loop's extent ", l.extent,

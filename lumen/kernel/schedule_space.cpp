@@ -54,6 +54,22 @@ std::vector<int64_t> vector_row_counts(const KernelFacts& f) {
   if (!m.is_const() || m.value() < 2) return {};
   return divisors_in(m.value(), {4, 7, 6, 5, 3, 2});
 }
+
+// SIMD widths of 2 or 4 vectors for a static row the lanes do not divide whose
+// last vector overhangs the row's end no further than one vector's would (a
+// depthwise conv's 252-wide padded rows: 4 vectors overhang by 4, as 16 single
+// vectors do): several accumulators, each broadcast shared, no more work.
+std::vector<int64_t> overhanging_widths(const KernelFacts& f) {
+  const Expr& last = f.shape.back();
+  if (!f.vector_last || !last.is_const()) return {};
+  int64_t n = last.value(), l = f.lanes;
+  auto overhang = [&](int64_t w) { return (n + w - 1) / w * w - n; };
+  std::vector<int64_t> out;
+  for (int64_t w : {4 * l, 2 * l}) {
+    if (w <= n && n % l != 0 && overhang(w) <= overhang(l)) out.push_back(w);
+  }
+  return out;
+}
 }  // namespace
 
 bool Knobs::operator==(const Knobs& o) const {
@@ -158,9 +174,17 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // A contraction one vector wide (rows the lanes do not divide: mobilenet_v3_small's 28-wide
     // maps under a pointwise conv): outputs that share the vectors read (its output channels)
     // unrolled around the vector, each vector loaded once for all of them.
+    // Else, when no width divides its row, several vectors of the row whose last one overhangs no
+    // further than a single vector's: their accumulators share each broadcast (mobilenet_v3_small's
+    // 5 x 5 depthwise convs over 14 x 14, rows of 252 in the padded layout).
     if (k.vector == f.lanes && f.transposed_dim < 0) {  // (reads through a transpose take blocks below)
       auto counts = vector_row_counts(f);
-      if (!counts.empty()) k.rows = counts.front();
+      auto widths = overhanging_widths(f);
+      if (!counts.empty()) {
+        k.rows = counts.front();
+      } else if (f.contraction >= 0 && !f.byte_rows && !f.byte_groups && !widths.empty()) {
+        k.vector = widths.front();
+      }
     }
     if (f.unit_reduce) k.reduce_lanes = f.lanes;
     // A load index or mask with a period of 2-4 vectors along the reduction (the low and
@@ -331,14 +355,15 @@ std::vector<Action> knob_actions(const KernelFacts& f, const Knobs& k) {
     }
     if (k.vector > 0) {
       int64_t factor = known_factor(last);
-      // The last vector of a dynamic row, or of a static one longer than half of it, is masked.
-      bool overhang = !last.is_const() || 2 * last.value() > k.vector;
+      // The last vector of a dynamic row, or of a static one longer than a quarter of it, is masked.
+      bool overhang = masked_row_is_simd(last, k.vector);
       if (k.block == 0 && !overhang && (factor == 0 || factor % k.vector != 0)) {
         fail("schedule space: vector ", k.vector, " does not divide ", last);
       }
       if (k.block > 0 && k.block % k.vector != 0) fail("schedule space: vector ", k.vector, " does not divide block ", k.block);
       const Expr& inner = s.loops()[static_cast<size_t>(loop_of(rank - 1, true))].extent;
-      if (!inner.is_const() || inner.value() > k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
+      // (A row shorter than the vector is split too: one vector, its lanes past the row masked.)
+      if (!inner.is_const() || inner.value() != k.vector) apply(Action::split(loop_of(rank - 1, true), k.vector));
       apply(Action::set_kind(loop_of(rank - 1, true), LoopKind::Vector));
     }
   }
@@ -455,6 +480,7 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
     const Expr& last = f.shape.back();
     std::vector<int64_t> widths = divisors_in(known_factor(last), {l, 2 * l, 4 * l});
     if (widths.empty() && f.vector_last) widths = {l};  // a row the lanes do not divide, its last vector masked
+    for (int64_t w : overhanging_widths(f)) widths.push_back(w);
     for (int64_t v : widths) {
       Knobs n = k;
       n.vector = v;

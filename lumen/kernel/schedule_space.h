@@ -21,6 +21,12 @@ constexpr int kScheduleSpaceVersion = 22;  // 21: int8 byte-dot kernels; 22: vec
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
 
+// Whether a row the SIMD width does not divide still runs in SIMD lanes, its
+// last (or only) vector masked past the row's end: a dynamic row, or a static
+// one longer than a quarter of the width (mobilenet_v3_small's 7- and 14-wide
+// maps: a masked vector of 7 does in one step what 7 scalar steps do).
+inline bool masked_row_is_simd(const Expr& row, int64_t width) { return !row.is_const() || 4 * row.value() > width; }
+
 // What the space needs to know about one kernel, computed once.
 struct KernelFacts {
   NodeId node = -1;

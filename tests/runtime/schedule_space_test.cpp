@@ -724,10 +724,13 @@ TEST(ScheduleSpace, ARowTheLanesDoNotDivideIsSimdWithAMaskedLastVector) {
   EXPECT_EQ(h.vector, 16) << h.to_string();
   EXPECT_EQ(h.rfactor, 1) << h.to_string();  // 16-long dot products are not cut into parts
   check_heuristic_and_neighbours(std::move(c));
-  // A row longer than half a vector is one masked vector (mobilenet's 14-wide maps); shorter ones stay scalar.
+  // A row longer than a quarter vector is one masked vector (mobilenet's 14- and 7-wide maps);
+  // shorter ones stay scalar.
   EXPECT_TRUE(output_facts(matmul(24, 12), 16).vector_last);
   check_heuristic_and_neighbours(matmul(24, 12));
-  EXPECT_FALSE(output_facts(matmul(24, 6), 16).vector_last);
+  EXPECT_TRUE(output_facts(matmul(24, 7), 16).vector_last);
+  check_heuristic_and_neighbours(matmul(24, 7));
+  EXPECT_FALSE(output_facts(matmul(24, 4), 16).vector_last);
 }
 
 // A pointwise convolution over 28 x 28 maps, [24, 88] weights by [88, 28, 28] inputs: its rows of
@@ -756,6 +759,28 @@ TEST(ScheduleSpace, APointwiseConvOneVectorWideUnrollsItsOutputChannels) {
   depthwise.g.mark_output((k.reshape({Expr(24), Expr(9), Expr(1)}) * y).sum(1), "y");
   EXPECT_EQ(output_facts(depthwise, 16).shared_row_dim, -1);
   EXPECT_EQ(kernel::heuristic_knobs(output_facts(depthwise, 16)).rows, 1);
+}
+
+// A depthwise-like contraction over rows of 50: no dim shares its vectors, and 50 is not a
+// multiple of 16. Two vectors a step overhang the row by 14, as single vectors do: the heuristic
+// takes them (two accumulators sharing each weight broadcast), and every width agrees with the
+// interpreter. Rows of 28 keep one vector (two would overhang by 36).
+TEST(ScheduleSpace, ARowNoWidthDividesTakesSeveralVectorsThatOverhangNoFurther) {
+  Case c;
+  Tensor k = c.g.input("k", {Expr(24), Expr(9)}), y = c.g.input("y", {Expr(24), Expr(9), Expr(50)});
+  c.g.mark_output((k.reshape({Expr(24), Expr(9), Expr(1)}) * y).sum(1), "y");
+  c.inputs["k"] = filled(DType::F32, {24, 9}, 1);
+  c.inputs["y"] = filled(DType::F32, {24, 9, 50}, 1);
+  kernel::KernelFacts f = output_facts(c, 16);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.vector, 32) << h.to_string();
+  EXPECT_EQ(h.rows, 1) << h.to_string();
+  check_heuristic_and_neighbours(std::move(c));
+
+  Case narrow;
+  Tensor k2 = narrow.g.input("k", {Expr(24), Expr(9)}), y2 = narrow.g.input("y", {Expr(24), Expr(9), Expr(28)});
+  narrow.g.mark_output((k2.reshape({Expr(24), Expr(9), Expr(1)}) * y2).sum(1), "y");
+  EXPECT_EQ(kernel::heuristic_knobs(output_facts(narrow, 16)).vector, 16);
 }
 
 // A decode step's P·V over an f16 value cache [heads, capacity, 64] and the step's own values: the
