@@ -733,6 +733,17 @@ TEST(ScheduleSpace, ARowTheLanesDoNotDivideIsSimdWithAMaskedLastVector) {
   EXPECT_FALSE(output_facts(matmul(24, 4), 16).vector_last);
 }
 
+// y[c, n] = sum_t k[c, t] x[c, t, n], 24 channels of 9 taps over rows of `width`: a depthwise
+// convolution's contraction, each channel reading its own input.
+Case depthwise_rows(int64_t width) {
+  Case c;
+  Tensor k = c.g.input("k", {Expr(24), Expr(9)}), y = c.g.input("y", {Expr(24), Expr(9), Expr(width)});
+  c.g.mark_output((k.reshape({Expr(24), Expr(9), Expr(1)}) * y).sum(1), "y");
+  c.inputs["k"] = filled(DType::F32, {24, 9}, 1);
+  c.inputs["y"] = filled(DType::F32, {24, 9, width}, 1);
+  return c;
+}
+
 // A pointwise convolution over 28 x 28 maps, [24, 88] weights by [88, 28, 28] inputs: its rows of
 // 28 are one masked vector each, no register tile. Four output channels are unrolled around that
 // vector (each channel's weights broadcast, each input vector loaded once for the four), so the
@@ -754,9 +765,7 @@ TEST(ScheduleSpace, APointwiseConvOneVectorWideUnrollsItsOutputChannels) {
   EXPECT_EQ(h.rows, 4) << h.to_string();
   check_heuristic_and_neighbours(std::move(c));
 
-  Case depthwise;
-  Tensor k = depthwise.g.input("k", {Expr(24), Expr(9)}), y = depthwise.g.input("y", {Expr(24), Expr(9), Expr(28)});
-  depthwise.g.mark_output((k.reshape({Expr(24), Expr(9), Expr(1)}) * y).sum(1), "y");
+  Case depthwise = depthwise_rows(28);
   EXPECT_EQ(output_facts(depthwise, 16).shared_row_dim, -1);
   EXPECT_EQ(kernel::heuristic_knobs(output_facts(depthwise, 16)).rows, 1);
 }
@@ -766,21 +775,14 @@ TEST(ScheduleSpace, APointwiseConvOneVectorWideUnrollsItsOutputChannels) {
 // takes them (two accumulators sharing each weight broadcast), and every width agrees with the
 // interpreter. Rows of 28 keep one vector (two would overhang by 36).
 TEST(ScheduleSpace, ARowNoWidthDividesTakesSeveralVectorsThatOverhangNoFurther) {
-  Case c;
-  Tensor k = c.g.input("k", {Expr(24), Expr(9)}), y = c.g.input("y", {Expr(24), Expr(9), Expr(50)});
-  c.g.mark_output((k.reshape({Expr(24), Expr(9), Expr(1)}) * y).sum(1), "y");
-  c.inputs["k"] = filled(DType::F32, {24, 9}, 1);
-  c.inputs["y"] = filled(DType::F32, {24, 9, 50}, 1);
+  Case c = depthwise_rows(50);
   kernel::KernelFacts f = output_facts(c, 16);
   kernel::Knobs h = kernel::heuristic_knobs(f);
   EXPECT_EQ(h.vector, 32) << h.to_string();
   EXPECT_EQ(h.rows, 1) << h.to_string();
   check_heuristic_and_neighbours(std::move(c));
 
-  Case narrow;
-  Tensor k2 = narrow.g.input("k", {Expr(24), Expr(9)}), y2 = narrow.g.input("y", {Expr(24), Expr(9), Expr(28)});
-  narrow.g.mark_output((k2.reshape({Expr(24), Expr(9), Expr(1)}) * y2).sum(1), "y");
-  EXPECT_EQ(kernel::heuristic_knobs(output_facts(narrow, 16)).vector, 16);
+  EXPECT_EQ(kernel::heuristic_knobs(output_facts(depthwise_rows(28), 16)).vector, 16);
 }
 
 // A decode step's P·V over an f16 value cache [heads, capacity, 64] and the step's own values: the
