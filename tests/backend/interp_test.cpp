@@ -63,7 +63,8 @@ TEST(InterpUnary, MatchesLibmRoundedToDtype) {
       auto sin = run_unary(dt, xs, [](const Tensor& t) { return t.sin(); }, backend);
       auto sqrt = run_unary(dt, xs, [](const Tensor& t) { return t.sqrt(); }, backend);
       auto recip = run_unary(dt, xs, [](const Tensor& t) { return t.recip(); }, backend);
-      double ulp = dt == DType::F32 ? std::ldexp(1.0, -23) : dt == DType::F16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+      int mantissa_bits = dt == DType::F32 ? 23 : dt == DType::F16 ? 10 : 7;
+      double ulp = std::ldexp(1.0, -mantissa_bits);
       for (size_t i = 0; i < xs.size(); ++i) {
         double x = round_to_dtype(xs[i], dt);
         std::string where = std::string(dtype_name(dt)) + (backend == Backend::Interp ? " interp" : " cpu");
