@@ -43,13 +43,19 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
   return out;
 }
 
+// A float contraction whose output rows run in SIMD lanes (not an int8 dot product, whose
+// byte blocks are tuned on their own): what the row knobs below apply to.
+bool float_contraction_in_lanes(const KernelFacts& f) {
+  return f.vector_last && f.contraction >= 0 && !f.byte_rows && !f.byte_groups;
+}
+
 // Row counts for a contraction computed one SIMD vector at a time: outputs of
 // that many rows of the shared row dim unrolled around the vector, each its
 // own accumulator, all reading each vector of the other operand once (a
 // register tile without a pack: the reduction's vectors come from L1 once per
 // tile instead of once per output vector).
 std::vector<int64_t> vector_row_counts(const KernelFacts& f) {
-  if (!f.vector_last || f.contraction < 0 || f.byte_rows || f.byte_groups || f.shared_row_dim < 0) return {};
+  if (!float_contraction_in_lanes(f) || f.shared_row_dim < 0) return {};
   const Expr& m = f.shape[static_cast<size_t>(f.shared_row_dim)];
   if (!m.is_const() || m.value() < 2) return {};
   return divisors_in(m.value(), {4, 7, 6, 5, 3, 2});
@@ -59,6 +65,7 @@ std::vector<int64_t> vector_row_counts(const KernelFacts& f) {
 // last vector overhangs the row's end no further than one vector's would (a
 // depthwise conv's 252-wide padded rows: 4 vectors overhang by 4, as 16 single
 // vectors do): several accumulators, each broadcast shared, no more work.
+// (A row the lanes divide gets only widths that divide it too, as divisors_in gives.)
 std::vector<int64_t> overhanging_widths(const KernelFacts& f) {
   const Expr& last = f.shape.back();
   if (!f.vector_last || !last.is_const()) return {};
@@ -66,7 +73,7 @@ std::vector<int64_t> overhanging_widths(const KernelFacts& f) {
   auto overhang = [&](int64_t w) { return (n + w - 1) / w * w - n; };
   std::vector<int64_t> out;
   for (int64_t w : {4 * l, 2 * l}) {
-    if (w <= n && n % l != 0 && overhang(w) <= overhang(l)) out.push_back(w);
+    if (w <= n && overhang(w) <= overhang(l)) out.push_back(w);
   }
   return out;
 }
@@ -168,21 +175,19 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // (mobilenet_v3_small's 5 x 5 convs, 240 x 14²: 0.075 -> 0.041 ms). Only for rows in SIMD
     // lanes (a scalar global average pool unrolled over its rows ran slower), and not for int8
     // dot products, whose block indices are tuned on their own.
-    if (f.vector_last && f.contraction >= 0 && !f.byte_rows && !f.byte_groups && !f.reduce_splits.empty()) {
-      k.reduce_split = f.reduce_splits.back();
-    }
+    if (float_contraction_in_lanes(f) && !f.reduce_splits.empty()) k.reduce_split = f.reduce_splits.back();
     // A contraction one vector wide (rows the lanes do not divide: mobilenet_v3_small's 28-wide
     // maps under a pointwise conv): outputs that share the vectors read (its output channels)
     // unrolled around the vector, each vector loaded once for all of them.
     // Else, when no width divides its row, several vectors of the row whose last one overhangs no
     // further than a single vector's: their accumulators share each broadcast (mobilenet_v3_small's
     // 5 x 5 depthwise convs over 14 x 14, rows of 252 in the padded layout).
-    if (k.vector == f.lanes && f.transposed_dim < 0) {  // (reads through a transpose take blocks below)
+    if (k.vector == f.lanes && f.transposed_dim < 0 && float_contraction_in_lanes(f)) {  // (transposes: blocks below)
       auto counts = vector_row_counts(f);
       auto widths = overhanging_widths(f);
       if (!counts.empty()) {
         k.rows = counts.front();
-      } else if (f.contraction >= 0 && !f.byte_rows && !f.byte_groups && !widths.empty()) {
+      } else if (!widths.empty()) {
         k.vector = widths.front();
       }
     }
