@@ -8,7 +8,9 @@ AxisRange reduction_range(KnownRegions& known, const Graph& graph, NodeId n, con
                           const std::vector<LoopVar>& lanes, const std::vector<LoopVar>& varying,
                           const Expr& target_live, bool cut) {
   AxisRange range;
-  if (!cut) {
+  const Expr& extent = graph.node(n).inputs[0].view.shape()[static_cast<size_t>(graph.node(n).axis)];
+  bool short_axis = extent.is_const() && extent.value() <= kShortestRestricted;
+  if (!cut && !short_axis) {
     if (auto live = reduction_live_range(known, graph, n, coords, lanes)) {
       range.lo = live->lo;
       range.hi = live->hi;

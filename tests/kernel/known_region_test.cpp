@@ -18,6 +18,7 @@
 #include "lumen/kernel/printer.h"
 #include "lumen/kernel/schedule_space.h"
 #include "lumen/ops/attention.h"
+#include "lumen/ops/conv.h"
 #include "lumen/ops/creation.h"
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/math.h"
@@ -300,6 +301,44 @@ TEST(RestrictedOutput, APaddedCopyOfAPermutedViewReadsWithoutDivisions) {
   }
   EXPECT_TRUE(found);
   expect_matches_interpreter(g, 3);
+}
+
+// The heuristic's kernel for `t` in `g`, lowered and printed.
+std::string heuristic_kernel_text(const Graph& g, const Tensor& t) {
+  std::vector<Edge> outs;
+  for (const NamedOutput& o : g.outputs()) outs.push_back(o.edge);
+  kernel::Partition p = kernel::partition(g, outs);
+  kernel::KernelFacts f = kernel::kernel_facts(g, t.node_id(), p.materialized, kernel::Target{16, 2});
+  kernel::Schedule s = kernel::Schedule::from_actions(f.shape, kernel::knob_actions(f, kernel::heuristic_knobs(f)));
+  return kernel::to_string(kernel::lower(g, t.node_id(), p.materialized, s, "k").kernel);
+}
+
+// A 5 x 5 average pool over padding: its window's taps that read the padding are zero, but a
+// window this short runs whole. Restricted to the taps inside the image, the loop's start would
+// depend on the output point and the index through the window's views would take a division
+// and a remainder per term, which the simplifier cannot bound (26x slower).
+TEST(RestrictedReduction, AShortWindowOverPaddingRunsWholeWithAffineReads) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(2), Expr(3), Expr(20), Expr(20)});
+  Tensor y = ops::avg_pool2d(x, {5, 5}, {1, 1}, {2, 2});
+  g.mark_output(y, "y");
+  std::string text = heuristic_kernel_text(g, y);
+  EXPECT_EQ(text.find('/'), std::string::npos) << text;
+  EXPECT_EQ(text.find('%'), std::string::npos) << text;
+  expect_matches_interpreter(g, 5);
+}
+
+// A buffer read through padding is a load that is 0 where it is not valid, with no select
+// around it (which the CPU backend wrote as a masked load and then a blend with the same mask).
+TEST(RestrictedOutput, APaddedReadOfABufferIsOneMaskedLoad) {
+  Graph g;
+  Tensor x = g.input("x", {Expr(4), Expr(40)});
+  Tensor y = x.pad({{Expr(0), Expr(0)}, {Expr(3), Expr(5)}}).mul(x.scalar(2));
+  g.mark_output(y, "y");
+  std::string text = heuristic_kernel_text(g, y);
+  EXPECT_EQ(text.find("select"), std::string::npos) << text;
+  EXPECT_NE(text.find(" if "), std::string::npos) << text;  // the load knows where it is valid
+  expect_matches_interpreter(g, 6);
 }
 
 TEST(RestrictedReduction, CausalAttentionOverADynamicLengthEqualsTheInterpreter) {
