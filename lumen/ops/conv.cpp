@@ -1,6 +1,7 @@
 #include "lumen/ops/conv.h"
 
 #include <cmath>
+#include <optional>
 
 #include "lumen/core/error.h"
 #include "lumen/core/simplify.h"
@@ -99,6 +100,34 @@ bool computed_channels_last(const Tensor& x) {
 }
 
 Pair default_stride(Pair stride, Pair kernel) { return stride[0] == 0 && stride[1] == 0 ? kernel : stride; }
+
+// Nearest-neighbour resampling along `axis` (length `in` to `out`) as a view, when the source
+// index of every output i, source(i), is i / k (each element repeated k times: an integer
+// upsampling, a broadcast) or i · k (every k-th element: a strided slice); the sources are
+// computed here as the gather's index would compute them, so the view reads the same elements.
+// nullopt when they follow neither pattern. (A gather of 2x nearest upsampling: 16x slower.)
+template <typename Source>
+std::optional<Tensor> nearest_view(const Tensor& x, int axis, int64_t in, int64_t out, Source&& source) {
+  auto all = [&](auto&& want) {
+    for (int64_t i = 0; i < out; ++i) {
+      if (source(i) != want(i)) return false;
+    }
+    return true;
+  };
+  if (out >= in && out % in == 0 && all([&](int64_t i) { return i / (out / in); })) {
+    int64_t k = out / in;
+    Shape repeated = x.shape();
+    repeated.insert(repeated.begin() + axis + 1, Expr(k));
+    Shape merged = x.shape();
+    merged[static_cast<size_t>(axis)] = Expr(out);
+    return x.unsqueeze(axis + 1).expand(repeated).reshape(merged);
+  }
+  if (out < in && all([&](int64_t i) { return i * (in / out); })) {
+    int64_t k = in / out;
+    return x.slice(axis, Expr(0), Expr((out - 1) * k + 1), k);
+  }
+  return std::nullopt;
+}
 
 // [out, in] averaging matrix of adaptive pooling along one axis.
 Tensor adaptive_matrix(Graph& g, int64_t in, int64_t out, DType dtype) {
@@ -546,9 +575,19 @@ Tensor interpolate(const Tensor& x, std::optional<Pair> size, std::optional<std:
   if (mode == "nearest") {
     Tensor r = x;
     for (int d = 0; d < 2; ++d) {
-      Shape s{Expr(out[d])};
+      int axis = 2 + d;
       int64_t in = d == 0 ? h : w;
       // floor(i · scale), clamped; exact in integers when the scale is in/out.
+      auto source = [&](int64_t i) {
+        if (size) return std::min(i * in / out[d], in - 1);
+        float at = std::floor(static_cast<float>(i) * static_cast<float>(scale[d]));
+        return std::min(static_cast<int64_t>(at), in - 1);
+      };
+      if (auto view = nearest_view(r, axis, in, out[d], source)) {
+        r = *view;
+        continue;
+      }
+      Shape s{Expr(out[d])};
       Expr src = size ? min((loop_index(s, 0) * in) / out[d], Expr(in - 1)) : Expr();
       Tensor index;
       if (src.defined()) {
@@ -557,7 +596,7 @@ Tensor interpolate(const Tensor& x, std::optional<Pair> size, std::optional<std:
         Tensor i = g.iota(loop_index(s, 0), s, DType::I32).cast(DType::F32);
         index = minimum(floor(i * scale[d]), g.constant(static_cast<double>(in - 1), DType::F32)).cast(DType::I32);
       }
-      r = r.gather(index, 2 + d);
+      r = r.gather(index, axis);
     }
     return r;
   }

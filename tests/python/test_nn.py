@@ -191,10 +191,22 @@ def test_adaptive_avg_pool2d(backend, out):
     check("adaptive_avg_pool2d", lambda t: F.adaptive_avg_pool2d(t, out), lambda t: TF.adaptive_avg_pool2d(t, out), [x], backend)
 
 
+@pytest.mark.parametrize("size,scale,views", [((12, 15), None, True), (None, 2.0, True), ((3, 5), None, True),
+                                               ((9, 5), None, False)], ids=str)
+def test_nearest_by_whole_factors_is_a_view(size, scale, views):
+    # Repeating each element k times (or keeping every k-th) is a broadcast (or a strided slice)
+    # of the input, not a gather of it (16x slower for a 2x upsampling); 6 -> 9 rows is a gather.
+    g = lumen.Graph()
+    x = g.input("x", (1, 2, 6, 5))
+    F.interpolate(x, size, scale, "nearest")
+    assert ("Gather" not in g.to_dot()) == views
+
+
 @pytest.mark.parametrize("size,scale,mode,align", [
     ((12, 10), None, "nearest", None), ((4, 3), None, "nearest", None), (None, 2.0, "nearest", None),
     ((12, 10), None, "bilinear", False), ((4, 3), None, "bilinear", False), ((11, 7), None, "bilinear", True),
-    (None, 2.0, "bilinear", False)])
+    (None, 2.0, "bilinear", False), ((3, 5), None, "nearest", None), (None, 3.0, "nearest", None),
+    (None, 0.5, "nearest", None), ((9, 15), None, "nearest", None)])
 def test_interpolate(backend, size, scale, mode, align):
     x = data((1, 2, 6, 5), seed=23)
     check("interpolate", lambda t: F.interpolate(t, size, scale, mode, align),
