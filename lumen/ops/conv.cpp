@@ -1,6 +1,7 @@
 #include "lumen/ops/conv.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include "lumen/core/error.h"
@@ -432,6 +433,15 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   }
   Pair out{};
   windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
+  if (kh == 1 && kw == 1 && padding == Pair{0, 0} && stride != Pair{1, 1} && !computed_channels_last(x)) {
+    // A strided 1 x 1 conv of NCHW values reads every stride-th position: those positions (a
+    // strided view), then an unstrided 1 x 1 conv (a pointwise matmul where the positions fill
+    // SIMD rows; 4 x 64 x 56² -> 128 channels, 2 threads: 1.37x). Values computed channels-last
+    // keep the channels form (resnet18's shortcuts: 3% slower mixing the two layouts in an add).
+    Tensor every = x.slice(2, Expr(0), Expr((out[0] - 1) * stride[0] + 1), stride[0])
+                       .slice(3, Expr(0), Expr((out[1] - 1) * stride[1] + 1), stride[1]);
+    return conv2d(every, weight, bias, {1, 1}, {0, 0}, {1, 1}, groups);
+  }
   Tensor y;
   if (winograd_pays(weight, c, o, {kh, kw}, stride, dilation, groups)) {
     y = conv2d_winograd(x, weight, padding, out);

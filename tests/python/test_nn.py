@@ -47,6 +47,15 @@ def test_conv2d(backend, stride, padding, dilation, groups):
           lambda t, k, c: TF.conv2d(t, k, c, stride, padding, dilation, groups), [x, w, b], backend, atol=1e-4)
 
 
+# A strided 1 x 1 conv of NCHW values: every stride-th position (a strided view), then a pointwise
+# matmul; 8 x 8 outputs (a row of 64 positions) and 3 x 4 (12: the channels form), stride 2 and (2, 3).
+@pytest.mark.parametrize("shape,stride", [((2, 8, 16, 15), 2), ((1, 5, 6, 12), (2, 3))], ids=str)
+def test_conv2d_strided_pointwise(backend, shape, stride):
+    x, w, b = data(shape, seed=18), data((16, shape[1], 1, 1), seed=19), data((16,), seed=20)
+    check("conv2d", lambda t, k, c: F.conv2d(t, k, c, stride), lambda t, k, c: TF.conv2d(t, k, c, stride),
+          [x, w, b], backend, atol=1e-4)
+
+
 # Output rows of 14 and 13 positions are computed padded to 16 (row-aligned
 # panels) and sliced; 30 rows of 60 with stride 2 and a ReLU consumer too.
 @pytest.mark.parametrize("shape,stride,padding", [((1, 8, 14, 14), 1, 1), ((2, 3, 6, 15), 1, 1), ((1, 4, 5, 60), 2, 1)])
