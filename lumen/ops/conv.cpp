@@ -10,6 +10,7 @@
 #include "lumen/ops/linalg.h"
 #include "lumen/ops/math.h"
 #include "lumen/ops/movement.h"
+#include "lumen/ops/reduce.h"
 
 namespace lumen::ops {
 
@@ -558,6 +559,15 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size) {
   check_rank(x, 4, "adaptive_avg_pool2d", "input [N, C, H, W]");
   if (output_size[0] < 1 || output_size[1] < 1) fail("adaptive_avg_pool2d: output size must be positive");
   int64_t h = static_size(x, 2, "adaptive_avg_pool2d"), w = static_size(x, 3, "adaptive_avg_pool2d");
+  if (is_float(x.dtype()) && h % output_size[0] == 0 && w % output_size[1] == 0) {
+    // Windows that tile the input: a mean over each, read through a reshape, instead of two
+    // matmuls with averaging matrices (8 x 64 x 28² to 7², 2 threads: 4.6x); a global pool is
+    // one mean over the merged positions.
+    if (output_size == Pair{1, 1}) return mean(x, {2, 3}, true);
+    int64_t kh = h / output_size[0], kw = w / output_size[1];
+    Tensor windows = x.reshape({x.shape()[0], x.shape()[1], Expr(output_size[0]), Expr(kh), Expr(output_size[1]), Expr(kw)});
+    return windows.sum_reduce(5).sum_reduce(3) * (1.0 / static_cast<double>(kh * kw));
+  }
   Graph& g = *x.graph();
   Tensor rows = adaptive_matrix(g, h, output_size[0], x.dtype());           // [OH, H]
   Tensor cols = adaptive_matrix(g, w, output_size[1], x.dtype());           // [OW, W]
