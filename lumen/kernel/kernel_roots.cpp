@@ -22,6 +22,40 @@ bool reads_in_order(const Edge& e, const Shape& consumer, const Shape& producer)
   return i.valid.is_const(1) && simplify(i.index) == simplify(flat_index(consumer, at));
 }
 
+// A small reduction written out inline (a max over a stacked pair: a ReLU, a clamp) as an
+// epilogue: the values it reads at each of its points, one per reduced index, where the stack
+// reads one of them at that same point (the others are the padding of the stack, or constants).
+// `next(producer)` continues the walk from each such producer; the first it finds is returned.
+template <typename Next>
+NodeId through_small_reduce(const Graph& graph, NodeId node, const std::vector<bool>& materialized, Next&& next) {
+  const Node& n = graph.node(node);
+  const Edge& in = n.inputs[0];
+  const Node& stack = graph.node(in.node);
+  if (materialized[static_cast<size_t>(in.node)] || !is_elementwise(stack.op)) return -1;
+  if (!in.view.is_contiguous() || !(stack.shape == in.view.shape())) return -1;
+  std::vector<Expr> at = loop_indices(n.shape);
+  Expr flat = simplify(flat_index(n.shape, at));
+  int64_t extent = in.view.shape()[static_cast<size_t>(n.axis)].value();
+  for (const Edge& e : stack.inputs) {
+    if (materialized[static_cast<size_t>(e.node)]) continue;
+    if (!(shape_numel(graph.node(e.node).shape) == shape_numel(n.shape))) continue;
+    bool reads = false, in_order = true;
+    for (int64_t k = 0; k < extent && in_order; ++k) {
+      std::vector<Expr> point = at;
+      point.insert(point.begin() + n.axis, Expr(k));
+      View::Index i = e.view.index(point);
+      Expr valid = simplify(i.valid);
+      if (valid.is_const(0)) continue;
+      in_order = valid.is_const(1) && simplify(i.index) == flat;
+      reads = true;
+    }
+    if (!reads || !in_order) continue;
+    NodeId found = next(e.node);
+    if (found >= 0) return found;
+  }
+  return -1;
+}
+
 // The first node satisfying `wanted` that a kernel for `node` computes at its
 // output points: the node itself, or one reached through inlined elementwise
 // consumers with the same shape (an epilogue such as a bias and an
@@ -34,6 +68,14 @@ template <typename Wanted>
 NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>& materialized, bool reordered,
                         Wanted&& wanted) {
   const Node& n = graph.node(node);
+  // A ReLU or a clamp written out inline (a small max over a stacked pair) ends the epilogue of
+  // a register tile too (mobilenet_v3_small's ReLU-ended 1 x 1 convs over 28 x 28 maps); an
+  // rfactor's partial sums (not `reordered`) are cut at their own reduction only.
+  if (is_reduce(n.op) && is_small_reduce(n) && reordered) {
+    return through_small_reduce(graph, node, materialized, [&](NodeId in) {
+      return through_epilogue(graph, in, materialized, reordered, wanted);
+    });
+  }
   if (is_reduce(n.op)) return !is_small_reduce(n) && wanted(node) ? node : -1;
   if (n.op == Op::Gather) {  // where(c, a, b): a select epilogue of a or b
     for (NodeId source : two_place_sources(graph, node, materialized)) {

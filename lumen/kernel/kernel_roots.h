@@ -18,7 +18,8 @@ bool is_small_reduce(const Node& node);
 // The contraction (an inlined sum of an inlined product) a kernel for `node`
 // computes at its output points: the node itself, or one reached through
 // inlined elementwise consumers with the same shape (an epilogue such as a
-// bias and an activation). -1 if there is none.
+// bias and an activation, a ReLU's small max over a stacked pair included).
+// -1 if there is none.
 NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized);
 // The reduction (any sum or max over a loop) a kernel for `node` computes at
 // its output points, found through epilogues of the same shape read through

@@ -16,6 +16,7 @@
 #include "lumen/kernel/schedule_space.h"
 #include "lumen/io/weight_store.h"
 #include "lumen/ops/conv.h"
+#include "lumen/ops/math.h"
 #include "lumen/ops/attention.h"
 #include "lumen/ops/movement.h"
 #include "lumen/ops/reduce.h"
@@ -768,6 +769,27 @@ TEST(ScheduleSpace, APointwiseConvOneVectorWideUnrollsItsOutputChannels) {
   Case depthwise = depthwise_rows(28);
   EXPECT_EQ(output_facts(depthwise, 16).shared_row_dim, -1);
   EXPECT_EQ(kernel::heuristic_knobs(output_facts(depthwise, 16)).rows, 1);
+}
+
+// The same conv with a bias and a ReLU after it (a max over the stacked pair of the value and
+// 0, written out inline): the ReLU ends the epilogue, so the kernel still finds its contraction
+// through it and unrolls the output channels around the vector.
+TEST(ScheduleSpace, AReluEndedPointwiseConvKeepsItsVectorRows) {
+  Case c;
+  Tensor w = c.g.input("w", {Expr(24), Expr(88)}), x = c.g.input("x", {Expr(88), Expr(28), Expr(28)});
+  Tensor bias = c.g.input("bias", {Expr(1), Expr(24), Expr(1), Expr(1)});
+  Tensor product = w.reshape({Expr(1), Expr(24), Expr(88), Expr(1), Expr(1)}) *
+                   x.reshape({Expr(1), Expr(1), Expr(88), Expr(28), Expr(28)});
+  c.g.mark_output(ops::relu(product.sum(2) + bias), "y");
+  c.inputs["w"] = filled(DType::F32, {24, 88}, 1);
+  c.inputs["x"] = filled(DType::F32, {88, 28, 28}, 1);
+  c.inputs["bias"] = filled(DType::F32, {1, 24, 1, 1}, 2);
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_GE(f.contraction, 0);
+  EXPECT_EQ(c.g.node(f.contraction).op, Op::SumReduce);
+  kernel::Knobs h = kernel::heuristic_knobs(f);
+  EXPECT_EQ(h.rows, 4) << h.to_string();
+  check_heuristic_and_neighbours(std::move(c));
 }
 
 // A depthwise-like contraction over rows of 50: no dim shares its vectors, and 50 is not a
