@@ -218,5 +218,8 @@ def test_long_cumsum_in_blocks(backend, n):
     x[2, n // 2] = np.nan
     check("cumsum", lambda t: lumen.cumsum(t, -1), lambda t: torch.cumsum(t, -1), [x], backend, rtol=1e-5, atol=1e-3)
     check("cumsum", lambda t: lumen.cumsum(t, 0), lambda t: torch.cumsum(t, 0), [x.T.copy()], backend, rtol=1e-5, atol=1e-3)
+    # Along a middle axis: the blocks run down it, the last dim's rows in SIMD lanes.
+    middle = np.ascontiguousarray(np.stack([x.T, -x.T]))  # [2, n, 3]
+    check("cumsum", lambda t: lumen.cumsum(t, 1), lambda t: torch.cumsum(t, 1), [middle], backend, rtol=1e-5, atol=1e-3)
     i = data((2, n), lumen.int32, 18, -3, 3)
     check("cumsum", lambda t: lumen.cumsum(t, -1), lambda t: torch.cumsum(t, -1).int(), [i], backend)
