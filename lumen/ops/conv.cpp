@@ -494,6 +494,61 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   return y.squeeze(2);
 }
 
+// x[t + start] for t in [0, length) along `axis`, zero outside x (a window of x, shifted).
+Tensor shifted_window(const Tensor& x, int axis, int64_t start, int64_t length) {
+  int64_t in = x.shape()[static_cast<size_t>(axis)].value();
+  int64_t before = std::max<int64_t>(0, -start), after = std::max<int64_t>(0, start + length - in);
+  std::vector<std::pair<Expr, Expr>> pads(x.rank(), {Expr(0), Expr(0)});
+  pads[static_cast<size_t>(axis)] = {Expr(before), Expr(after)};
+  Tensor padded = before > 0 || after > 0 ? x.pad(pads) : x;
+  return padded.slice(axis, Expr(start + before), Expr(start + before + length));
+}
+
+// conv_transpose2d with stride s > 1 (dilation 1) as s_h x s_w ordinary convolutions, one per
+// output phase: output row s·q + r gathers the kernel rows k = k0, k0 + s, .. with k0 = (r + p)
+// mod s, each reading input row q + (r + p - k) / s. So phase (r_h, r_w) is a stride-1 conv of
+// the input, shifted, with those taps of the filter (flipped, channels swapped), and the phases
+// interleave through a reshape. The zero-stuffed input the plain form convolves is 1 - 1/s² zeros:
+// 64 -> 32 channels, 28² -> 56², 3x3 / 2, 2 threads: 5.5 ms (the stuffed input kept) -> 0.68 ms;
+// 2x2 / 2: 5.1 -> 0.37 ms. `w_flipped`: [G·Og, Cg, KH, KW], flipped spatially.
+Tensor conv_transpose2d_phases(const Tensor& x, const Tensor& w_flipped, Pair stride, Pair padding, Pair out,
+                               int64_t groups) {
+  int64_t kh = static_size(w_flipped, 2, "conv_transpose2d"), kw = static_size(w_flipped, 3, "conv_transpose2d");
+  int64_t k[2] = {kh, kw};
+  int64_t q[2] = {(out[0] + stride[0] - 1) / stride[0], (out[1] + stride[1] - 1) / stride[1]};
+  const Expr& n = x.shape()[0];
+  Expr o = w_flipped.shape()[0];
+  std::vector<Tensor> rows;
+  for (int64_t rh = 0; rh < stride[0]; ++rh) {
+    std::vector<Tensor> row;
+    for (int64_t rw = 0; rw < stride[1]; ++rw) {
+      int64_t r[2] = {rh, rw};
+      Tensor source = x, filter = w_flipped;
+      bool empty = false;
+      for (int d = 0; d < 2; ++d) {
+        int64_t s = stride[d], k0 = ((r[d] + padding[d]) % s + s) % s;
+        int64_t taps = k0 < k[d] ? (k[d] - 1 - k0) / s + 1 : 0;
+        if (taps == 0) {
+          empty = true;
+          break;
+        }
+        // Tap t (0 .. taps-1) reads input q + a_first + t; in the flipped filter it is k - 1 - k0 - (taps - 1 - t)·s.
+        int64_t a_first = (r[d] + padding[d] - k0) / s - (taps - 1);
+        int64_t f_first = k[d] - 1 - k0 - (taps - 1) * s;
+        source = shifted_window(source, 2 + d, a_first, q[d] + taps - 1);
+        filter = filter.slice(2 + d, Expr(f_first), Expr(f_first + (taps - 1) * s + 1), s);
+      }
+      row.push_back(empty ? scalar_like(x, 0, x.dtype()).expand({n, o, Expr(q[0]), Expr(q[1])})
+                          : conv2d(source, filter, std::nullopt, {1, 1}, {0, 0}, {1, 1}, groups));
+    }
+    std::vector<Tensor> columns;
+    for (Tensor& t : row) columns.push_back(t.unsqueeze(4));
+    rows.push_back(concat(columns, 4).unsqueeze(3));  // [N, O, Qh, 1, Qw, s_w]
+  }
+  Tensor y = concat(rows, 3).reshape({n, o, Expr(q[0] * stride[0]), Expr(q[1] * stride[1])});
+  return y.slice(2, Expr(0), Expr(out[0])).slice(3, Expr(0), Expr(out[1]));
+}
+
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, Pair stride,
                         Pair padding, Pair output_padding, int64_t groups, Pair dilation) {
   check_rank(x, 4, "conv_transpose2d", "input [N, C, H, W]");
@@ -508,6 +563,23 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const std::option
     if (output_padding[d] >= std::max(stride[d], dilation[d])) {
       fail("conv_transpose2d: output_padding must be smaller than stride or dilation");
     }
+  }
+  // Weight [C, Og, KH, KW] -> [G·Og, Cg, KH, KW], flipped spatially.
+  int64_t cg = c / groups;
+  Tensor w = weight.reshape({Expr(groups), Expr(cg), Expr(og), Expr(kh), Expr(kw)})
+                 .permute({0, 2, 1, 3, 4})
+                 .reshape({Expr(groups * og), Expr(cg), Expr(kh), Expr(kw)})
+                 .flip(2)
+                 .flip(3);
+  if (stride != Pair{1, 1} && dilation == Pair{1, 1}) {
+    Pair out{};
+    for (int d = 0; d < 2; ++d) {
+      int64_t in = static_size(x, 2 + static_cast<size_t>(d), "conv_transpose2d"), k = d == 0 ? kh : kw;
+      out[d] = (in - 1) * stride[d] - 2 * padding[d] + k + output_padding[d];
+      if (out[d] < 1) fail("conv_transpose2d: input ", to_string(x.shape()), " gives an empty output");
+    }
+    Tensor y = conv_transpose2d_phases(x, w, stride, padding, out, groups);
+    return bias ? add(y, bias->reshape({Expr(1), Expr(groups * og), Expr(1), Expr(1)})) : y;
   }
   // Insert stride-1 zeros between input elements (views: reshape, pad, reshape, slice).
   Tensor z = x;
@@ -526,14 +598,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const std::option
   // Pad by dilation·(k-1) - padding (negative crops) plus output_padding at the end.
   std::vector<int64_t> pads = {dilation[1] * (kw - 1) - padding[1], dilation[1] * (kw - 1) - padding[1] + output_padding[1],
                                dilation[0] * (kh - 1) - padding[0], dilation[0] * (kh - 1) - padding[0] + output_padding[0]};
-  z = pad(z, pads);
-  // Weight [C, Og, KH, KW] -> [G·Og, Cg, KH, KW], flipped spatially.
-  int64_t cg = c / groups;
-  Tensor w = weight.reshape({Expr(groups), Expr(cg), Expr(og), Expr(kh), Expr(kw)})
-                 .permute({0, 2, 1, 3, 4})
-                 .reshape({Expr(groups * og), Expr(cg), Expr(kh), Expr(kw)})
-                 .flip(2)
-                 .flip(3);
+  z = pad(z, pads).contiguous();  // read by the conv as a plain buffer: the views above divide
   return conv2d(z, w, bias, {1, 1}, {0, 0}, dilation, groups);
 }
 

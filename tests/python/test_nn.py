@@ -150,6 +150,19 @@ def test_conv1d(backend, stride, padding, dilation, groups):
           lambda t, k: TF.conv1d(t, k, None, stride, padding, dilation, groups), [x, w], backend, atol=1e-4)
 
 
+# Stride above 1: one ordinary conv per output phase, interleaved. Kernels shorter than the
+# stride leave phases with no taps (zeros plus the bias); uneven strides, crops and groups.
+@pytest.mark.parametrize("kernel,stride,padding,output_padding,groups", [
+    (2, 2, 0, 0, 1), (2, 3, 0, 0, 1), (4, 2, 1, 0, 2), (5, 3, 2, 2, 1), ((3, 1), (2, 1), (1, 0), (1, 0), 1),
+    ((1, 3), (1, 2), (0, 1), (0, 1), 1), (7, 4, 3, 3, 1)], ids=str)
+def test_conv_transpose2d_by_phases(backend, kernel, stride, padding, output_padding, groups):
+    kernel = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    x, w, b = data((2, 4, 5, 6), seed=20), data((4, 6 // groups) + kernel, seed=21), data((6,), seed=22)
+    check("conv_transpose2d", lambda t, k, c: F.conv_transpose2d(t, k, c, stride, padding, output_padding, groups),
+          lambda t, k, c: TF.conv_transpose2d(t, k, c, stride, padding, output_padding, groups), [x, w, b], backend,
+          atol=1e-4)
+
+
 @pytest.mark.parametrize("stride,padding,output_padding,groups,dilation", [
     (1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (2, 0, 0, 2, 1), (3, 2, 1, 1, 2), (1, 2, 0, 1, 1)])
 def test_conv_transpose2d(backend, stride, padding, output_padding, groups, dilation):
