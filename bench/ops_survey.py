@@ -52,6 +52,22 @@ def cases():
         ("depthwise3x3", [(8, 256, 28, 28), (256, 1, 3, 3)], lambda x, w: F.conv2d(x, w, padding=1, groups=256),
          lambda x, w: tf.conv2d(x, w, padding=1, groups=256)),
         ("maxpool2", [(32, 64, 56, 56)], lambda x: F.max_pool2d(x, 2), lambda x: tf.max_pool2d(x, 2)),
+        # Found slow by a wider sweep (2026-11-28) and mended: a padded 5x5 window, resampling,
+        # a strided transposed conv, a strided 1x1 conv, adaptive pooling, a scan down columns.
+        ("avgpool5_pad2", [(8, 64, 56, 56)], lambda x: F.avg_pool2d(x, 5, 1, 2), lambda x: tf.avg_pool2d(x, 5, 1, 2)),
+        ("nearest_2x", [(8, 64, 56, 56)], lambda x: F.interpolate(x, scale_factor=2.0, mode="nearest"),
+         lambda x: tf.interpolate(x, scale_factor=2.0, mode="nearest")),
+        ("bilinear_2x", [(8, 64, 56, 56)], lambda x: F.interpolate(x, scale_factor=2.0, mode="bilinear"),
+         lambda x: tf.interpolate(x, scale_factor=2.0, mode="bilinear")),
+        ("conv_transpose3x3s2", [(4, 64, 28, 28), (64, 32, 3, 3)], lambda x, w: F.conv_transpose2d(x, w, None, 2, 1, 1),
+         lambda x, w: tf.conv_transpose2d(x, w, None, 2, 1, 1)),
+        ("conv1x1_stride2", [(4, 64, 56, 56), (128, 64, 1, 1)], lambda x, w: F.conv2d(x, w, None, 2),
+         lambda x, w: tf.conv2d(x, w, None, 2)),
+        ("adaptive_avgpool_1x1", [(32, 512, 7, 7)], lambda x: F.adaptive_avg_pool2d(x, (1, 1)),
+         lambda x: tf.adaptive_avg_pool2d(x, (1, 1))),
+        ("cumsum_cols", [(1024, 1024)], lambda x: lumen.cumsum(x, 0), lambda x: x.cumsum(0)),
+        ("depthwise5x5", [(4, 64, 56, 56), (64, 1, 5, 5)], lambda x, w: F.conv2d(x, w, padding=2, groups=64),
+         lambda x, w: tf.conv2d(x, w, padding=2, groups=64)),
     ]
 
 
