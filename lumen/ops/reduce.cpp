@@ -112,7 +112,9 @@ Tensor blocked_prefix_sum(const Tensor& x, int axis) {
   // whose one accumulator chains sixteen dependent adds.
   Tensor padded = pad_axis(grid, axis + 1, kBlock - 1, 0);
   std::vector<Tensor> terms;
-  for (int64_t s = 0; s < kBlock; ++s) terms.push_back(padded.slice(axis + 1, Expr(kBlock - 1 - s), Expr(2 * kBlock - 1 - s)));
+  for (int64_t s = 0; s < kBlock; ++s) {
+    terms.push_back(padded.slice(axis + 1, Expr(kBlock - 1 - s), Expr(2 * kBlock - 1 - s)));
+  }
   while (terms.size() > 1) {
     std::vector<Tensor> next;
     for (size_t i = 0; i < terms.size(); i += 2) next.push_back(i + 1 < terms.size() ? terms[i].add(terms[i + 1]) : terms[i]);
