@@ -58,6 +58,25 @@ int64_t stride_in_lanes(const Expr& index, const Expr& var, const Expr& extent, 
   return linear_coefficient(split, l);
 }
 
+// Whether an index repeats each element over c consecutive lanes of `var` (c = 2, 4 or 8),
+// walking one element per c lanes: base + l / c over aligned vectors of `lanes` (a nearest
+// upsampling by c read along its rows). The code generator loads such a vector as lanes / c
+// elements, each repeated (lumen_load_f32_rep).
+bool repeats_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
+  Expr o = Expr::index(var.name() + "_vo", simplify((extent + (lanes - 1)) / lanes));
+  Expr l = Expr::index(var.name() + "_vl", Expr(lanes));
+  Expr split = simplify(substitute(index, VarMap{{var, o * lanes + l}}));
+  Expr base = simplify(substitute(split, VarMap{{l, Expr(0)}}));
+  int64_t c = 0;
+  for (int64_t lane = 1; lane < lanes; ++lane) {
+    Expr d = simplify(substitute(split, VarMap{{l, Expr(lane)}}) - base);
+    if (!d.is_const()) return false;
+    if (c == 0 && d.value() == 1) c = lane;
+    if (d.value() != (c ? lane / c : 0)) return false;
+  }
+  return c == 2 || c == 4 || c == 8;
+}
+
 // `index` with each clamp of a term into fixed bounds, min(x, b) or max(x, b)
 // with b free of loop variables, replaced by x: how the lanes walk memory
 // where the clamp does not bite (a row's overhanging last vector, a padded
@@ -115,6 +134,12 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
           for (const Expr& var : expr_vars(term)) {
             auto it = extents.find(var.name());
             int64_t stride = it == extents.end() ? -1 : stride_in_lanes(index, var, it->second, lanes);
+            // Repeated lanes of an output loop walk memory within a vector's reach (counted as 2:
+            // SIMD, not unit).
+            if (stride < 0 && it != extents.end() && var.name()[0] == 'i' &&
+                repeats_lanes(index, var, it->second, lanes)) {
+              stride = 2;
+            }
             by_var[var.name()].push_back(stride);
           }
         }

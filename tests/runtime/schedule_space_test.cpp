@@ -792,6 +792,21 @@ TEST(ScheduleSpace, AReluEndedPointwiseConvKeepsItsVectorRows) {
   check_heuristic_and_neighbours(std::move(c));
 }
 
+// A nearest 2x upsampling read along its rows: each input element fills two lanes (x / 2),
+// which the code generator loads as half a vector repeated. The facts count those reads as
+// SIMD, so the copy runs a vector at a time instead of an element at a time (3x at 2 threads).
+TEST(ScheduleSpace, ANearestUpsamplingRepeatsLanesInVectors) {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(3), Expr(20), Expr(24)});
+  Tensor up = x.unsqueeze(3).expand({Expr(3), Expr(20), Expr(24), Expr(2)}).reshape({Expr(3), Expr(20), Expr(48)});
+  c.g.mark_output(up * 1.5, "y");
+  c.inputs["x"] = filled(DType::F32, {3, 20, 24}, 1);
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_TRUE(f.vector_last);
+  EXPECT_EQ(kernel::heuristic_knobs(f).vector % 16, 0) << kernel::heuristic_knobs(f).to_string();
+  check_heuristic_and_neighbours(std::move(c));
+}
+
 // A depthwise-like contraction over rows of 50: no dim shares its vectors, and 50 is not a
 // multiple of 16. Two vectors a step overhang the row by 14, as single vectors do: the heuristic
 // takes them (two accumulators sharing each weight broadcast), and every width agrees with the
