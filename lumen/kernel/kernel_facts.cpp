@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "lumen/core/error.h"
@@ -45,6 +46,11 @@ void walk_loads(const Kernel& k, const std::function<void(const Stmt&)>& on_loop
 }
 
 int64_t linear_coefficient(const Expr& index, const Expr& var);
+
+// The stride load_strides records for lanes walking memory downwards, one element each (a view
+// flipped along a row): negative like every stride that is not SIMD, and told apart from the -1
+// of an index the lane enters non-linearly. The CPU loads such lanes as one vector, reversed.
+constexpr int64_t kReversedLanes = std::numeric_limits<int64_t>::min() / 2;
 
 // How an index walks the lanes of `var` split into aligned vectors of
 // `lanes` (var = o·lanes + l): the coefficient of l, or -1 if l enters it
@@ -128,7 +134,7 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
         if (!form) return;
         for (const auto& [term, c] : form->terms) {
           if (term.kind() == ExprKind::Var) {
-            by_var[term.name()].push_back(c);
+            by_var[term.name()].push_back(c == -1 ? kReversedLanes : c);
             continue;
           }
           for (const Expr& var : expr_vars(term)) {
@@ -342,6 +348,22 @@ bool byte_lanes_along(const Kernel& k, const std::string& var, int64_t split) {
 // stride. Widest 4: SIMD lanes along it may also load 2 to 4 elements apart (a stride-2
 // convolution's window rows, a subsampled view: the CPU's lumen_load_f32_strided); larger
 // strides are transposes (`block`).
+// Whether loads along `var` walk memory in vectors, some of them downwards (kReversedLanes) and
+// the rest within 4 elements a lane.
+bool reversed_lanes(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var) {
+  auto it = strides.find(var);
+  if (it == strides.end()) return false;
+  bool any = false;
+  for (int64_t c : it->second) {
+    if (c == kReversedLanes) {
+      any = true;
+    } else if (c < 0 || c > 4) {
+      return false;
+    }
+  }
+  return any;
+}
+
 bool walks_within(const std::map<std::string, std::vector<int64_t>>& strides, const std::string& var, int64_t widest) {
   auto it = strides.find(var);
   if (it == strides.end()) return false;
@@ -449,7 +471,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   // the row's end, masked (mobilenet_v3_small's 14- and 7-wide rows).
   bool overhangs = f.f32 && !last_ok && masked_row_is_simd(last, f.lanes);
   f.byte_rows = f.f32 && last_factor > 0 && last_factor % (4 * f.lanes) == 0 && byte_lanes_along(plain.kernel, last_var, 4 * f.lanes);
-  bool walkable = walks_within(strides, last_var, 4) || !strides.count(last_var);
+  bool walkable = walks_within(strides, last_var, 4) || !strides.count(last_var) || reversed_lanes(strides, last_var);
   f.vector_last = (last_ok || overhangs) && (walkable || f.byte_rows);
   auto strided = [&](const std::string& var) {
     auto it = strides.find(var);

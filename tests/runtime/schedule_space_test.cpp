@@ -807,6 +807,20 @@ TEST(ScheduleSpace, ANearestUpsamplingRepeatsLanesInVectors) {
   check_heuristic_and_neighbours(std::move(c));
 }
 
+// A row flipped (x[.., W - 1 - w]): the lanes walk memory downwards, one element each, which the
+// CPU loads as one vector and reverses. The facts count it as SIMD; every neighbour agrees with
+// the interpreter (a row of 40: the last vector overhangs, masked).
+TEST(ScheduleSpace, AFlippedRowIsReadInReversedVectors) {
+  Case c;
+  Tensor x = c.g.input("x", {Expr(6), Expr(40)});
+  c.g.mark_output(x.flip(1) * 1.5, "y");
+  c.inputs["x"] = filled(DType::F32, {6, 40}, 1);
+  kernel::KernelFacts f = output_facts(c, 16);
+  EXPECT_TRUE(f.vector_last);
+  EXPECT_GT(kernel::heuristic_knobs(f).vector, 0) << kernel::heuristic_knobs(f).to_string();
+  check_heuristic_and_neighbours(std::move(c));
+}
+
 // A depthwise-like contraction over rows of 50: no dim shares its vectors, and 50 is not a
 // multiple of 16. Two vectors a step overhang the row by 14, as single vectors do: the heuristic
 // takes them (two accumulators sharing each weight broadcast), and every width agrees with the

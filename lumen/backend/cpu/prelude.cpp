@@ -211,6 +211,13 @@ inline __mmask16 lumen_even_bits(unsigned x) {
 #endif
 template <int S>
 inline lumen_f32v lumen_maskload_f32_strided(const float* p, lumen_i32v m) {
+  if constexpr (S == -1) {  // lanes walking down (a flipped row): one load of their block, reversed
+    lumen_i32v back;
+    for (int i = 0; i < LANES; ++i) back[i] = m[LANES - 1 - i];
+    lumen_f32v v = lumen_maskload_f32(p - (LANES - 1), back), r;
+    for (int i = 0; i < LANES; ++i) r[i] = v[LANES - 1 - i];
+    return r;
+  }
 #if LANES == 16 && defined(__AVX512F__)
   unsigned lanes = _mm512_test_epi32_mask((__m512i)m, (__m512i)m);
   if constexpr (S == 2) {

@@ -380,7 +380,7 @@ std::optional<Reg> KernelWriter::strided_load(const Value& v, const Combo& combo
     valid = simplify(logical_and(without_clamps(valid, u->clamps, combo.vl), u->in_bounds));
   }
   auto stride = lane_stride(index, combo.vl);
-  if (!stride || *stride < 2 || *stride > 1024) return std::nullopt;
+  if (!stride || (*stride < 2 && *stride != -1) || *stride > 1024) return std::nullopt;
   std::optional<std::string> mask;
   if (mentions(valid, combo.vl)) {
     mask = index_vector(valid, combo);
