@@ -57,31 +57,41 @@ constexpr int64_t kReversedLanes = std::numeric_limits<int64_t>::min() / 2;
 // non-linearly. r / 32 is 0 over lanes of 16 (a per-block scale), r % 32 is 1
 // (the elements of a packed quant block), (h + d / 32) % 9 · 64 + d % 32 is 1
 // over lanes of 16 (a rotary embedding's other half).
-int64_t stride_in_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
+// `index` with `var` split into aligned vectors of `lanes` (var = o·lanes + l), and l.
+std::pair<Expr, Expr> split_into_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
   Expr o = Expr::index(var.name() + "_vo", simplify((extent + (lanes - 1)) / lanes));
   Expr l = Expr::index(var.name() + "_vl", Expr(lanes));
-  Expr split = simplify(substitute(index, VarMap{{var, o * lanes + l}}));
+  return {simplify(substitute(index, VarMap{{var, o * lanes + l}})), l};
+}
+
+int64_t stride_in_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
+  auto [split, l] = split_into_lanes(index, var, extent, lanes);
   return linear_coefficient(split, l);
 }
 
-// Whether an index repeats each element over c consecutive lanes of `var` (c = 2, 4 or 8),
-// walking one element per c lanes: base + l / c over aligned vectors of `lanes` (a nearest
-// upsampling by c read along its rows). The code generator loads such a vector as lanes / c
-// elements, each repeated (lumen_load_f32_rep).
+// Whether an index repeats each element over c consecutive lanes of `var` (c = 2, 4 or 8):
+// a nearest upsampling by c read along its rows. The code generator loads such a vector as
+// lanes / c elements, each repeated (lumen_load_f32_rep).
 bool repeats_lanes(const Expr& index, const Expr& var, const Expr& extent, int64_t lanes) {
-  Expr o = Expr::index(var.name() + "_vo", simplify((extent + (lanes - 1)) / lanes));
-  Expr l = Expr::index(var.name() + "_vl", Expr(lanes));
-  Expr split = simplify(substitute(index, VarMap{{var, o * lanes + l}}));
-  Expr base = simplify(substitute(split, VarMap{{l, Expr(0)}}));
-  int64_t c = 0;
-  for (int64_t lane = 1; lane < lanes; ++lane) {
-    Expr d = simplify(substitute(split, VarMap{{l, Expr(lane)}}) - base);
-    if (!d.is_const()) return false;
-    if (c == 0 && d.value() == 1) c = lane;
-    if (d.value() != (c ? lane / c : 0)) return false;
-  }
-  return c == 2 || c == 4 || c == 8;
+  auto [split, l] = split_into_lanes(index, var, extent, lanes);
+  return lane_repeat(split, l, lanes) > 0;
 }
+
+}  // namespace
+
+int64_t lane_repeat(const Expr& index, const Expr& lane, int64_t lanes) {
+  Expr base = simplify(substitute(index, VarMap{{lane, Expr(0)}}));
+  int64_t c = 0;
+  for (int64_t l = 1; l < lanes; ++l) {
+    Expr d = simplify(substitute(index, VarMap{{lane, Expr(l)}}) - base);
+    if (!d.is_const()) return 0;
+    if (c == 0 && d.value() == 1) c = l;
+    if (d.value() != (c ? l / c : 0)) return 0;
+  }
+  return c == 2 || c == 4 || c == 8 ? c : 0;
+}
+
+namespace {
 
 // `index` with each clamp of a term into fixed bounds, min(x, b) or max(x, b)
 // with b free of loop variables, replaced by x: how the lanes walk memory

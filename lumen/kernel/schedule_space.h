@@ -68,6 +68,9 @@ struct KernelFacts {
 };
 
 KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool>& materialized, const Target& target);
+// c when `index` repeats each element over c consecutive values of `lane` (base + lane / c over
+// `lanes` values, c = 2, 4 or 8: a nearest upsampling read along its rows); 0 otherwise.
+int64_t lane_repeat(const Expr& index, const Expr& lane, int64_t lanes);
 
 struct Knobs {
   int64_t mr = 1;          // register tile rows (unrolled), contractions

@@ -498,9 +498,7 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
 Tensor shifted_window(const Tensor& x, int axis, int64_t start, int64_t length) {
   int64_t in = x.shape()[static_cast<size_t>(axis)].value();
   int64_t before = std::max<int64_t>(0, -start), after = std::max<int64_t>(0, start + length - in);
-  std::vector<std::pair<Expr, Expr>> pads(x.rank(), {Expr(0), Expr(0)});
-  pads[static_cast<size_t>(axis)] = {Expr(before), Expr(after)};
-  Tensor padded = before > 0 || after > 0 ? x.pad(pads) : x;
+  Tensor padded = before > 0 || after > 0 ? pad_axis(x, axis, before, after) : x;
   return padded.slice(axis, Expr(start + before), Expr(start + before + length));
 }
 

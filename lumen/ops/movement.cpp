@@ -95,6 +95,12 @@ Tensor flip(const Tensor& x, const std::vector<int>& dims) {
   return r;
 }
 
+Tensor pad_axis(const Tensor& x, int axis, int64_t before, int64_t after) {
+  std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
+  padding[static_cast<size_t>(axis < 0 ? axis + static_cast<int>(x.rank()) : axis)] = {Expr(before), Expr(after)};
+  return x.pad(padding);
+}
+
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode, double value) {
   if (pads.size() % 2 != 0 || pads.size() / 2 > x.rank()) {
     fail("pad: expects an even number of pad sizes, at most 2 per dim, for shape ", to_string(x.shape()), ", got ",

@@ -25,6 +25,8 @@ Tensor flip(const Tensor& x, const std::vector<int>& dims);
 // torch.nn.functional.pad: `pads` lists (before, after) from the last dim
 // backwards; mode "constant", "reflect" or "replicate".
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode = "constant", double value = 0);
+// x with `before` and `after` zeros padded along one `axis` (negative counts from the end).
+Tensor pad_axis(const Tensor& x, int axis, int64_t before, int64_t after);
 Tensor concat(const std::vector<Tensor>& tensors, int dim = 0);  // a sum of padded views: one pass
 Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int dim = 0);

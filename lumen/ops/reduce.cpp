@@ -8,6 +8,7 @@
 #include "lumen/core/simplify.h"
 #include "lumen/ops/elementwise.h"
 #include "lumen/ops/math.h"
+#include "lumen/ops/movement.h"
 #include "lumen/ops/precision.h"
 
 namespace lumen::ops {
@@ -55,13 +56,6 @@ Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, 
 // A float tensor holding the value of a (possibly symbolic) count.
 Tensor count_tensor(const Tensor& like, const Expr& n, DType dtype) {
   return like.graph()->iota(n, {}, DType::I32).cast(dtype);
-}
-
-// x with `before` and `after` zeros padded along `axis`.
-Tensor pad_axis(const Tensor& x, int axis, int64_t before, int64_t after) {
-  std::vector<std::pair<Expr, Expr>> padding(x.rank(), {Expr(0), Expr(0)});
-  padding[static_cast<size_t>(axis < 0 ? axis + static_cast<int>(x.rank()) : axis)] = {Expr(before), Expr(after)};
-  return x.pad(padding);
 }
 
 // x padded along `axis` with `before` and `after` elements of `fill`

@@ -21,6 +21,7 @@
 #include "lumen/backend/cpu/writer.h"
 #include "lumen/core/expr_eval.h"
 #include "lumen/core/simplify.h"
+#include "lumen/kernel/schedule_space.h"
 
 namespace lumen::cpu {
 
@@ -334,17 +335,10 @@ std::optional<Reg> KernelWriter::repeated_load(const Value& v, const Combo& comb
     mask = mentions(valid, combo.vl) ? index_vector(valid, combo) : std::nullopt;
     if (!mask) return std::nullopt;
   }
+  int64_t c = kernel::lane_repeat(index, combo.vl, simd_);
+  if (c == 0) return std::nullopt;
   std::unordered_map<Expr, Expr, ExprHash> at{{combo.vl, Expr(0)}};
   Expr base = simplify(substitute(index, at));
-  int64_t c = 0;
-  for (int l = 1; l < simd_; ++l) {
-    at[combo.vl] = Expr(l);
-    Expr d = simplify(substitute(index, at) - base);
-    if (!d.is_const()) return std::nullopt;
-    if (c == 0 && d.value() == 1) c = l;
-    if (d.value() != (c ? l / c : 0)) return std::nullopt;
-  }
-  if (c != 2 && c != 4 && c != 8) return std::nullopt;
   uses_vectors_ = true;
   std::string f = v->dtype == DType::F32 ? "lumen_load_f32_rep" : "lumen_load_f16_rep";
   std::string at_base = "b" + std::to_string(v->buffer) + " + " + printer_.print(base);
