@@ -238,52 +238,53 @@ Tensor conv2d_depthwise(const Tensor& x, const Tensor& weight, Pair stride, Pair
   return lhs.mul(rhs).sum_reduce(5).sum_reduce(3);  // [N, O, OH, OW]
 }
 
-// The input padded once into a buffer (`extra_rows` more zero rows at the
-// bottom, `extra_columns` more on the right), as seen by each of `o` output channels of a depthwise conv: with a
-// channel multiplier m, output channel j reads input channel j / m. [N, O, rows, WP].
-Tensor depthwise_source(const Tensor& x, Pair padding, int64_t extra_rows, int64_t o, int64_t extra_columns = 0) {
+// `x` as a buffer of its own where it is computed: a value every output reads at KH·KW taps is
+// computed once, not fused into the taps' loads (a pointwise conv's ReLU before a depthwise one).
+Tensor stored(const Tensor& x) {
+  Op op = x.graph()->node(x.node_id()).op;
+  return op == Op::Input || op == Op::Contiguous ? x : x.buffered();
+}
+
+// The input padded once into a buffer, as seen by each of `o` output channels of a depthwise
+// conv: with a channel multiplier m, output channel j reads input channel j / m. [N, O, HP, WP].
+Tensor depthwise_source(const Tensor& x, Pair padding, int64_t o) {
   int64_t c = static_size(x, 1, "conv2d");
-  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0] + extra_rows)},
-                         {Expr(padding[1]), Expr(padding[1] + extra_columns)}})
+  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0])},
+                         {Expr(padding[1]), Expr(padding[1])}})
                       .contiguous();
   if (o == c) return source;
   const Expr &n = x.shape()[0], &rows = source.shape()[2], &wp = source.shape()[3];
   return source.unsqueeze(2).expand({n, Expr(c), Expr(o / c), rows, wp}).reshape({n, Expr(o), rows, wp});
 }
 
-// Depthwise conv2d (one input channel per group, any channel multiplier) with
-// a larger kernel (5 x 5, 7 x 7) and the same stride s (1 or 2) along both
-// dims: the input is padded once into a buffer with rows of width WP (a
-// multiple of s) and the output positions are flattened over WP (output row
-// h, column w at q = h·WP + w; the columns past OW are computed and sliced
-// off), so tap (i, j) of position q reads s·q + i·d·WP + j·d: [N, O, Q, KH·KW]
-// windows of stride s along q, one sum of a product per output. A channel's
-// outputs are one SIMD row whose taps are contiguous (stride 1) or strided
-// loads (stride 2), even when OW is short (mobilenet_v3's 7 x 7 and 14 x 14
-// maps), instead of a window matrix indexed with a division per lane. With
-// stride 2 fewer than half the positions are kept, and it still beats a sum
-// of strided views in scalar code (mobilenet_v3_small's 5 x 5 / 2 convs,
-// 96 x 14² and 288 x 7²: 0.065 and 0.048 ms -> 0.018 and 0.020, plus a padded
-// copy each). The buffer has extra zero rows for the last taps' overhang.
-Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, int64_t stride, Pair padding, Pair dilation,
-                             Pair out) {
-  int64_t o = static_size(weight, 0, "conv2d");
+// Depthwise conv2d (one input channel per group, any channel multiplier) with a larger kernel
+// (5 x 5, 7 x 7) and strides up to 2: windows in output order, [N, O, OH, OW, KH·KW], one
+// reduction over the taps. A channel's output row is a SIMD row (one masked vector for the 7-
+// and 14-wide maps of mobilenet_v3) whose taps are loads of the input at i·d rows and j·d
+// columns on, and the schedule unrolls output rows around the vector, so each row is an
+// accumulator of its own (kernel/schedule_space vector_row_dim). The input is read through a
+// padded view (masked loads at the borders), or padded once into a buffer first where there are
+// more than 196 outputs a channel (the masks then cost more than the copy) or the input is
+// computed channels-last (the copy transposes it). Against the flattened form this replaces
+// (positions over the padded width, the columns past OW computed and sliced off), in one
+// process, 2 threads: 5 x 5 over 8 x 240 x 14² 1.30x, 1 x 240 x 14² 1.30x, 1 x 576 x 7² 1.12x,
+// 5 x 5 / 2 over 8 x 96 x 28² 2.14x, 7 x 7 over 8 x 384 x 28² 1.24x and 4 x 64 x 56² 1.26x;
+// mobilenet_v3_small 1.05x. (3 x 3 windows in this form: 1.00-1.10x alone, but mobilenet_v3_small
+// 0.97x: they keep the inline sums.)
+Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, Pair out) {
+  int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
-  int64_t h = static_size(x, 2, "conv2d"), w = static_size(x, 3, "conv2d");
+  const bool copy = out[0] * out[1] > 196 || computed_channels_last(x);
+  Tensor win = copy ? windows(depthwise_source(x, padding, o), {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out)
+                    : windows(stored(x), {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C', OH, KH, OW, KW]
   const Expr& n = x.shape()[0];
-  int64_t wp = (w + 2 * padding[1] + stride - 1) / stride * stride;
-  int64_t q = out[0] * wp;
-  int64_t reach = stride * (q - 1) + (kh - 1) * dilation[0] * wp + (kw - 1) * dilation[1] + 1;  // elements read
-  int64_t rows = std::max((reach + wp - 1) / wp, h + 2 * padding[0]);
-  Tensor source = depthwise_source(x, padding, rows - h - 2 * padding[0], o, wp - w - 2 * padding[1]);
-  Tensor taps = source.reshape({n, Expr(o), Expr(rows * wp)})
-                    .unfold(2, kw, stride, dilation[1])             // [N, O, L', KW]: s·p + j·d
-                    .unfold(2, kh, 1, dilation[0] * wp / stride)    // [N, O, L'', KH, KW]: s·p + i·d·WP + j·d
-                    .slice(2, Expr(0), Expr(q))
-                    .reshape({n, Expr(o), Expr(q), Expr(kh * kw)});
-  auto [lhs, rhs] = promote(taps, weight.reshape({Expr(1), Expr(o), Expr(1), Expr(kh * kw)}));
-  Tensor y = lhs.mul(rhs).sum_reduce(-1);  // [N, O, Q]
-  return y.reshape({n, Expr(o), Expr(out[0]), Expr(wp)}).slice(3, Expr(0), Expr(out[1]));
+  if (!copy && o != c) {  // output channel j reads input channel j / m
+    Shape each{n, Expr(c), Expr(o / c), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)};
+    win = win.unsqueeze(2).expand(each).reshape({n, Expr(o), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)});
+  }
+  Tensor taps = win.permute({0, 1, 2, 4, 3, 5}).reshape({n, Expr(o), Expr(out[0]), Expr(out[1]), Expr(kh * kw)});
+  auto [lhs, rhs] = promote(taps, weight.reshape({Expr(1), Expr(o), Expr(1), Expr(1), Expr(kh * kw)}));
+  return lhs.mul(rhs).sum_reduce(4);  // [N, O, OH, OW]
 }
 
 // Depthwise conv2d with a larger kernel and a stride above 1: a sum of
@@ -294,7 +295,7 @@ Tensor conv2d_depthwise_flat(const Tensor& x, const Tensor& weight, int64_t stri
 Tensor conv2d_depthwise_taps(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, Pair out) {
   int64_t o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
-  Tensor source = depthwise_source(x, padding, 0, o);
+  Tensor source = depthwise_source(x, padding, o);
   Tensor sum;
   for (int64_t i = 0; i < kh; ++i) {
     for (int64_t j = 0; j < kw; ++j) {
@@ -474,8 +475,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
     y = conv2d_pointwise(x, weight, out);
   } else if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
     y = conv2d_depthwise(x, weight, stride, padding, dilation, out);
-  } else if (cg == 1 && groups > 1 && stride[0] == stride[1] && stride[0] <= 2) {
-    y = conv2d_depthwise_flat(x, weight, stride[0], padding, dilation, out);
+  } else if (cg == 1 && groups > 1 && stride[0] <= 2 && stride[1] <= 2) {
+    y = conv2d_depthwise_rows(x, weight, stride, padding, dilation, out);
   } else if (cg == 1 && groups > 1 && kh * kw <= kTapsInline) {
     y = conv2d_depthwise_taps(x, weight, stride, padding, dilation, out);
   } else if ((o / groups) % 16 == 0) {

@@ -121,10 +121,10 @@ def test_conv2d_pointwise(backend, shape, out):
 
 
 # Depthwise (one input channel per group, kernel up to 4 x 4): products summed
-# inline, no window matrix. Larger kernels: stride 1 or 2 over positions
-# flattened across the padded row width (extra columns sliced off; odd padded
-# widths widened for stride 2), other strides as a sum of strided taps; beyond
-# 7 x 7 with a stride, the general form.
+# inline, no window matrix. Larger kernels with strides up to 2: windows in
+# output order, one reduction over the taps, the input read through a padded
+# view (these 11 x 13 maps) or padded into a buffer (test below); other strides
+# as a sum of strided taps; beyond 7 x 7 with a stride, the general form.
 @pytest.mark.parametrize("kernel,stride,padding,dilation,multiplier", [
     ((3, 3), 1, 1, 1, 1), ((3, 3), 2, 1, 1, 1), ((3, 3), 1, 2, 2, 2), ((3, 1), 1, (1, 0), 1, 1), ((1, 1), 1, 0, 1, 3),
     ((5, 5), 1, 2, 1, 1), ((5, 5), 1, 0, 1, 2), ((7, 5), 1, (3, 1), 2, 1), ((5, 5), 2, 2, 1, 1), ((5, 3), (2, 1), 1, 1, 2),
@@ -134,6 +134,19 @@ def test_conv2d_depthwise(backend, kernel, stride, padding, dilation, multiplier
     w, b = data((6 * multiplier, 1, *kernel), seed=25), data((6 * multiplier,), seed=26)
     check("conv2d", lambda t, k, c: F.conv2d(t, k, c, stride, padding, dilation, 6),
           lambda t, k, c: TF.conv2d(t, k, c, stride, padding, dilation, 6), [x, w, b], backend, atol=1e-4)
+
+
+# Larger depthwise windows over more than 196 outputs a channel pad their input into a buffer
+# first; an input computed before the conv (a ReLU) becomes a buffer of its own either way.
+@pytest.mark.parametrize("size,stride,multiplier,computed", [
+    ((17, 15), 1, 1, False), ((17, 15), 1, 2, True), ((34, 31), 2, 1, False), ((9, 10), 1, 2, True)], ids=str)
+def test_conv2d_depthwise_padded_copy_or_view(backend, size, stride, multiplier, computed):
+    x = data((2, 4, *size), seed=27)
+    w, b = data((4 * multiplier, 1, 5, 5), seed=28), data((4 * multiplier,), seed=29)
+    pre = (lambda t: F.relu(t)) if computed else (lambda t: t)
+    tpre = (lambda t: TF.relu(t)) if computed else (lambda t: t)
+    check("conv2d", lambda t, k, c: F.conv2d(pre(t), k, c, stride, 2, 1, 4),
+          lambda t, k, c: TF.conv2d(tpre(t), k, c, stride, 2, 1, 4), [x, w, b], backend, atol=1e-4)
 
 
 def test_conv2d_rectangular_and_same(backend):
