@@ -67,6 +67,8 @@ bool kernel_is_wide(const Kernel& k) {
 }
 
 constexpr int64_t kMaxCombos = 256;
+// Partial accumulators a reduction keeps apart at most, over its unrolled lanes and vectors.
+constexpr int64_t kMaxChainedAccs = 8;
 
 }  // namespace
 
@@ -291,18 +293,51 @@ bool KernelWriter::lane_region_supported(const Stmt& loop) const {
 
 // An accumulator declared outside SIMD lanes (perhaps inside unrolled ones)
 // and updated inside a plain SIMD loop (reduce lanes) keeps one partial result
-// per SIMD lane.
-void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt& init) {
+// per SIMD lane. Reduce lanes spanning several vectors keep one accumulator a
+// vector: each vector's adds (or maxes) are a chain of their own, not one chain
+// through every vector of the span (a row max over 2048 floats held in L2, 2
+// threads: one chain waits on vmaxps's latency every vector). Up to
+// kMaxChainedAccs accumulators across the unrolled lanes.
+void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt& init, int64_t lane_combos) {
   if (wide_) return;  // no SIMD lanes in a wide kernel
+  AccState& st = accs_[init.acc];
   for (size_t i = from; i < block.size(); ++i) {
     walk({block[i]}, [&](const Stmt& s) {
       if (s.kind != StmtKind::Loop || !is_reduce_lanes_span(s)) return;
       if (!lane_region_supported(s)) return;
       walk(s.body, [&](const Stmt& u) {
-        if (u.kind == StmtKind::AccUpdate && u.acc == init.acc) accs_[init.acc].partial = true;
+        if (u.kind != StmtKind::AccUpdate || u.acc != init.acc) return;
+        st.partial = true;
+        int64_t chunks = s.extent.value() / simd_;
+        if (chunks * lane_combos <= kMaxChainedAccs) st.chunks = std::max(st.chunks, chunks);
       });
     });
   }
+}
+
+std::string KernelWriter::update_name(int acc, const Combo& combo) const {
+  const AccState& st = accs_.at(acc);
+  std::string name = acc_name(acc, combo);
+  if (st.chunks == 1) return name;
+  return name + "_p" + std::to_string(combo.vector ? combo.chunk_base / simd_ : 0);
+}
+
+std::string KernelWriter::chunks_combined(const AccState& st, const std::string& name) const {
+  std::vector<std::string> parts;
+  for (int64_t c = 0; c < st.chunks; ++c) parts.push_back(st.chunks == 1 ? name : name + "_p" + std::to_string(c));
+  while (parts.size() > 1) {  // pairwise: (p0 + p1) + (p2 + p3)
+    std::vector<std::string> next;
+    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+      const std::string &a = parts[i], &b = parts[i + 1];
+      next.push_back(st.combine == Combine::Sum ? (st.dtype == DType::Bool ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")")
+                     : st.dtype == DType::Bool ? "(" + a + " | " + b + ")"
+                     : is_float(st.dtype)      ? "lumen_maxv(" + a + ", " + b + ")"
+                                               : "lumen_maxv_i32(" + a + ", " + b + ")");
+    }
+    if (parts.size() % 2) next.push_back(parts.back());
+    parts = std::move(next);
+  }
+  return parts.front();
 }
 
 std::string KernelWriter::acc_name(int acc, const Combo& combo) const {
@@ -338,12 +373,13 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
                                                    : "lumen_hmax_i32";
         if (st.lane_vars.empty()) {
           st.combined = "acc" + std::to_string(id) + "_all";
-          out_ << pad << "const " << value_type(st.dtype) << " " << st.combined << " = " << f << "(acc" << id << ");\n";
+          out_ << pad << "const " << value_type(st.dtype) << " " << st.combined << " = " << f << "("
+               << chunks_combined(st, "acc" + std::to_string(id)) << ");\n";
         } else {  // one per unrolled lane (rows of a matrix-vector product)
           st.combined = "per lane";
           for (const Combo& c : combos(lanes)) {
             std::string a = acc_name(id, c);
-            out_ << pad << "const " << value_type(st.dtype) << " " << a << "_all = " << f << "(" << a << ");\n";
+            out_ << pad << "const " << value_type(st.dtype) << " " << a << "_all = " << f << "(" << chunks_combined(st, a) << ");\n";
           }
         }
       }
@@ -353,7 +389,9 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
       AccState st{s.dtype, s.combine, lanes.vars, lanes.vl.defined(), false, "", depth};
       accs_[s.acc] = st;
       acc_loops_[s.acc] = loop_stack_;
-      if (!lanes.vl.defined()) mark_partial_accs(block, i + 1, s);
+      int64_t lane_combos = 1;
+      for (int64_t e : lanes.extents) lane_combos *= e;
+      if (!lanes.vl.defined()) mark_partial_accs(block, i + 1, s, lane_combos);
     }
     if (!lanes.active()) {
       write_leaf(s, pad, Combo{});
@@ -415,7 +453,10 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
         std::string splat = s.dtype == DType::Bool ? "lumen_splat_mask(" + identity + ")"
                             : is_float(s.dtype)   ? "lumen_splat_f32(" + identity + ")"
                                                   : "lumen_splat_i32(" + identity + ")";
-        out_ << pad << vtype(s.dtype) << " " << acc_name(s.acc, combo) << " = " << splat << ";\n";
+        for (int64_t c = 0; c < st.chunks; ++c) {
+          std::string name = acc_name(s.acc, combo) + (st.chunks > 1 ? "_p" + std::to_string(c) : "");
+          out_ << pad << vtype(s.dtype) << " " << name << " = " << splat << ";\n";
+        }
       } else {
         out_ << pad << value_type(s.dtype) << " " << acc_name(s.acc, combo) << " = " << identity << ";\n";
       }
@@ -424,7 +465,7 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
     case StmtKind::AccUpdate: {
       const AccState& st = accs_.at(s.acc);
       if (combo.vector && kernel_.prefetch_rows > 0) write_prefetches(s.value, combo, acc_loops_[s.acc], pad);
-      std::string a = acc_name(s.acc, combo);
+      std::string a = update_name(s.acc, combo);
       if (st.vector && combo.vector && st.combine == Combine::Sum && st.dtype == DType::F32) {
         if (auto pairs = bf16_pairs(s.value, combo, pad)) {  // two steps of a bf16 contraction: one vdpbf16ps
           out_ << pad << a << " = lumen_dot_bf16_pairs(" << a << ", " << pairs->first << ", " << pairs->second << ");\n";

@@ -61,6 +61,8 @@ struct AccState {
   bool partial = false;         // SIMD partial results, combined when read outside
   std::string combined;         // the scalar the partial results were combined into
   int depth = 0;                // block depth of its declaration
+  int64_t chunks = 1;           // partial results of reduce lanes spanning several vectors: one
+                                // accumulator a vector (independent chains), combined at the end
 };
 
 class KernelWriter {
@@ -77,8 +79,13 @@ class KernelWriter {
   bool lane_region_supported(const kernel::Stmt& loop) const;
   bool is_reduce_lanes_span(const kernel::Stmt& loop) const;
   std::vector<Combo> combos(const LaneState& lanes) const;
-  void mark_partial_accs(const kernel::Block& block, size_t from, const kernel::Stmt& init);
+  void mark_partial_accs(const kernel::Block& block, size_t from, const kernel::Stmt& init, int64_t lane_combos);
   std::string acc_name(int acc, const Combo& combo) const;
+  // The accumulator a statement in `combo` updates: acc_name, and for partial results kept a
+  // vector apart, the vector's chunk.
+  std::string update_name(int acc, const Combo& combo) const;
+  // Partial accumulator `name`'s chunks combined into one vector (itself where there is one).
+  std::string chunks_combined(const AccState& st, const std::string& name) const;
 
   // values (value_writer.cpp)
   Reg value(const kernel::Value& v, const Combo& combo, const std::string& pad);
