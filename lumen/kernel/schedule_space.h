@@ -16,7 +16,8 @@ namespace lumen::kernel {
 
 // Part of every tuning-cache key: bump it when the space gains knobs or code
 // generation changes enough that winners found before should be searched again.
-constexpr int kScheduleSpaceVersion = 22;  // 21: int8 byte-dot kernels; 22: vector rows, masked short rows
+constexpr int kScheduleSpaceVersion = 23;  // 21: int8 byte-dot kernels; 22: vector rows, masked short rows;
+                                            // 23: independent vector rows, one accumulator a vector of reduce lanes
 
 // Reduce lanes may span up to this many SIMD vectors (a period of packed quants).
 constexpr int64_t kMaxLaneChunks = 4;
