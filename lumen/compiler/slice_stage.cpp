@@ -148,12 +148,14 @@ void attach_to_group(Pipeline& p, size_t first_launch, NodeId n) {
       if (out != group.output_of.end()) {
         node = out->second;
         l.moves[b] = group.output_moves.at(node).offsets;
+        prog.kernels[l.kernel].buffers[b].numel = -1;
         outside = false;
         continue;
       }
       auto ext = group.moves[m].find(node);
       if (ext != group.moves[m].end()) {
         l.moves[b] = ext->second.offsets;
+        prog.kernels[l.kernel].buffers[b].numel = -1;  // its pointer moves into the buffer: less is left
       } else {
         outside = false;  // a chunk-sized internal buffer
       }

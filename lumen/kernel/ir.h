@@ -123,6 +123,7 @@ struct BufferArg {
   std::string name;  // for generated code and diagnostics
   DType dtype;
   bool output;
+  int64_t numel = -1;  // elements every buffer bound here holds at least (a static shape's); -1: dynamic
 };
 
 struct Kernel {

@@ -228,13 +228,15 @@ int Lowerer::buffer_for(NodeId n, bool output) {
   }
   if (n < 0) {  // a scratch buffer filled by a pre-kernel
     const ScratchBuffer& sb = scratch_.at(static_cast<size_t>(-1 - n));
-    kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output});
+    kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output, sb.elements.is_const() ? sb.elements.value() : -1});
     buffer_nodes_.push_back(n);
     return static_cast<int>(buffer_nodes_.size() - 1);
   }
   const Node& node = graph_.node(n);
   std::string label = node.op == Op::Input ? node.name : std::string(op_name(node.op)) + "_" + std::to_string(n);
-  kernel_.buffers.push_back({label, node.dtype, output});
+  int64_t numel = 1;
+  for (const Expr& d : node.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
+  kernel_.buffers.push_back({label, node.dtype, output, numel});
   buffer_nodes_.push_back(n);
   return static_cast<int>(buffer_nodes_.size() - 1);
 }

@@ -195,18 +195,23 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // Else, when no width divides its row, several vectors of the row whose last one overhangs no
     // further than a single vector's: their accumulators share each broadcast (mobilenet_v3_small's
     // 5 x 5 depthwise convs over 14 x 14, rows of 252 in the padded layout).
-    // Else rows that share nothing, each an accumulator of its own: a depthwise conv's output
-    // rows, one vector each, would otherwise add their taps in one chain (8 x 96 x 28², 5 x 5 / 2,
-    // 2 threads: 0.226 -> 0.212 ms; 8 x 240 x 14² 5 x 5: 0.337 -> 0.278 ms, in one process).
+    // And without a shared dim, rows that share nothing, each an accumulator of its own, until
+    // the vectors and rows make four: a depthwise conv's output rows would otherwise add their
+    // taps in one or two chains (5 x 5 over 8 x 240 x 14², one vector a row: seven rows, 0.337 ->
+    // 0.278 ms; over 4 x 64 x 56², two vectors a row: two rows, 0.463 -> 0.317 ms; 2 threads, in
+    // one process), and the compiler keeps a row's input vectors in registers for the next.
     if (k.vector == f.lanes && f.transposed_dim < 0 && float_contraction_in_lanes(f)) {  // (transposes: blocks below)
       auto counts = vector_row_counts(f);
       auto widths = overhanging_widths(f);
       if (!counts.empty() && f.shared_row_dim >= 0) {
         k.rows = counts.front();
-      } else if (!widths.empty()) {
-        k.vector = widths.front();
-      } else if (!counts.empty()) {  // independent rows (a depthwise conv's output rows)
-        k.rows = counts.front();
+      } else {
+        if (!widths.empty()) k.vector = widths.front();
+        const int64_t need = (4 * f.lanes + k.vector - 1) / k.vector;  // rows for four accumulators
+        for (int64_t c : counts) {
+          if (c >= need && (k.rows == 1 || c < k.rows)) k.rows = c;
+        }
+        if (k.rows == 1 && need > 1 && !counts.empty()) k.rows = *std::max_element(counts.begin(), counts.end());
       }
     }
     if (f.unit_reduce) k.reduce_lanes = f.lanes;

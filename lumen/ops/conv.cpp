@@ -247,9 +247,10 @@ Tensor stored(const Tensor& x) {
 
 // The input padded once into a buffer, as seen by each of `o` output channels of a depthwise
 // conv: with a channel multiplier m, output channel j reads input channel j / m. [N, O, HP, WP].
-Tensor depthwise_source(const Tensor& x, Pair padding, int64_t o) {
+// `extra_rows` more zero rows at the bottom (past the windows: never read as taps).
+Tensor depthwise_source(const Tensor& x, Pair padding, int64_t o, int64_t extra_rows = 0) {
   int64_t c = static_size(x, 1, "conv2d");
-  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0])},
+  Tensor source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0] + extra_rows)},
                          {Expr(padding[1]), Expr(padding[1])}})
                       .contiguous();
   if (o == c) return source;
@@ -275,7 +276,12 @@ Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride,
   int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   const bool copy = out[0] * out[1] > 196 || computed_channels_last(x);
-  Tensor win = copy ? windows(depthwise_source(x, padding, o), {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out)
+  // The copy has zero rows past the last window's, so that a SIMD row's lanes past the output's
+  // end (up to 15 more columns, stride apart) still read inside the buffer on the last row: plain
+  // loads, not masked ones (the CPU code generator checks this against the buffer's size).
+  int64_t hp = static_size(x, 2, "conv2d") + 2 * padding[0], wp = static_size(x, 3, "conv2d") + 2 * padding[1];
+  Tensor source = copy ? depthwise_source(x, padding, o, (15 * stride[1] + wp - 1) / wp).slice(2, Expr(0), Expr(hp)) : Tensor();
+  Tensor win = copy ? windows(source, {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out)
                     : windows(stored(x), {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C', OH, KH, OW, KW]
   const Expr& n = x.shape()[0];
   if (!copy && o != c) {  // output channel j reads input channel j / m

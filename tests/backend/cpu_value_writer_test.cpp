@@ -314,5 +314,57 @@ TEST(CpuValueWriter, ReduceLanesOfFourVectorsKeepFourAccumulators) {
   for (int64_t i : {0, 4, 5}) EXPECT_NEAR(sums.get(i), want_sums.get(i), 1e-3) << i;
 }
 
+// Rows of 40 are two vectors and a masked one. Where the lanes past a row's end still lie inside
+// the buffer read (the first five rows of six), they load without a mask (their values are never
+// stored); where they would run past its end (all six rows: the last row's overhang), the load
+// keeps its mask. Both match the interpreter.
+TEST(CpuValueWriter, OverhangingLanesLoadPlainlyOnlyInsideTheBuffer) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  for (int64_t rows : {5, 6}) {
+    Graph g;
+    Tensor x = g.input("x", {Expr(6), Expr(40)});
+    Tensor y = ops::add(x.slice(0, Expr(0), Expr(rows)), g.constant(1.0, DType::F32));
+    g.mark_output(y, "y");
+    compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+    std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
+    EXPECT_EQ(kernels.find("lumen_maskload_f32(b1") == std::string::npos, rows == 5) << rows << "\n" << kernels;
+    EXPECT_NE(kernels.find("lumen_maskstore_f32(b0"), std::string::npos) << kernels;  // stores keep their masks
+    Array xs(DType::F32, {6, 40});
+    for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
+    Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+    auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}}, "y");
+    ASSERT_EQ(got.numel(), rows * 40);
+    for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.get(i), want.get(i)) << i;
+  }
+}
+
+// A 5 x 5 depthwise conv over 56-wide maps pads its input into a buffer with a spare zero row
+// below the windows (ops/conv.cpp), so the taps of a row's last, overhanging vector read inside
+// that buffer even on the last row: no masked load in the kernel (on AMD Zen 4 a masked load
+// cost twice a plain one, and stopped the compiler from keeping rows in registers), and the
+// result matches the interpreter.
+TEST(CpuValueWriter, ALargeDepthwiseConvReadsItsPaddedCopyWithoutMasks) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  Graph g;
+  Tensor x = g.input("x", {Expr(2), Expr(3), Expr(56), Expr(56)}), w = g.input("w", {Expr(3), Expr(1), Expr(5), Expr(5)});
+  Tensor y = ops::conv2d(x, w, std::nullopt, {1, 1}, {2, 2}, {1, 1}, 3);
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
+  std::string conv = kernels.substr(kernels.find("SumReduce"));
+  conv = conv.substr(0, conv.find("\n}\n", conv.find("extern \"C\" void")));  // its function alone
+  EXPECT_EQ(conv.find("lumen_maskload_f32("), std::string::npos) << conv;
+  EXPECT_NE(conv.find("lumen_load_f32("), std::string::npos) << conv;
+  std::map<std::string, Array> in;
+  in.emplace("x", Array(DType::F32, {2, 3, 56, 56}));
+  in.emplace("w", Array(DType::F32, {3, 1, 5, 5}));
+  for (auto& [name, a] : in) {
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.37 * static_cast<double>(i) + name.size()));
+  }
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-4) << i;
+}
+
 }  // namespace
 }  // namespace lumen

@@ -150,8 +150,20 @@ typedef int32_t lumen_i32v __attribute__((vector_size(BYTES)));  // also bool ma
 
 // Broadcasts. (Not `lumen_f32v{} + x`: 0 + x is an add the compiler must
 // keep for x = -0, and it stops FMAs from broadcasting straight from memory.)
+// One broadcast intrinsic where there is one: a loop of LANES stores is a loop
+// nested in the kernel's innermost one, and GCC's loop optimisations (predictive
+// commoning: a depthwise conv's input rows kept in registers from one tap row
+// to the next) then skip the kernel's loop.
+#if LANES == 16 && defined(__AVX512F__)
+inline lumen_f32v lumen_splat_f32(float x) { return (lumen_f32v)_mm512_set1_ps(x); }
+inline lumen_i32v lumen_splat_i32(int32_t x) { return (lumen_i32v)_mm512_set1_epi32(x); }
+#elif LANES == 8 && defined(__AVX__)
+inline lumen_f32v lumen_splat_f32(float x) { return (lumen_f32v)_mm256_set1_ps(x); }
+inline lumen_i32v lumen_splat_i32(int32_t x) { return (lumen_i32v)_mm256_set1_epi32(x); }
+#else
 inline lumen_f32v lumen_splat_f32(float x) { lumen_f32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
 inline lumen_i32v lumen_splat_i32(int32_t x) { lumen_i32v r; for (int i = 0; i < LANES; ++i) r[i] = x; return r; }
+#endif
 // x in lane 0, zeros elsewhere: a scalar term of a sum kept one partial per lane.
 inline lumen_f32v lumen_first_lane_f32(float x) { lumen_f32v r = lumen_splat_f32(0.0f); r[0] = x; return r; }
 // The same four bytes in every i32 lane (an activation's group of four quants, lanes along weight rows).

@@ -104,6 +104,7 @@ class KernelWriter {
   // (lumen_load_f32_strided); nothing for other loads.
   std::optional<Reg> strided_load(const kernel::Value& v, const Combo& combo, const std::string& pad);
   std::optional<std::string> index_vector(const Expr& e, const Combo& combo) const;
+  bool overhang_in_bounds(const kernel::Value& v, const Unclamped& u, const Expr& rest, const Combo& combo) const;
   bool varying(const kernel::Value& v, const Combo& combo);
   Reg splat(const Reg& r, const std::string& pad);
   Reg emit(const std::string& type, const std::string& expr, bool vector, DType d, const std::string& pad);
