@@ -460,8 +460,15 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   for (NodeId b : plain.buffer_nodes) {
     if (b >= 0 && graph.node(b).op == Op::Input && graph.node(b).parameter) f.reads_parameter = true;
   }
+  std::map<std::string, Expr> reduce_extents;  // the reduction loops' extents, by variable
+  walk_loads(plain.kernel, [&](const Stmt& loop) { if (loop.var.name()[0] == 'r') reduce_extents[loop.var.name()] = loop.extent; },
+             [](const ValueNode&) {});
   for (const auto& [var, coefs] : strides) {
-    if (var.size() > 1 && var[0] == 'r' && unit_stride(strides, var)) f.unit_reduce = true;
+    if (var.size() < 2 || var[0] != 'r' || !unit_stride(strides, var)) continue;
+    f.unit_reduce = true;
+    auto it = reduce_extents.find(var);
+    int64_t factor = it == reduce_extents.end() ? 0 : known_factor(it->second);
+    f.unit_reduce_extent = f.unit_reduce_extent == 0 ? factor : std::min(f.unit_reduce_extent, factor);
   }
   f.byte_groups = byte_group_reduction(plain.kernel);
   if (f.byte_groups) f.unit_reduce = true;

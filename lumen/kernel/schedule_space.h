@@ -58,6 +58,7 @@ struct KernelFacts {
   int transposed_dim = -1;    // an output dim (not the last) that some load walks with unit stride while
                               // the last dim's loads stride: the kernel reads through a transpose
   int64_t rfactor_extent = 0;  // the known factor of the outer reduction's extent (what rfactor cuts); 0: none
+  int64_t unit_reduce_extent = 0;  // the known factor of the unit-stride reductions' extents (the least); 0: none
   int64_t contraction_extent = 0;  // the known factor of the contraction's reduction (K); 0: none
   bool contraction_static = false;  // ... and K is static (contraction_extent is K itself)
   int64_t l2_bytes = 0;            // the target's L2 per core; 0: unknown
