@@ -461,8 +461,10 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     if (b >= 0 && graph.node(b).op == Op::Input && graph.node(b).parameter) f.reads_parameter = true;
   }
   std::map<std::string, Expr> reduce_extents;  // the reduction loops' extents, by variable
-  walk_loads(plain.kernel, [&](const Stmt& loop) { if (loop.var.name()[0] == 'r') reduce_extents[loop.var.name()] = loop.extent; },
-             [](const ValueNode&) {});
+  auto reduce_loop = [&](const Stmt& loop) {
+    if (loop.var.name()[0] == 'r') reduce_extents[loop.var.name()] = loop.extent;
+  };
+  walk_loads(plain.kernel, reduce_loop, [](const ValueNode&) {});
   for (const auto& [var, coefs] : strides) {
     if (var.size() < 2 || var[0] != 'r' || !unit_stride(strides, var)) continue;
     f.unit_reduce = true;

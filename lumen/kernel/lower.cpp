@@ -228,7 +228,8 @@ int Lowerer::buffer_for(NodeId n, bool output) {
   }
   if (n < 0) {  // a scratch buffer filled by a pre-kernel
     const ScratchBuffer& sb = scratch_.at(static_cast<size_t>(-1 - n));
-    kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output, sb.elements.is_const() ? sb.elements.value() : -1});
+    int64_t numel = sb.elements.is_const() ? sb.elements.value() : -1;
+    kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output, numel});
     buffer_nodes_.push_back(n);
     return static_cast<int>(buffer_nodes_.size() - 1);
   }

@@ -272,7 +272,8 @@ Tensor depthwise_source(const Tensor& x, Pair padding, int64_t o, int64_t extra_
 // 5 x 5 / 2 over 8 x 96 x 28² 2.14x, 7 x 7 over 8 x 384 x 28² 1.24x and 4 x 64 x 56² 1.26x;
 // mobilenet_v3_small 1.05x. (3 x 3 windows in this form: 1.00-1.10x alone, but mobilenet_v3_small
 // 0.97x: they keep the inline sums.)
-Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation, Pair out) {
+Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation,
+                             Pair out) {
   int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   const bool copy = out[0] * out[1] > 196 || computed_channels_last(x);
@@ -280,9 +281,13 @@ Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride,
   // end (up to 15 more columns, stride apart) still read inside the buffer on the last row: plain
   // loads, not masked ones (the CPU code generator checks this against the buffer's size).
   int64_t hp = static_size(x, 2, "conv2d") + 2 * padding[0], wp = static_size(x, 3, "conv2d") + 2 * padding[1];
-  Tensor source = copy ? depthwise_source(x, padding, o, (15 * stride[1] + wp - 1) / wp).slice(2, Expr(0), Expr(hp)) : Tensor();
-  Tensor win = copy ? windows(source, {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out)
-                    : windows(stored(x), {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // [N, C', OH, KH, OW, KW]
+  Tensor win;  // [N, C', OH, KH, OW, KW]
+  if (copy) {
+    Tensor source = depthwise_source(x, padding, o, (15 * stride[1] + wp - 1) / wp).slice(2, Expr(0), Expr(hp));
+    win = windows(source, {kh, kw}, stride, {0, 0}, dilation, false, 0, "conv2d", &out);
+  } else {
+    win = windows(stored(x), {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);
+  }
   const Expr& n = x.shape()[0];
   if (!copy && o != c) {  // output channel j reads input channel j / m
     Shape each{n, Expr(c), Expr(o / c), Expr(out[0]), Expr(kh), Expr(out[1]), Expr(kw)};

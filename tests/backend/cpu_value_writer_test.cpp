@@ -331,7 +331,8 @@ TEST(CpuValueWriter, OverhangingLanesLoadPlainlyOnlyInsideTheBuffer) {
     EXPECT_NE(kernels.find("lumen_maskstore_f32(b0"), std::string::npos) << kernels;  // stores keep their masks
     Array xs(DType::F32, {6, 40});
     for (int64_t i = 0; i < xs.numel(); ++i) xs.set(i, std::sin(0.3 * static_cast<double>(i)));
-    Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+    Program cpu(std::make_shared<const Graph>(g), g.outputs(),
+                std::make_unique<CompiledExecutor>(std::move(r.program)));
     auto [got, want] = run_against_interpreter(cpu, g, std::map<std::string, Array>{{"x", xs}}, "y");
     ASSERT_EQ(got.numel(), rows * 40);
     for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.get(i), want.get(i)) << i;
@@ -346,7 +347,8 @@ TEST(CpuValueWriter, OverhangingLanesLoadPlainlyOnlyInsideTheBuffer) {
 TEST(CpuValueWriter, ALargeDepthwiseConvReadsItsPaddedCopyWithoutMasks) {
   if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
   Graph g;
-  Tensor x = g.input("x", {Expr(2), Expr(3), Expr(56), Expr(56)}), w = g.input("w", {Expr(3), Expr(1), Expr(5), Expr(5)});
+  Tensor x = g.input("x", {Expr(2), Expr(3), Expr(56), Expr(56)});
+  Tensor w = g.input("w", {Expr(3), Expr(1), Expr(5), Expr(5)});
   Tensor y = ops::conv2d(x, w, std::nullopt, {1, 1}, {2, 2}, {1, 1}, 3);
   g.mark_output(y, "y");
   compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());

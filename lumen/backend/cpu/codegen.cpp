@@ -329,10 +329,11 @@ std::string KernelWriter::chunks_combined(const AccState& st, const std::string&
     std::vector<std::string> next;
     for (size_t i = 0; i + 1 < parts.size(); i += 2) {
       const std::string &a = parts[i], &b = parts[i + 1];
-      next.push_back(st.combine == Combine::Sum ? (st.dtype == DType::Bool ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")")
-                     : st.dtype == DType::Bool ? "(" + a + " | " + b + ")"
-                     : is_float(st.dtype)      ? "lumen_maxv(" + a + ", " + b + ")"
-                                               : "lumen_maxv_i32(" + a + ", " + b + ")");
+      const bool either = st.dtype == DType::Bool;  // a mask: any lane set
+      next.push_back(either                      ? "(" + a + " | " + b + ")"
+                     : st.combine == Combine::Sum ? "(" + a + " + " + b + ")"
+                     : is_float(st.dtype)        ? "lumen_maxv(" + a + ", " + b + ")"
+                                                 : "lumen_maxv_i32(" + a + ", " + b + ")");
     }
     if (parts.size() % 2) next.push_back(parts.back());
     parts = std::move(next);
@@ -379,7 +380,8 @@ void KernelWriter::write_block(const Block& block, int depth, LaneState& lanes, 
           st.combined = "per lane";
           for (const Combo& c : combos(lanes)) {
             std::string a = acc_name(id, c);
-            out_ << pad << "const " << value_type(st.dtype) << " " << a << "_all = " << f << "(" << chunks_combined(st, a) << ");\n";
+            out_ << pad << "const " << value_type(st.dtype) << " " << a << "_all = " << f << "("
+                 << chunks_combined(st, a) << ");\n";
           }
         }
       }
