@@ -6,8 +6,8 @@ finding the weakest cases, not for claims: claims come from `make bench`.
     python3 bench/ops_survey.py [--threads 2] [--only transpose_copy,sum_all] [--interleave]
 
 --interleave alternates lumen and torch calls (40 pairs, each timed call right
-after an untimed one of the same implementation) and reports the minimum of
-each: steadier than medians on a machine shared with other work.
+after 20 ms of untimed calls of the same implementation) and reports the minimum
+of each: steadier than medians on a machine shared with other work.
 """
 from __future__ import annotations
 
@@ -68,6 +68,11 @@ def cases():
         ("cumsum_cols", [(1024, 1024)], lambda x: lumen.cumsum(x, 0), lambda x: x.cumsum(0)),
         ("depthwise5x5", [(4, 64, 56, 56), (64, 1, 5, 5)], lambda x, w: F.conv2d(x, w, padding=2, groups=64),
          lambda x, w: tf.conv2d(x, w, padding=2, groups=64)),
+        ("depthwise7x7", [(4, 64, 56, 56), (64, 1, 7, 7)], lambda x, w: F.conv2d(x, w, padding=3, groups=64),
+         lambda x, w: tf.conv2d(x, w, padding=3, groups=64)),
+        ("depthwise5x5_14", [(8, 240, 14, 14), (240, 1, 5, 5)], lambda x, w: F.conv2d(x, w, padding=2, groups=240),
+         lambda x, w: tf.conv2d(x, w, padding=2, groups=240)),
+        ("row_max", [(n, n)], lambda x: lumen.amax(x, -1), lambda x: x.amax(-1)),
     ]
 
 
@@ -82,17 +87,22 @@ def median_ms(fn, runs=15):
     return sorted(times)[len(times) // 2] * 1e3
 
 
-def interleaved_min_ms(fa, fb, pairs=40):
-    """Alternates the two, each timed call right after an untimed call of the same one (as
-    bench/run.py does): the other's worker threads, still spinning after its call, would
-    otherwise take cores from the first call after a switch."""
+def interleaved_min_ms(fa, fb, pairs=40, settle_s=0.02):
+    """Alternates the two, each timed call right after at least `settle_s` of untimed calls of
+    the same one (as bench/run.py does): the other's worker threads, still spinning after its
+    calls (PyTorch's OpenMP threads spin for milliseconds), would otherwise take cores from the
+    first calls after a switch (one untimed call was not enough: a 7x7 depthwise conv timed
+    1.14-1.27 ms that way and 0.56 ms alone)."""
     for _ in range(3):
         fa()
         fb()
     ta, tb = [], []
     for _ in range(pairs):
         for f, times in ((fa, ta), (fb, tb)):
+            end = time.perf_counter() + settle_s
             f()
+            while time.perf_counter() < end:
+                f()
             start = time.perf_counter()
             f()
             times.append(time.perf_counter() - start)
