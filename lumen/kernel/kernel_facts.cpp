@@ -165,8 +165,17 @@ std::map<std::string, std::vector<int64_t>> load_strides(const Kernel& k, int64_
 
 // The n of every r / n and r % n a load index takes of a reduction variable r
 // whose extent n divides (what reduce_split can turn into loop variables).
+// The reduction loops' extents, by variable.
+std::map<std::string, Expr> reduction_extents(const Kernel& k) {
+  std::map<std::string, Expr> extents;
+  walk_loads(
+      k, [&](const Stmt& loop) { if (loop.var.name()[0] == 'r') extents[loop.var.name()] = loop.extent; },
+      [](const ValueNode&) {});
+  return extents;
+}
+
 std::vector<int64_t> reduce_divisors(const Kernel& k) {
-  std::map<std::string, Expr> extents;  // reduction loops seen so far
+  const std::map<std::string, Expr> extents = reduction_extents(k);
   std::vector<int64_t> out;
   std::function<void(const Expr&)> expr = [&](const Expr& e) {
     if (!e.defined() || e.kind() == ExprKind::Var || e.kind() == ExprKind::Const) return;
@@ -183,7 +192,7 @@ std::vector<int64_t> reduce_divisors(const Kernel& k) {
     expr(e.c());
   };
   walk_loads(
-      k, [&](const Stmt& loop) { if (loop.var.name()[0] == 'r') extents[loop.var.name()] = loop.extent; },
+      k, [](const Stmt&) {},
       [&](const ValueNode& load) {
         expr(load.index);
         expr(load.valid);
@@ -460,11 +469,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   for (NodeId b : plain.buffer_nodes) {
     if (b >= 0 && graph.node(b).op == Op::Input && graph.node(b).parameter) f.reads_parameter = true;
   }
-  std::map<std::string, Expr> reduce_extents;  // the reduction loops' extents, by variable
-  auto reduce_loop = [&](const Stmt& loop) {
-    if (loop.var.name()[0] == 'r') reduce_extents[loop.var.name()] = loop.extent;
-  };
-  walk_loads(plain.kernel, reduce_loop, [](const ValueNode&) {});
+  const std::map<std::string, Expr> reduce_extents = reduction_extents(plain.kernel);
   for (const auto& [var, coefs] : strides) {
     if (var.size() < 2 || var[0] != 'r' || !unit_stride(strides, var)) continue;
     f.unit_reduce = true;

@@ -220,6 +220,16 @@ void Lowerer::close(Context& ctx, size_t keep) {
   }
 }
 
+namespace {
+
+// An element count if it is static (BufferArg::numel), -1 otherwise.
+int64_t static_elements(const Expr& count) {
+  Expr n = simplify(count);
+  return n.is_const() ? n.value() : -1;
+}
+
+}  // namespace
+
 int Lowerer::buffer_for(NodeId n, bool output) {
   for (size_t i = 0; i < buffer_nodes_.size(); ++i) {
     if (buffer_nodes_[i] != n) continue;
@@ -228,16 +238,13 @@ int Lowerer::buffer_for(NodeId n, bool output) {
   }
   if (n < 0) {  // a scratch buffer filled by a pre-kernel
     const ScratchBuffer& sb = scratch_.at(static_cast<size_t>(-1 - n));
-    int64_t numel = sb.elements.is_const() ? sb.elements.value() : -1;
-    kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output, numel});
+    kernel_.buffers.push_back({sb.role + std::to_string(-1 - n), sb.dtype, output, static_elements(sb.elements)});
     buffer_nodes_.push_back(n);
     return static_cast<int>(buffer_nodes_.size() - 1);
   }
   const Node& node = graph_.node(n);
   std::string label = node.op == Op::Input ? node.name : std::string(op_name(node.op)) + "_" + std::to_string(n);
-  int64_t numel = 1;
-  for (const Expr& d : node.shape) numel = d.is_const() && numel >= 0 ? numel * d.value() : -1;
-  kernel_.buffers.push_back({label, node.dtype, output, numel});
+  kernel_.buffers.push_back({label, node.dtype, output, static_elements(shape_numel(node.shape))});
   buffer_nodes_.push_back(n);
   return static_cast<int>(buffer_nodes_.size() - 1);
 }

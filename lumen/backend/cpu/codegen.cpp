@@ -315,25 +315,35 @@ void KernelWriter::mark_partial_accs(const Block& block, size_t from, const Stmt
   }
 }
 
+namespace {
+
+// Accumulator `name`'s partial result for chunk c (itself where it keeps one).
+std::string chunk_name(const AccState& st, const std::string& name, int64_t c) {
+  return st.chunks == 1 ? name : name + "_p" + std::to_string(c);
+}
+
+// Two vectors of an accumulator's kind combined: a + b, a | b (masks), or the max.
+std::string vector_combine(const AccState& st, const std::string& a, const std::string& b) {
+  if (st.dtype == DType::Bool) return a + " | " + b;
+  if (st.combine == Combine::Sum) return a + " + " + b;
+  return (is_float(st.dtype) ? "lumen_maxv(" : "lumen_maxv_i32(") + a + ", " + b + ")";
+}
+
+}  // namespace
+
 std::string KernelWriter::update_name(int acc, const Combo& combo) const {
-  const AccState& st = accs_.at(acc);
-  std::string name = acc_name(acc, combo);
-  if (st.chunks == 1) return name;
-  return name + "_p" + std::to_string(combo.vector ? combo.chunk_base / simd_ : 0);
+  return chunk_name(accs_.at(acc), acc_name(acc, combo), combo.vector ? combo.chunk_base / simd_ : 0);
 }
 
 std::string KernelWriter::chunks_combined(const AccState& st, const std::string& name) const {
   std::vector<std::string> parts;
-  for (int64_t c = 0; c < st.chunks; ++c) parts.push_back(st.chunks == 1 ? name : name + "_p" + std::to_string(c));
+  for (int64_t c = 0; c < st.chunks; ++c) parts.push_back(chunk_name(st, name, c));
+  const bool infix = st.dtype == DType::Bool || st.combine == Combine::Sum;
   while (parts.size() > 1) {  // pairwise: (p0 + p1) + (p2 + p3)
     std::vector<std::string> next;
     for (size_t i = 0; i + 1 < parts.size(); i += 2) {
-      const std::string &a = parts[i], &b = parts[i + 1];
-      const bool either = st.dtype == DType::Bool;  // a mask: any lane set
-      next.push_back(either                      ? "(" + a + " | " + b + ")"
-                     : st.combine == Combine::Sum ? "(" + a + " + " + b + ")"
-                     : is_float(st.dtype)        ? "lumen_maxv(" + a + ", " + b + ")"
-                                                 : "lumen_maxv_i32(" + a + ", " + b + ")");
+      std::string e = vector_combine(st, parts[i], parts[i + 1]);
+      next.push_back(infix ? "(" + e + ")" : e);
     }
     if (parts.size() % 2) next.push_back(parts.back());
     parts = std::move(next);
@@ -456,8 +466,7 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
                             : is_float(s.dtype)   ? "lumen_splat_f32(" + identity + ")"
                                                   : "lumen_splat_i32(" + identity + ")";
         for (int64_t c = 0; c < st.chunks; ++c) {
-          std::string name = acc_name(s.acc, combo) + (st.chunks > 1 ? "_p" + std::to_string(c) : "");
-          out_ << pad << vtype(s.dtype) << " " << name << " = " << splat << ";\n";
+          out_ << pad << vtype(s.dtype) << " " << chunk_name(st, acc_name(s.acc, combo), c) << " = " << splat << ";\n";
         }
       } else {
         out_ << pad << value_type(s.dtype) << " " << acc_name(s.acc, combo) << " = " << identity << ";\n";
@@ -489,14 +498,7 @@ void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo
         std::string v = !one_lane ? splat(r, pad).name
                         : st.dtype == DType::F32 ? "lumen_first_lane_f32(" + r.name + ")"
                                                  : "lumen_first_lane_i32(" + r.name + ")";
-        std::string e;
-        if (st.combine == Combine::Sum) {
-          e = st.dtype == DType::Bool ? a + " | " + v : a + " + " + v;
-        } else {
-          e = is_float(st.dtype) ? "lumen_maxv(" + a + ", " + v + ")"
-              : st.dtype == DType::Bool ? a + " | " + v : "lumen_maxv_i32(" + a + ", " + v + ")";
-        }
-        out_ << pad << a << " = " << e << ";\n";
+        out_ << pad << a << " = " << vector_combine(st, a, v) << ";\n";
       } else {
         out_ << pad << a << " = " << combine_expr(a, r.name, st.dtype, st.combine) << ";\n";
       }
