@@ -288,7 +288,7 @@ class Simplifier {
     return m == e ? std::nullopt : std::optional<Expr>(m);
   }
 
-  // x = k·A + B with k | c and 0 <= B < k (the index of merged dims):
+  // x = k·A + B with k | c and 0 <= B < k (the index of merged dims, an offset into them):
   // x / c = A / (c/k) and x % c = (A % (c/k))·k + B. Tries the largest k first.
   std::optional<Expr> factor_divmod(const LinearForm& x, int64_t c, bool is_div) {
     std::vector<int64_t> candidates;
@@ -298,8 +298,9 @@ class Simplifier {
     }
     std::sort(candidates.rbegin(), candidates.rend());
     for (int64_t k : candidates) {
-      LinearForm high, low;
-      low.constant = x.constant;
+      LinearForm high, low;  // the constant's multiple of k goes with A
+      high.constant = floordiv(x.constant, k);
+      low.constant = floormod(x.constant, k);
       for (const auto& [term, coefficient] : x.terms) {
         if (coefficient % k == 0) {
           high.add(term, coefficient / k);

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "lumen/core/error.h"
+#include "lumen/core/layout.h"
 #include "lumen/core/simplify.h"
 
 namespace lumen {
@@ -66,6 +67,7 @@ Tensor Tensor::unary(Op op) const {
     fail(op_name(op), ": needs a float dtype (f32, f16, bf16, f64), got ", dtype_name(dtype()), " for shape ",
          to_string(shape()), " (cast first)");
   }
+  if (auto m = memory_order({*this})) return from_memory_order(to_memory_order(*this, *m).unary(op), *m);
   Node n;
   n.op = op;
   n.dtype = dtype();
@@ -82,6 +84,7 @@ Tensor Tensor::recip() const { return unary(Op::Recip); }
 
 Tensor Tensor::cast(DType to) const {
   if (to == dtype()) return *this;
+  if (auto m = memory_order({*this})) return from_memory_order(to_memory_order(*this, *m).cast(to), *m);
   Node n;
   n.op = Op::Cast;
   n.dtype = to;
@@ -113,6 +116,7 @@ Tensor Tensor::binary(Op op, const Tensor& other) const {
   }
   if (op == Op::Mod && dtype() == DType::Bool) fail("mod: not defined for bool operands (cast to i32 first)");
   auto [a, b] = broadcast(*this, other, name);
+  if (auto m = memory_order({a, b})) return from_memory_order(to_memory_order(a, *m).binary(op, to_memory_order(b, *m)), *m);
   Node n;
   n.op = op;
   n.dtype = op == Op::LessThan ? DType::Bool : dtype();

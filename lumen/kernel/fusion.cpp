@@ -65,6 +65,20 @@ bool reorders(const View& v) {
   return !v.injective_condition().is_const(0);
 }
 
+// A view that pads a dim of more than one element (a convolution's border), not one that
+// stacks a value beside another (a max over a stacked pair: a ReLU, a clamp).
+bool pads_a_run(const View& v) {
+  for (const ViewLayer& l : v.layers()) {
+    for (size_t d = 0; d < l.mask.size(); ++d) {
+      const auto& [begin, end] = l.mask[d];
+      if (begin.is_const(0) && simplify(end - l.shape[d]).is_const(0)) continue;  // not padded
+      Expr valid = simplify(end - begin);
+      if (!valid.is_const() || valid.value() > 1) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const FusionOptions& options) {
@@ -86,7 +100,10 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //  - a value holding a contraction (a sum of a product: a matmul), read by
   //    two or more consumers, or through a view that skips some of its points
   //    (a slice) or visits them in another order (a transpose): inlined there,
-  //    it would be computed in the consumer's loops without a register tile.
+  //    it would be computed in the consumer's loops without a register tile;
+  //    read through a padded view (the next convolution's padded copy), the
+  //    contraction itself is given a buffer, and what it feeds (a bias, a ReLU)
+  //    is left to the copy.
   // In graph order, so a buffer given here stops what its consumers hold
   // (scores read by a softmax's max and sum hold no contraction of their own).
   {
@@ -97,18 +114,25 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       if (std::find(views[in].begin(), views[in].end(), e.view) == views[in].end()) views[in].push_back(e.view);
       ++uses[in];
     };
-    for (const Node& node : graph.nodes()) std::for_each(node.inputs.begin(), node.inputs.end(), read);
+    std::vector<bool> padded(n, false);  // read through a padded view (not a stacked pair's)
+    for (const Node& node : graph.nodes()) {
+      std::for_each(node.inputs.begin(), node.inputs.end(), read);
+      for (const Edge& e : node.inputs) padded[static_cast<size_t>(e.node)] = padded[static_cast<size_t>(e.node)] || pads_a_run(e.view);
+    }
     std::for_each(outputs.begin(), outputs.end(), read);
     std::vector<bool> holds_reduce(n, false), holds_contraction(n, false);
+    std::vector<NodeId> contraction(n, -1);  // the contraction a node holds (one of them)
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       bool r = is_reduce(node.op) && !is_small_reduce(node);
-      bool c = node.op == Op::SumReduce && r && graph.node(node.inputs[0].node).op == Op::Mul &&
-               !p.materialized[static_cast<size_t>(node.inputs[0].node)];
+      bool c = r && sums_product_in_place(graph, node) && !p.materialized[static_cast<size_t>(node.inputs[0].node)];
+      if (c) contraction[i] = static_cast<NodeId>(i);
       for (const Edge& e : node.inputs) {
         auto in = static_cast<size_t>(e.node);
         r = r || (!p.materialized[in] && holds_reduce[in]);
-        c = c || (!p.materialized[in] && holds_contraction[in]);
+        bool through = !p.materialized[in] && holds_contraction[in];
+        if (through && contraction[i] < 0) contraction[i] = contraction[in];
+        c = c || through;
       }
       holds_reduce[i] = r;
       holds_contraction[i] = c;
@@ -116,7 +140,12 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
         return assumed_numel(v.shape(), options.assumed_dim) < assumed_numel(node.shape, options.assumed_dim);
       });
       bool reordered = c && std::any_of(views[i].begin(), views[i].end(), [&](const View& v) { return reorders(v); });
-      if ((r && views[i].size() >= 2) || (c && (uses[i] >= 2 || sliced || reordered))) p.materialized[i] = true;
+      if ((r && views[i].size() >= 2) || (c && (uses[i] >= 2 || sliced || reordered))) {
+        p.materialized[i] = true;
+      } else if (c && padded[i]) {  // the contraction gets the buffer; its epilogue goes into the padded copy
+        p.materialized[static_cast<size_t>(contraction[i])] = true;
+        holds_contraction[i] = false;
+      }
     }
   }
 

@@ -99,11 +99,17 @@ NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>
 
 }  // namespace
 
+bool sums_product_in_place(const Graph& graph, const Node& reduce) {
+  const Edge& e = reduce.inputs[0];
+  const Node& product = graph.node(e.node);
+  return reduce.op == Op::SumReduce && product.op == Op::Mul && e.view.is_contiguous() &&
+         e.view.shape().size() == product.shape.size();
+}
+
 NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {
   return through_epilogue(graph, node, materialized, true, [&](NodeId r) {
     const Node& n = graph.node(r);
-    NodeId in = n.inputs[0].node;
-    return n.op == Op::SumReduce && !materialized[static_cast<size_t>(in)] && graph.node(in).op == Op::Mul;
+    return !materialized[static_cast<size_t>(n.inputs[0].node)] && sums_product_in_place(graph, n);
   });
 }
 

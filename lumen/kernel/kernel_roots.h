@@ -15,6 +15,11 @@ namespace lumen::kernel {
 inline constexpr int64_t kInlineReduceExtent = 4;
 bool is_small_reduce(const Node& node);
 
+// Whether `reduce` sums a product as it is stored (the product node's shape, read in order): a
+// contraction whose dims are the product's. A product recorded in another order (core/layout.h)
+// and read through a permutation is not one.
+bool sums_product_in_place(const Graph& graph, const Node& reduce);
+
 // The contraction (an inlined sum of an inlined product) a kernel for `node`
 // computes at its output points: the node itself, or one reached through
 // inlined elementwise consumers with the same shape (an epilogue such as a

@@ -59,7 +59,10 @@ void Lowerer::prepare_pack(NodeId target, int operand, int64_t nr, const std::st
   if (m.shape.size() < 2) fail("schedule: pack needs a product of rank >= 2");
   const Expr& n = m.shape[pk.n_dim];
   int64_t n_factor = known_factor(n);
-  if (n_factor == 0 || n_factor % nr != 0) fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n);
+  if (n_factor == 0 || n_factor % nr != 0) {
+    fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n, " of the product ", to_string(m.shape),
+         " in kernel ", target, " (", op_name(graph_.node(target).op), " ", to_string(graph_.node(target).shape), ")");
+  }
   // Dims the operand varies along (besides n and k) are kept; broadcast dims are not stored.
   std::vector<Expr> probe = loop_indices(m.shape);
   View::Index at = e.view.index(probe);  // padding varies the value as much as the index does

@@ -298,6 +298,24 @@ Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride,
   return lhs.mul(rhs).sum_reduce(4);  // [N, O, OH, OW]
 }
 
+// Depthwise conv2d (multiplier 1) of values computed channels-last (a pointwise conv's output
+// and its activation): computed channels-last too, the channels in SIMD lanes. The padded input
+// is copied as it is laid out (the activation fused into the copy, no transpose), each output
+// position is KH·KW whole vectors of taps times a vector of weights, and the result stays
+// channels-last for the next pointwise conv and the squeeze-excite means.
+Tensor conv2d_depthwise_channels_last(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation,
+                                      Pair out) {
+  int64_t c = static_size(x, 1, "conv2d");
+  int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
+  Tensor win = windows(x.permute({0, 2, 3, 1}), {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out,
+                       true);  // [N, OH, KH, OW, KW, C]
+  const Expr& n = x.shape()[0];
+  Tensor taps = win.permute({0, 1, 3, 2, 4, 5}).reshape({n, Expr(out[0]), Expr(out[1]), Expr(kh * kw), Expr(c)});
+  Tensor w = weight.reshape({Expr(c), Expr(kh * kw)}).permute({1, 0}).reshape({Expr(1), Expr(1), Expr(1), Expr(kh * kw), Expr(c)});
+  auto [lhs, rhs] = promote(taps, w);
+  return lhs.mul(rhs).sum_reduce(3).permute({0, 3, 1, 2});  // [N, C, OH, OW]
+}
+
 // Depthwise conv2d with a larger kernel and a stride above 1: a sum of
 // KH·KW strided views of the input (padded once into a buffer), each times
 // its weight broadcast over the positions, in one elementwise kernel with
@@ -482,8 +500,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   Tensor y;
   if (winograd_pays(weight, c, o, {kh, kw}, stride, dilation, groups)) {
     y = conv2d_winograd(x, weight, padding, out);
-  } else if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0) {
+  } else if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0 &&
+             (o % 16 != 0 || !computed_channels_last(x))) {
     y = conv2d_pointwise(x, weight, out);
+  } else if (cg == 1 && groups == c && o == c && c % 16 == 0 && computed_channels_last(x)) {
+    y = conv2d_depthwise_channels_last(x, weight, stride, padding, dilation, out);
   } else if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
     y = conv2d_depthwise(x, weight, stride, padding, dilation, out);
   } else if (cg == 1 && groups > 1 && stride[0] <= 2 && stride[1] <= 2) {

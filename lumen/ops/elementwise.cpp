@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "lumen/core/error.h"
+#include "lumen/core/layout.h"
 #include "lumen/core/simplify.h"
 #include "lumen/ops/math.h"
 
@@ -174,13 +175,25 @@ Tensor neg(const Tensor& x) {
   return x.mul(scalar_like(x, -1, x.dtype()));
 }
 
+// `f(a, b)` computed in the memory order of its operands (core/layout.h): a max over a stacked
+// pair reads its operands through padded views, so it does not follow them by itself.
+template <typename F>
+std::optional<Tensor> in_memory_order(const Tensor& a, const Tensor& b, F f) {
+  auto [x, y] = broadcast(a, b, "maximum");
+  std::optional<MemoryOrder> m = memory_order({x, y});
+  if (!m) return std::nullopt;
+  return from_memory_order(f(to_memory_order(x, *m), to_memory_order(y, *m)), *m);
+}
+
 Tensor maximum(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
+  if (auto r = in_memory_order(x, y, maximum)) return *r;
   return stack2(x, y).max_reduce(0);
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
+  if (auto r = in_memory_order(x, y, minimum)) return *r;
   if (x.dtype() == DType::Bool) return x.mul(y).expand(broadcast_shapes(x.shape(), y.shape(), "minimum"));
   if (x.dtype() == DType::I32 || x.dtype() == DType::I64) {  // min(a, b) = ~max(~a, ~b), with ~v = -v - 1 (wraps, so exact)
     auto complement = [](const Tensor& v) { return neg(v).add(scalar_like(v, -1, v.dtype())); };

@@ -27,7 +27,10 @@ Tensor c(const Tensor& like, double v) { return scalar_like(like, v, like.dtype(
 // is the same up to the order of additions).
 template <typename F>
 Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one, bool merge_runs = false) {
-  bool merge = merge_runs && x.view().is_contiguous();
+  // A run also merges in a strided view that reads it as one run (a channels-last image's
+  // positions).
+  auto single = [](const Tensor& t) { return t.view().layers().size() == 1 && t.view().layers()[0].mask.empty(); };
+  bool merge = merge_runs && (x.view().is_contiguous() || single(x));
   Tensor r = x;
   for (size_t end = axes.size(); end > 0;) {
     size_t begin = end - 1;
@@ -42,7 +45,13 @@ Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, 
           merged.push_back(r.shape()[static_cast<size_t>(d)]);
         }
       }
-      r = r.reshape(merged);
+      Tensor m = r.reshape(merged);
+      if (m.view().layers().size() > r.view().layers().size()) {
+        r = reduce_one(r, last);  // not one run in memory: the last axis alone, the others next
+        end = end - 1;
+        continue;
+      }
+      r = m;
     }
     r = reduce_one(r, first);
     end = begin;
@@ -205,7 +214,15 @@ Tensor sum(const Tensor& x, const Axes& axes, bool keepdim) {
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
   if (!is_float(x.dtype())) fail("mean: needs a float tensor, got ", dtype_name(x.dtype()), " (cast first)");
   std::vector<int> ax = normalize_axes(x, axes, "mean");
-  return compute_in_f32(x, [&](const Tensor& f) { return sum(f, axes, keepdim) / count_tensor(f, axes_numel(f, ax), f.dtype()); });
+  // Divided before the kept dims come back: the division, fused with the sum, then has the kept
+  // dims as its last ones (a global average pool's channels in SIMD lanes, not a trailing 1 x 1).
+  return compute_in_f32(x, [&](const Tensor& f) {
+    Tensor m = sum(f, axes, false) / count_tensor(f, axes_numel(f, ax), f.dtype());
+    if (keepdim) {
+      for (int a : ax) m = m.unsqueeze(a);
+    }
+    return m;
+  });
 }
 
 Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {

@@ -85,6 +85,25 @@ TEST(Simplify, DivModWithBounds) {
   EXPECT_EQ(simplify(min(i, Expr(20))), i);
 }
 
+// Merged dims read at an offset (a Winograd tile's second row, 64 channels on): the offset's
+// multiple of the inner dims' size goes with the outer digits, so the channel index, below
+// 64, drops out of the division (it stays a SIMD lane's affine index).
+TEST(Simplify, DivisionOfMergedDimsAtAnOffset) {
+  Expr a = Expr::var("a", 0, 55), b = Expr::var("b", 0, 27), c = Expr::var("c", 0, 63);
+  Expr x = a * 1792 + b * 64 + c + 399616;
+  Expr q = simplify(x / 3584);
+  EXPECT_EQ(q, simplify((a * 28 + b + 6244) / 56));
+  for (int64_t v = 0; v < 56; v += 5) {
+    for (int64_t w : {0, 13, 27}) {
+      for (int64_t u : {0, 63}) {
+        int64_t flat = v * 1792 + w * 64 + u + 399616;
+        EXPECT_EQ(evaluate(q, {{"a", v}, {"b", w}, {"c", u}}), flat / 3584);
+        EXPECT_EQ(evaluate(simplify(x % 3584), {{"a", v}, {"b", w}, {"c", u}}), flat % 3584);
+      }
+    }
+  }
+}
+
 TEST(Simplify, SymbolicDivisorUsesExtent) {
   Expr seq = Expr::symbol("seq");
   Expr i = Expr::index("i", Expr(4)), j = Expr::index("j", seq);

@@ -63,5 +63,32 @@ TEST(Fusion, MasksFromIndicesStayInline) {
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(cpu.get("y").get(i), ref.get("y").get(i)) << i;
 }
 
+// A convolution's output (a contraction, positions x channels) plus its bias, read by the next
+// convolution through a padded view: the contraction gets the buffer (its register tile), and
+// the bias goes into the padded copy, not the other way round (the contraction inlined into the
+// copy, one scalar dot product per padded element).
+TEST(Fusion, AContractionReadThroughPaddingIsItsOwnBuffer) {
+  Graph g;
+  Tensor positions = g.input("x", {196, 32}), weight = g.input("w", {32, 48}), bias = g.input("b", {48});
+  Tensor conv = positions.matmul(weight);
+  Tensor biased = conv + bias.unsqueeze(0).expand({196, 48});
+  Tensor padded = biased.reshape({14, 14, 48}).pad({{1, 1}, {1, 1}, {0, 0}}).contiguous();
+  g.mark_output(padded, "y");
+  kernel::Partition p = kernel::partition(g, {padded.edge()});
+  EXPECT_TRUE(p.materialized[static_cast<size_t>(conv.node_id())]);
+  EXPECT_FALSE(p.materialized[static_cast<size_t>(biased.node_id())]);
+  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> inputs = {{"x", {196, 32}}, {"w", {32, 48}}, {"b", {48}}};
+  for (Program* prog : {&cpu, &ref}) {
+    for (const auto& [name, shape] : inputs) {
+      Array a(DType::F32, shape);
+      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, static_cast<double>((i * 7 + name[0]) % 11) - 5);
+      prog->set(name, a);
+    }
+    prog->run();
+  }
+  for (int64_t i = 0; i < 16 * 16 * 48; ++i) ASSERT_EQ(cpu.get("y").get(i), ref.get("y").get(i)) << i;
+}
+
 }  // namespace
 }  // namespace lumen

@@ -149,6 +149,24 @@ def test_conv2d_depthwise_padded_copy_or_view(backend, size, stride, multiplier,
           lambda t, k, c: TF.conv2d(tpre(t), k, c, stride, 2, 1, 4), [x, w, b], backend, atol=1e-4)
 
 
+# Convolutions computed channels-last (positions x channels: a pointwise conv over maps whose
+# positions no SIMD width divides, or a 3 x 3 conv) and what follows them, kept channels-last
+# (core/layout.h): the ReLU, a depthwise conv over the activation's padded copy, a
+# squeeze-excite mean and product, the next pointwise conv.
+@pytest.mark.parametrize("size,first,kernel,stride", [
+    ((14, 14), 1, 5, 1), ((14, 14), 1, 3, 2), ((7, 7), 1, 5, 1), ((28, 28), 3, 3, 1), ((28, 28), 3, 5, 2)], ids=str)
+def test_conv_chain_channels_last(backend, size, first, kernel, stride):
+    x = data((2, 8, *size), seed=31, low=-1, high=1)  # (values of order 1 through the whole chain)
+    w1, b1 = data((32, 8, first, first), seed=32, low=-0.3, high=0.3), data((32,), seed=33, low=-0.3, high=0.3)
+    wd, w2 = data((32, 1, kernel, kernel), seed=34, low=-0.3, high=0.3), data((24, 32, 1, 1), seed=35, low=-0.3, high=0.3)
+
+    def chain(nn, t, a, c, d, e):
+        h = nn.relu(nn.conv2d(t, a, c, 1, first // 2))
+        h = nn.conv2d(h, d, None, stride, kernel // 2, 1, 32)
+        return nn.conv2d(h * nn.adaptive_avg_pool2d(h, 1), e)
+    check("conv2d", lambda *a: chain(F, *a), lambda *a: chain(TF, *a), [x, w1, b1, wd, w2], backend, atol=1e-4)
+
+
 def test_conv2d_rectangular_and_same(backend):
     x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
     check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),
