@@ -102,8 +102,7 @@ NodeId through_epilogue(const Graph& graph, NodeId node, const std::vector<bool>
 bool sums_product_in_place(const Graph& graph, const Node& reduce) {
   const Edge& e = reduce.inputs[0];
   const Node& product = graph.node(e.node);
-  return reduce.op == Op::SumReduce && product.op == Op::Mul && e.view.is_contiguous() &&
-         e.view.shape().size() == product.shape.size();
+  return reduce.op == Op::SumReduce && product.op == Op::Mul && e.view.is_contiguous();
 }
 
 NodeId contraction_of(const Graph& graph, NodeId node, const std::vector<bool>& materialized) {

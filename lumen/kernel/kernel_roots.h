@@ -15,9 +15,9 @@ namespace lumen::kernel {
 inline constexpr int64_t kInlineReduceExtent = 4;
 bool is_small_reduce(const Node& node);
 
-// Whether `reduce` sums a product as it is stored (the product node's shape, read in order): a
-// contraction whose dims are the product's. A product recorded in another order (core/layout.h)
-// and read through a permutation is not one.
+// Whether `reduce` sums a product as it is stored (read in order, possibly reshaped: Winograd's
+// transforms sum two of its axes as one). A product recorded in another order (core/layout.h)
+// and read through a permutation is not a contraction.
 bool sums_product_in_place(const Graph& graph, const Node& reduce);
 
 // The contraction (an inlined sum of an inlined product) a kernel for `node`
