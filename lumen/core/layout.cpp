@@ -23,8 +23,8 @@ std::optional<std::vector<int>> read_order(const Tensor& x) {
   }
   if (!(simplify(shape_numel(l.shape)) == simplify(shape_numel(x.view().base_shape())))) return std::nullopt;
   std::vector<int> sorted = wide;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [&](int a, int b) { return l.strides[static_cast<size_t>(a)].value() > l.strides[static_cast<size_t>(b)].value(); });
+  auto stride = [&](int d) { return l.strides[static_cast<size_t>(d)].value(); };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) { return stride(a) > stride(b); });
   std::vector<int> order(l.shape.size());
   for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int>(d);
   for (size_t k = 0; k < wide.size(); ++k) order[static_cast<size_t>(wide[k])] = sorted[k];
@@ -37,7 +37,6 @@ bool is_identity(const std::vector<int>& order) {
   }
   return true;
 }
-
 
 // Whether dims d and d + 1 of `x` read as one run: one stride-`inner` dim of the product's extent.
 bool merges(const Tensor& x, size_t d) {
@@ -94,7 +93,8 @@ std::optional<MemoryOrder> memory_order(const std::vector<Tensor>& operands) {
   m.merged = {m.permuted[0]};
   // The innermost dim stays a dim of its own (a contraction's columns, when one is fused in).
   for (size_t d = 0; d + 1 < m.permuted.size(); ++d) {
-    bool all = d + 2 < m.permuted.size() && std::all_of(permuted.begin(), permuted.end(), [&](const Tensor& x) { return merges(x, d); });
+    bool all = d + 2 < m.permuted.size() &&
+               std::all_of(permuted.begin(), permuted.end(), [&](const Tensor& x) { return merges(x, d); });
     if (all) {
       m.merged.back() = simplify(m.merged.back() * m.permuted[d + 1]);
     } else {
@@ -104,10 +104,13 @@ std::optional<MemoryOrder> memory_order(const std::vector<Tensor>& operands) {
   return m;
 }
 
-Tensor to_memory_order(const Tensor& x, const MemoryOrder& m) { return x.permute(m.order).reshape(m.merged); }
-
-Tensor from_memory_order(const Tensor& result, const MemoryOrder& m) {
-  return result.reshape(m.permuted).permute(inverse_order(m.order));
+std::optional<Tensor> in_memory_order(const std::vector<Tensor>& operands,
+                                      const std::function<Tensor(const std::vector<Tensor>&)>& op) {
+  std::optional<MemoryOrder> m = memory_order(operands);
+  if (!m) return std::nullopt;
+  std::vector<Tensor> in_order;
+  for (const Tensor& x : operands) in_order.push_back(x.permute(m->order).reshape(m->merged));
+  return op(in_order).reshape(m->permuted).permute(inverse_order(m->order));
 }
 
 }  // namespace lumen

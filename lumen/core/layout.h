@@ -9,6 +9,7 @@
 // memory order see contiguous rows. Only the layout changes: the values are the same.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -30,8 +31,10 @@ struct MemoryOrder {
 // keep their places.
 std::optional<MemoryOrder> memory_order(const std::vector<Tensor>& operands);
 
-// An operand as the op computed in memory order reads it, and the result back in logical order.
-Tensor to_memory_order(const Tensor& x, const MemoryOrder& m);
-Tensor from_memory_order(const Tensor& result, const MemoryOrder& m);
+// `op(operands)` (an elementwise op over operands of one shape) computed in their memory order
+// and seen in logical order again, or nothing where memory_order finds the logical order: the
+// one way every elementwise builder (Tensor's primitives, a max over a stacked pair) follows it.
+std::optional<Tensor> in_memory_order(const std::vector<Tensor>& operands,
+                                      const std::function<Tensor(const std::vector<Tensor>&)>& op);
 
 }  // namespace lumen

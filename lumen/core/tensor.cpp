@@ -67,7 +67,7 @@ Tensor Tensor::unary(Op op) const {
     fail(op_name(op), ": needs a float dtype (f32, f16, bf16, f64), got ", dtype_name(dtype()), " for shape ",
          to_string(shape()), " (cast first)");
   }
-  if (auto m = memory_order({*this})) return from_memory_order(to_memory_order(*this, *m).unary(op), *m);
+  if (auto r = in_memory_order({*this}, [op](const std::vector<Tensor>& in) { return in[0].unary(op); })) return *r;
   Node n;
   n.op = op;
   n.dtype = dtype();
@@ -84,7 +84,7 @@ Tensor Tensor::recip() const { return unary(Op::Recip); }
 
 Tensor Tensor::cast(DType to) const {
   if (to == dtype()) return *this;
-  if (auto m = memory_order({*this})) return from_memory_order(to_memory_order(*this, *m).cast(to), *m);
+  if (auto r = in_memory_order({*this}, [to](const std::vector<Tensor>& in) { return in[0].cast(to); })) return *r;
   Node n;
   n.op = Op::Cast;
   n.dtype = to;
@@ -116,7 +116,8 @@ Tensor Tensor::binary(Op op, const Tensor& other) const {
   }
   if (op == Op::Mod && dtype() == DType::Bool) fail("mod: not defined for bool operands (cast to i32 first)");
   auto [a, b] = broadcast(*this, other, name);
-  if (auto m = memory_order({a, b})) return from_memory_order(to_memory_order(a, *m).binary(op, to_memory_order(b, *m)), *m);
+  auto in_order = [op](const std::vector<Tensor>& in) { return in[0].binary(op, in[1]); };
+  if (auto r = in_memory_order({a, b}, in_order)) return *r;
   Node n;
   n.op = op;
   n.dtype = op == Op::LessThan ? DType::Bool : dtype();

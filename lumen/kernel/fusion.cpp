@@ -117,25 +117,27 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
     std::vector<bool> padded(n, false);  // read through a padded view (not a stacked pair's)
     for (const Node& node : graph.nodes()) {
       std::for_each(node.inputs.begin(), node.inputs.end(), read);
-      for (const Edge& e : node.inputs) padded[static_cast<size_t>(e.node)] = padded[static_cast<size_t>(e.node)] || pads_a_run(e.view);
+      for (const Edge& e : node.inputs) {
+        if (pads_a_run(e.view)) padded[static_cast<size_t>(e.node)] = true;
+      }
     }
     std::for_each(outputs.begin(), outputs.end(), read);
-    std::vector<bool> holds_reduce(n, false), holds_contraction(n, false);
-    std::vector<NodeId> contraction(n, -1);  // the contraction a node holds (one of them)
+    std::vector<bool> holds_reduce(n, false);
+    std::vector<NodeId> contraction(n, -1);  // the contraction a node holds (one of them); -1: none
     for (size_t i = 0; i < n; ++i) {
       const Node& node = graph.nodes()[i];
       bool r = is_reduce(node.op) && !is_small_reduce(node);
-      bool c = r && sums_product_in_place(graph, node) && !p.materialized[static_cast<size_t>(node.inputs[0].node)];
-      if (c) contraction[i] = static_cast<NodeId>(i);
+      if (r && sums_product_in_place(graph, node) && !p.materialized[static_cast<size_t>(node.inputs[0].node)]) {
+        contraction[i] = static_cast<NodeId>(i);
+      }
       for (const Edge& e : node.inputs) {
         auto in = static_cast<size_t>(e.node);
-        r = r || (!p.materialized[in] && holds_reduce[in]);
-        bool through = !p.materialized[in] && holds_contraction[in];
-        if (through && contraction[i] < 0) contraction[i] = contraction[in];
-        c = c || through;
+        if (p.materialized[in]) continue;
+        r = r || holds_reduce[in];
+        if (contraction[i] < 0) contraction[i] = contraction[in];
       }
       holds_reduce[i] = r;
-      holds_contraction[i] = c;
+      const bool c = contraction[i] >= 0;
       bool sliced = std::any_of(views[i].begin(), views[i].end(), [&](const View& v) {
         return assumed_numel(v.shape(), options.assumed_dim) < assumed_numel(node.shape, options.assumed_dim);
       });
@@ -144,7 +146,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
         p.materialized[i] = true;
       } else if (c && padded[i]) {  // the contraction gets the buffer; its epilogue goes into the padded copy
         p.materialized[static_cast<size_t>(contraction[i])] = true;
-        holds_contraction[i] = false;
+        contraction[i] = -1;
       }
     }
   }

@@ -266,17 +266,17 @@ Tensor depthwise_source(const Tensor& x, Pair padding, int64_t o, int64_t extra_
 // accumulator of its own (kernel/schedule_space vector_row_dim). The input is read through a
 // padded view (masked loads at the borders), or padded once into a buffer first where there are
 // more than 196 outputs a channel (the masks then cost more than the copy) or the input is
-// computed channels-last (the copy transposes it). Against the flattened form this replaces
+// computed channels-last (`channels_last`: the copy transposes it). Against the flattened form this replaces
 // (positions over the padded width, the columns past OW computed and sliced off), in one
 // process, 2 threads: 5 x 5 over 8 x 240 x 14² 1.30x, 1 x 240 x 14² 1.30x, 1 x 576 x 7² 1.12x,
 // 5 x 5 / 2 over 8 x 96 x 28² 2.14x, 7 x 7 over 8 x 384 x 28² 1.24x and 4 x 64 x 56² 1.26x;
 // mobilenet_v3_small 1.05x. (3 x 3 windows in this form: 1.00-1.10x alone, but mobilenet_v3_small
 // 0.97x: they keep the inline sums.)
 Tensor conv2d_depthwise_rows(const Tensor& x, const Tensor& weight, Pair stride, Pair padding, Pair dilation,
-                             Pair out) {
+                             Pair out, bool channels_last) {
   int64_t c = static_size(x, 1, "conv2d"), o = static_size(weight, 0, "conv2d");
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
-  const bool copy = out[0] * out[1] > 196 || computed_channels_last(x);
+  const bool copy = out[0] * out[1] > 196 || channels_last;
   // The copy has zero rows past the last window's, so that a SIMD row's lanes past the output's
   // end (up to 15 more columns, stride apart) still read inside the buffer on the last row: plain
   // loads, not masked ones (the CPU code generator checks this against the buffer's size).
@@ -311,7 +311,8 @@ Tensor conv2d_depthwise_channels_last(const Tensor& x, const Tensor& weight, Pai
                        true);  // [N, OH, KH, OW, KW, C]
   const Expr& n = x.shape()[0];
   Tensor taps = win.permute({0, 1, 3, 2, 4, 5}).reshape({n, Expr(out[0]), Expr(out[1]), Expr(kh * kw), Expr(c)});
-  Tensor w = weight.reshape({Expr(c), Expr(kh * kw)}).permute({1, 0}).reshape({Expr(1), Expr(1), Expr(1), Expr(kh * kw), Expr(c)});
+  Tensor w = weight.reshape({Expr(c), Expr(kh * kw)}).permute({1, 0}).reshape(
+      {Expr(1), Expr(1), Expr(1), Expr(kh * kw), Expr(c)});
   auto [lhs, rhs] = promote(taps, w);
   return lhs.mul(rhs).sum_reduce(3).permute({0, 3, 1, 2});  // [N, C, OH, OW]
 }
@@ -488,7 +489,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   }
   Pair out{};
   windows(x, {kh, kw}, stride, padding, dilation, false, 0, "conv2d", &out);  // checks the sizes
-  if (kh == 1 && kw == 1 && padding == Pair{0, 0} && stride != Pair{1, 1} && !computed_channels_last(x)) {
+  const bool channels_last = computed_channels_last(x);
+  if (kh == 1 && kw == 1 && padding == Pair{0, 0} && stride != Pair{1, 1} && !channels_last) {
     // A strided 1 x 1 conv of NCHW values reads every stride-th position: those positions (a
     // strided view), then an unstrided 1 x 1 conv (a pointwise matmul where the positions fill
     // SIMD rows; 4 x 64 x 56² -> 128 channels, 2 threads: 1.37x). Values computed channels-last
@@ -500,15 +502,15 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   Tensor y;
   if (winograd_pays(weight, c, o, {kh, kw}, stride, dilation, groups)) {
     y = conv2d_winograd(x, weight, padding, out);
-  } else if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 && (out[0] * out[1]) % 16 == 0 &&
-             (o % 16 != 0 || !computed_channels_last(x))) {
+  } else if (kh == 1 && kw == 1 && stride == Pair{1, 1} && padding == Pair{0, 0} && groups == 1 &&
+             (out[0] * out[1]) % 16 == 0 && (o % 16 != 0 || !channels_last)) {
     y = conv2d_pointwise(x, weight, out);
-  } else if (cg == 1 && groups == c && o == c && c % 16 == 0 && computed_channels_last(x)) {
+  } else if (cg == 1 && groups == c && o == c && c % 16 == 0 && channels_last) {
     y = conv2d_depthwise_channels_last(x, weight, stride, padding, dilation, out);
   } else if (cg == 1 && groups > 1 && kh <= kInlineWindow && kw <= kInlineWindow) {
     y = conv2d_depthwise(x, weight, stride, padding, dilation, out);
   } else if (cg == 1 && groups > 1 && stride[0] <= 2 && stride[1] <= 2) {
-    y = conv2d_depthwise_rows(x, weight, stride, padding, dilation, out);
+    y = conv2d_depthwise_rows(x, weight, stride, padding, dilation, out, channels_last);
   } else if (cg == 1 && groups > 1 && kh * kw <= kTapsInline) {
     y = conv2d_depthwise_taps(x, weight, stride, padding, dilation, out);
   } else if ((o / groups) % 16 == 0) {
@@ -618,13 +620,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const std::option
     int axis = 2 + d;
     int64_t len = static_size(z, static_cast<size_t>(axis), "conv_transpose2d");
     if (stride[d] == 1) continue;
-    Shape split = z.shape();
-    split.insert(split.begin() + axis + 1, Expr(1));
-    std::vector<std::pair<Expr, Expr>> pads(split.size(), {Expr(0), Expr(0)});
-    pads[static_cast<size_t>(axis) + 1] = {Expr(0), Expr(stride[d] - 1)};
     Shape merged = z.shape();
     merged[static_cast<size_t>(axis)] = Expr(len * stride[d]);
-    z = z.reshape(split).pad(pads).reshape(merged).slice(axis, 0, (len - 1) * stride[d] + 1);
+    z = pad_axis(z.unsqueeze(axis + 1), axis + 1, 0, stride[d] - 1).reshape(merged);  // [.., x0, 0.., x1, 0.., ..]
+    z = z.slice(axis, 0, (len - 1) * stride[d] + 1);
   }
   // Pad by dilation·(k-1) - padding (negative crops) plus output_padding at the end.
   std::vector<int64_t> pads = {dilation[1] * (kw - 1) - padding[1], dilation[1] * (kw - 1) - padding[1] + output_padding[1],

@@ -7,6 +7,7 @@
 #include "lumen/core/layout.h"
 #include "lumen/core/simplify.h"
 #include "lumen/ops/math.h"
+#include "lumen/ops/movement.h"
 
 namespace lumen::ops {
 
@@ -64,11 +65,8 @@ Tensor neg_inf_where(const Tensor& mask, DType dtype) { return (1.0 - mask.cast(
 
 Tensor stack2(const Tensor& a, const Tensor& b) {
   auto [x, y] = broadcast(a, b, "stack");
-  std::vector<std::pair<Expr, Expr>> first(x.rank() + 1, {Expr(0), Expr(0)}), second = first;
-  first[0] = {Expr(0), Expr(1)};
-  second[0] = {Expr(1), Expr(0)};
   // Padding reads as 0, and x + 0 == x exactly (bool: x or false).
-  return x.unsqueeze(0).pad(first).add(y.unsqueeze(0).pad(second));
+  return pad_axis(x.unsqueeze(0), 0, 0, 1).add(pad_axis(y.unsqueeze(0), 0, 1, 0));
 }
 
 // ---- arithmetic -----------------------------------------------------------
@@ -175,25 +173,27 @@ Tensor neg(const Tensor& x) {
   return x.mul(scalar_like(x, -1, x.dtype()));
 }
 
-// `f(a, b)` computed in the memory order of its operands (core/layout.h): a max over a stacked
-// pair reads its operands through padded views, so it does not follow them by itself.
-template <typename F>
-std::optional<Tensor> in_memory_order(const Tensor& a, const Tensor& b, F f) {
-  auto [x, y] = broadcast(a, b, "maximum");
-  std::optional<MemoryOrder> m = memory_order({x, y});
-  if (!m) return std::nullopt;
-  return from_memory_order(f(to_memory_order(x, *m), to_memory_order(y, *m)), *m);
+namespace {
+
+// A max over a stacked pair reads its operands through padded views, so it does not follow their
+// memory order by itself (core/layout.h): `f` (maximum, minimum) is built in it here.
+std::optional<Tensor> pair_in_memory_order(const Tensor& a, const Tensor& b, Tensor (*f)(const Tensor&, const Tensor&),
+                                           const char* name) {
+  auto [x, y] = broadcast(a, b, name);
+  return in_memory_order({x, y}, [f](const std::vector<Tensor>& in) { return f(in[0], in[1]); });
 }
+
+}  // namespace
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
-  if (auto r = in_memory_order(x, y, maximum)) return *r;
+  if (auto r = pair_in_memory_order(x, y, maximum, "maximum")) return *r;
   return stack2(x, y).max_reduce(0);
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
   auto [x, y] = promote(a, b);
-  if (auto r = in_memory_order(x, y, minimum)) return *r;
+  if (auto r = pair_in_memory_order(x, y, minimum, "minimum")) return *r;
   if (x.dtype() == DType::Bool) return x.mul(y).expand(broadcast_shapes(x.shape(), y.shape(), "minimum"));
   if (x.dtype() == DType::I32 || x.dtype() == DType::I64) {  // min(a, b) = ~max(~a, ~b), with ~v = -v - 1 (wraps, so exact)
     auto complement = [](const Tensor& v) { return neg(v).add(scalar_like(v, -1, v.dtype())); };

@@ -20,17 +20,18 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 Tensor c(const Tensor& like, double v) { return scalar_like(like, v, like.dtype()); }
 
 // Reduces `axes` one at a time, highest first (so lower axis numbers stay
-// valid). With `merge_runs`, each run of adjacent axes of a contiguous tensor
-// is first merged into one (a free reshape): one reduction over all of its
-// elements, whose loop the compiler can vectorize and cut into parallel parts,
-// instead of a reduction nested in another. For sums and maxima (the result
-// is the same up to the order of additions).
+// valid). With `merge_runs`, each run of adjacent axes that is one run in
+// memory (a contiguous tensor's, a channels-last image's positions) is first
+// merged into one (a free reshape): one reduction over all of its elements,
+// whose loop the compiler can vectorize and cut into parallel parts, instead
+// of a reduction nested in another. A run that is not (a transposed view's)
+// loses its last axis alone first; the result is contiguous, so the rest
+// merges. For sums and maxima (the result is the same up to the order of
+// additions).
 template <typename F>
 Tensor reduce_axes(const Tensor& x, const std::vector<int>& axes, bool keepdim, F&& reduce_one, bool merge_runs = false) {
-  // A run also merges in a strided view that reads it as one run (a channels-last image's
-  // positions).
-  auto single = [](const Tensor& t) { return t.view().layers().size() == 1 && t.view().layers()[0].mask.empty(); };
-  bool merge = merge_runs && (x.view().is_contiguous() || single(x));
+  const std::vector<ViewLayer>& layers = x.view().layers();
+  const bool merge = merge_runs && layers.size() == 1 && layers[0].mask.empty();  // one strided layer  // one strided layer
   Tensor r = x;
   for (size_t end = axes.size(); end > 0;) {
     size_t begin = end - 1;
