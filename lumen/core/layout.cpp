@@ -73,6 +73,16 @@ std::optional<MemoryOrder> memory_order(const std::vector<Tensor>& operands) {
     if (!shape[d].is_const(1)) last = static_cast<int>(d);
   }
   if (last < 0 || (*chosen)[static_cast<size_t>(last)] == last) return std::nullopt;
+  // An operand that walks the logical rows but is broadcast along the memory order's innermost
+  // dim (a matrix-vector product's vector beside a transposed matrix: a product to be summed
+  // along those rows) keeps the logical order too.
+  const auto inner = static_cast<size_t>((*chosen)[static_cast<size_t>(last)]);
+  for (const Tensor& x : operands) {
+    const std::vector<ViewLayer>& layers = x.view().layers();
+    if (layers.size() != 1) continue;
+    const std::vector<Expr>& strides = layers[0].strides;
+    if (!strides[static_cast<size_t>(last)].is_const(0) && strides[inner].is_const(0)) return std::nullopt;
+  }
   MemoryOrder m;
   m.order = *chosen;
   std::vector<Tensor> permuted;

@@ -207,6 +207,18 @@ AxisRange Lowerer::reduction_range_at(NodeId n, const std::vector<Expr>& coords,
       rest.insert(rest.end(), ctx[i]->stand_ins.begin(), ctx[i]->stand_ins.end());
     }
   }
+  // Output coordinates of loops not open here (a reduction hoisted above the output loops it does
+  // not depend on: a causal softmax's max, read by every column of its row) vary too.
+  if (target_live_.defined()) {
+    for (const Expr& v : expr_vars(target_live_)) {
+      bool open = graph_.has_dim(v.name());
+      for (size_t i = 1; i < ctx.size() && !open; ++i) {
+        open = ctx[i]->var == v || std::any_of(ctx[i]->stand_ins.begin(), ctx[i]->stand_ins.end(),
+                                               [&](const LoopVar& s) { return s.var == v; });
+      }
+      if (!open && v.lo() == 0) rest.push_back({v, Expr(v.hi() + 1)});
+    }
+  }
   AxisRange range = reduction_range(known_, graph_, n, coords, lanes, rest, target_live_, cut);
   if (!range.needed.is_const(1)) skipped_ = true;
   return range;

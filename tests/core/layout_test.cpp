@@ -60,5 +60,18 @@ TEST(Layout, PermutationsThatKeepTheInnermostDimKeepTheLogicalOrder) {
   EXPECT_FALSE(memory_order({part}).has_value());
 }
 
+TEST(Layout, AMatrixVectorProductKeepsTheLogicalOrder) {
+  // A vector broadcast beside a transposed matrix, to be summed along its rows: the vector walks
+  // the logical rows and is broadcast along the matrix's innermost dim, so the product stays in
+  // logical order (a contraction over its last axis, as the sum expects).
+  Graph g;
+  Tensor w = g.input("w", {64, 32}).permute({1, 0});         // [32, 64], rows strided
+  Tensor v = g.input("v", {1, 64}).expand({Expr(32), Expr(64)});  // the same row for every output
+  EXPECT_EQ(node_shape(w * v), (Shape{32, 64}));
+  // A per-row scale (broadcast along the logical last dim) does not hold it back.
+  Tensor s = g.input("s", {32, 1}).expand({Expr(32), Expr(64)});
+  EXPECT_EQ(node_shape(w * s), (Shape{64, 32}));
+}
+
 }  // namespace
 }  // namespace lumen
