@@ -5,6 +5,7 @@ torch.onnx.export into build/bench_models, then run through lumen's ONNX
 importer (lumen.onnx.load), ONNX Runtime and PyTorch eager."""
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -27,11 +28,43 @@ def _vit_b_16():
     return vision_transformer("b_16")
 
 
+def onnx_flops(path):
+    """Nominal FLOPs of one run of an ONNX model: 2 per multiply-add of its Conv, MatMul and Gemm nodes, with shapes
+    from ONNX shape inference (a fast algorithm such as Winograd's does fewer: its % of peak may pass 100)."""
+    import onnx
+    from onnx import shape_inference
+    model = shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output)}
+    shapes.update({i.name: list(i.dims) for i in model.graph.initializer})
+    total = 0
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "MatMul", "Gemm"):
+            continue
+        y, a, b = (shapes.get(n) for n in (node.output[0], node.input[0], node.input[1]))
+        if not y or not a or not b or 0 in y + a + b:
+            raise ValueError(f"{path}: no static shape for {node.op_type} node {node.name!r}")
+        if node.op_type == "Conv":
+            total += 2 * math.prod(y) * math.prod(b[1:])  # each output: C/groups x KH x KW multiply-adds
+        elif node.op_type == "MatMul":
+            total += 2 * math.prod(y) * a[-1]
+        else:
+            trans_a = any(attr.name == "transA" and attr.i for attr in node.attribute)
+            total += 2 * math.prod(y) * (a[0] if trans_a else a[1])
+    return float(total)
+
+
 class OnnxModelWorkload:
-    flops, bytes = 0.0, 0.0
+    bytes = 0.0
 
     def __init__(self, name, build, shape):
         self.name, self.build, self.shape = name, build, shape
+
+    @property
+    def flops(self):
+        """For the % of FMA peak column; 0 (no column) until the bench has exported the model."""
+        path = os.path.join(MODELS, f"{self.name}.onnx")
+        return onnx_flops(path) if os.path.exists(path) else 0.0
 
     def _module_and_file(self):
         import torch

@@ -204,7 +204,15 @@ Tensor conv2d_channels(const Tensor& x, const Tensor& weight, Pair stride, Pair 
   int64_t kh = static_size(weight, 2, "conv2d"), kw = static_size(weight, 3, "conv2d");
   int64_t w = static_size(x, 3, "conv2d");
   Tensor source = x;
-  if (padding[0] > 0 || padding[1] > 0) {
+  // A window of at most 27 reads per output (3 x 3 over an image's three
+  // channels) reads its input through the padding, a bounds test per read:
+  // that costs less than a padded copy of the input, a pass of its own
+  // (mobilenet_v3_small's first conv, 2 threads, in-process A/B: 1.05x; a
+  // 7 x 7 window over three channels, resnet18's, lost 7% that way).
+  if ((padding[0] > 0 || padding[1] > 0) && cg * kh * kw <= 27) {
+    source = x.pad({{Expr(0), Expr(0)}, {Expr(0), Expr(0)}, {Expr(padding[0]), Expr(padding[0])},
+                    {Expr(padding[1]), Expr(padding[1])}});
+  } else if (padding[0] > 0 || padding[1] > 0) {
     // Rows of the padded copy are widened to a multiple of 16 when that costs
     // at most a quarter more, so the copy runs as SIMD rows (masked loads);
     // windows never read the extra columns.

@@ -167,6 +167,21 @@ def test_conv_chain_channels_last(backend, size, first, kernel, stride):
     check("conv2d", lambda *a: chain(F, *a), lambda *a: chain(TF, *a), [x, w1, b1, wd, w2], backend, atol=1e-4)
 
 
+# An image's first conv (three channels, 3 x 3, stride 2) reads its input through the padding
+# instead of making a padded copy: the same values, and no kernel more than without padding.
+@pytest.mark.parametrize("stride", [1, 2])
+def test_first_conv_reads_through_its_padding(backend, stride):
+    x, w, b = data((2, 3, 20, 18), seed=41), data((16, 3, 3, 3), seed=42), data((16,), seed=43)
+    check("conv2d", lambda t, k, c: F.conv2d(t, k, c, stride, 1), lambda t, k, c: TF.conv2d(t, k, c, stride, 1),
+          [x, w, b], backend, atol=1e-4)
+    kernels = []
+    for padding in (0, 1):
+        g = lumen.Graph()
+        y = F.conv2d(g.input("x", x.shape), g.input("w", w.shape), None, stride, padding)
+        kernels.append(lumen.compile(g, [y], budget_s=0, tuning_cache=False).stats["kernels"])
+    assert kernels[1] == kernels[0], kernels
+
+
 def test_conv2d_rectangular_and_same(backend):
     x, w = data((1, 3, 8, 10), seed=13), data((5, 3, 3, 5), seed=14)
     check("conv2d", lambda t, k: F.conv2d(t, k, stride=(2, 1), padding=(0, 2)),
