@@ -406,6 +406,38 @@ TEST(ScheduleSpace, APanelLargerThanL2NarrowsTheTile) {
   EXPECT_TRUE(narrowed);
 }
 
+// Few rows that seven divides (a 7 x 7 map's 49 positions, a 7-row depthwise conv) take
+// seven-row tiles: three vectors wide where three divide the columns, narrower where no other
+// row count tiles the rows; many rows keep six.
+TEST(ScheduleSpace, FewRowsOfSevensTakeSevenRowTiles) {
+  auto batched = [](int64_t batch, int64_t m, int64_t n) {  // [batch, m, 48] x [48, n]
+    Case c;
+    Tensor a = c.g.input("a", {Expr(batch), Expr(m), Expr(48)}), b = c.g.input("b", {Expr(48), Expr(n)});
+    c.g.mark_output(a.matmul(b), "y");
+    c.inputs["a"] = filled(DType::F32, {batch, m, 48}, 1);
+    c.inputs["b"] = filled(DType::F32, {48, n}, 1);
+    return c;
+  };
+  auto knobs_for = [&](int64_t batch, int64_t m, int64_t n) {
+    Case c = batched(batch, m, n);
+    Contraction k = contraction_kernel(c);
+    EXPECT_GE(k.node, 0);
+    return kernel::heuristic_knobs(kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2}));
+  };
+  kernel::Knobs positions = knobs_for(1, 49, 576), rows = knobs_for(4, 7, 64), wide = knobs_for(1, 49, 512),
+                many = knobs_for(1, 196 * 7, 576);
+  EXPECT_EQ(positions.mr, 7) << positions.to_string();
+  EXPECT_EQ(positions.nr, 48) << positions.to_string();
+  EXPECT_EQ(rows.mr, 7) << rows.to_string();
+  EXPECT_EQ(rows.nr, 32) << rows.to_string();
+  EXPECT_EQ(wide.mr, 6) << wide.to_string();  // three vectors do not divide 512; six rows tile 49
+  EXPECT_EQ(wide.nr, 64) << wide.to_string();
+  EXPECT_EQ(many.mr, 6) << many.to_string();
+  Case c = batched(4, 7, 64);
+  check(c, [](const kernel::KernelFacts& f) { return kernel::knob_actions(f, kernel::heuristic_knobs(f)); },
+        "seven-row tile");
+}
+
 // pack_inline: the panels are made inside the kernel by the thread that reads
 // them (no pre-kernel), and a schedule whose threads would share a panel is refused.
 TEST(ScheduleSpace, PackInlineMakesPanelsInsideTheKernel) {
