@@ -198,6 +198,31 @@ TEST(CpuValueWriter, StrideTwoWindowsAreStridedVectorLoads) {
   expect_depthwise_taps_load_as(10, 112, 2, "lumen_maskload_f32_strided<2>(b1");
 }
 
+// The same over a ReLU of rows of 56 (mobilenet_v3_small's 56² map): 28 outputs a row, so the
+// row's last vector overhangs its end, and the padding's mask holds the clamped output index
+// (0 < min(w, 27)); the mask is still a lane vector and the taps strided loads, not vectors
+// built from 16 scalar loads.
+TEST(CpuValueWriter, StrideTwoWindowsOverUnevenRowsAreStridedVectorLoads) {
+  if (cpu::host_isa().f32_lanes() != 16) GTEST_SKIP() << "checks the 16-lane source";
+  Graph g;
+  Tensor x = g.input("x", {Expr(1), Expr(8), Expr(12), Expr(56)}), w = g.input("w", {Expr(8), Expr(1), Expr(3), Expr(3)});
+  Tensor y = ops::conv2d(ops::relu(x), w, std::nullopt, {2, 2}, {1, 1}, {1, 1}, 8);
+  g.mark_output(y, "y");
+  compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
+  std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
+  EXPECT_NE(kernels.find("lumen_maskload_f32_strided<2>(b1"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
+  std::map<std::string, Array> in;
+  in.emplace("x", Array(DType::F32, {1, 8, 12, 56}));
+  in.emplace("w", Array(DType::F32, {8, 1, 3, 3}));
+  for (auto& [name, a] : in) {
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.43 * static_cast<double>(i) + static_cast<double>(name.size())));
+  }
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
+  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
+}
+
 // Every third element of each row, plus one: an unmasked stride-3 load (a
 // gather) in SIMD lanes; the row's last vector overhangs its end and reads
 // nothing past the buffer.

@@ -462,6 +462,14 @@ std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo
       if (!a) return std::nullopt;
       return "(~" + *a + ")";
     }
+    case ExprKind::Min:
+    case ExprKind::Max: {  // an output row's last index clamped (min(x, E - 1)) inside a padded read's mask
+      auto a = index_vector(e.a(), combo), b = index_vector(e.b(), combo);
+      if (!a || !b) return std::nullopt;
+      const std::string& first = e.kind() == ExprKind::Min ? *a : *b;
+      const std::string& second = e.kind() == ExprKind::Min ? *b : *a;
+      return "((lumen_i32v)((" + *a + " < " + *b + ") ? " + first + " : " + second + "))";
+    }
     default: break;
   }
   auto stride = lane_stride(e, vl);
