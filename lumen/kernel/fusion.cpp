@@ -101,9 +101,11 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //    two or more consumers, or through a view that skips some of its points
   //    (a slice) or visits them in another order (a transpose): inlined there,
   //    it would be computed in the consumer's loops without a register tile;
-  //    read through a padded view (the next convolution's padded copy), the
+  //    copied through a padded view (the next convolution's padded copy), the
   //    contraction itself is given a buffer, and what it feeds (a bias, a ReLU)
-  //    is left to the copy.
+  //    is left to the copy. (A window that reads it through the padding in
+  //    place, a depthwise conv of channels-last values, is no copy: the value
+  //    and its epilogue are one kernel, as for any other reader.)
   // In graph order, so a buffer given here stops what its consumers hold
   // (scores read by a softmax's max and sum hold no contraction of their own).
   {
@@ -114,11 +116,11 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       if (std::find(views[in].begin(), views[in].end(), e.view) == views[in].end()) views[in].push_back(e.view);
       ++uses[in];
     };
-    std::vector<bool> padded(n, false);  // read through a padded view (not a stacked pair's)
+    std::vector<bool> padded(n, false);  // copied through a padded view (not a stacked pair's)
     for (const Node& node : graph.nodes()) {
       std::for_each(node.inputs.begin(), node.inputs.end(), read);
       for (const Edge& e : node.inputs) {
-        if (pads_a_run(e.view)) padded[static_cast<size_t>(e.node)] = true;
+        if (node.op == Op::Contiguous && pads_a_run(e.view)) padded[static_cast<size_t>(e.node)] = true;
       }
     }
     std::for_each(outputs.begin(), outputs.end(), read);

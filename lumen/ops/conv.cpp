@@ -1,7 +1,7 @@
 #include "lumen/ops/conv.h"
 
 #include <cmath>
-#include <cstdlib>
+#include <functional>
 #include <optional>
 
 #include "lumen/core/error.h"
@@ -47,6 +47,19 @@ int64_t window_count(int64_t in, int64_t kernel, int64_t stride, int64_t pad, in
 
 // [N, C, H, W] padded (pad value `fill`) and cut into windows: [N, C, OH, KH, OW, KW]. With
 // `channels_last`, x is [N, H, W, C] and the windows [N, OH, KH, OW, KW, C].
+// Whether reading `t` divides or takes a remainder per element: its view's index, simplified.
+bool read_by_division(const Tensor& t) {
+  const View& v = t.edge().view;
+  View::Index i = v.index(loop_indices(v.shape()));
+  std::function<bool(const Expr&)> divides = [&](const Expr& e) {
+    if (!e.defined() || e.kind() == ExprKind::Const || e.kind() == ExprKind::Var) return false;
+    if (e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) return true;
+    if (e.kind() == ExprKind::Not) return divides(e.a());
+    return divides(e.a()) || divides(e.b()) || (e.kind() == ExprKind::Select && divides(e.c()));
+  };
+  return divides(simplify(i.index)) || divides(simplify(i.valid));
+}
+
 Tensor windows(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode, double fill,
                const char* op, Pair* out_size, bool channels_last = false) {
   size_t hd = channels_last ? 1 : 2;  // the spatial dims: hd, hd + 1
@@ -70,10 +83,20 @@ Tensor windows(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dil
     }
   }
   auto d = static_cast<int>(hd);
-  // Channels-last, the padded values are a buffer of their own: windows over a padded view of a
-  // computed value compose into two view layers, read with a division per element.
-  if (channels_last) padded = padded.buffered();
-  return padded.unfold(d, kernel[0], stride[0], dilation[0]).unfold(d + 2, kernel[1], stride[1], dilation[1]);
+  auto unfolded = [&](const Tensor& t) {
+    return t.unfold(d, kernel[0], stride[0], dilation[0]).unfold(d + 2, kernel[1], stride[1], dilation[1]);
+  };
+  // Channels-last, the windows read the values through the padding where their index needs no
+  // division (values recorded channels-last): no padded copy, a pass over the values of its own
+  // (mobilenet_v3_small's depthwise convs, 2 threads, in-process A/B: 1.05x in the machine's fast
+  // mode, 1.19x in its slow one; resnet18's max pool 0.131 -> 0.068 ms). Where it does (windows
+  // over a transposed value compose into two view layers), the padded values are a buffer.
+  if (channels_last) {
+    Tensor in_place = unfolded(padded);
+    if (!read_by_division(in_place)) return in_place;
+    padded = padded.buffered();
+  }
+  return unfolded(padded);
 }
 
 // Whether [N, C, H, W] `x` is computed from channels-last values: some value it is made of

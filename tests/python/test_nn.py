@@ -151,7 +151,7 @@ def test_conv2d_depthwise_padded_copy_or_view(backend, size, stride, multiplier,
 
 # Convolutions computed channels-last (positions x channels: a pointwise conv over maps whose
 # positions no SIMD width divides, or a 3 x 3 conv) and what follows them, kept channels-last
-# (core/layout.h): the ReLU, a depthwise conv over the activation's padded copy, a
+# (core/layout.h): the ReLU, a depthwise conv reading the activation through its padding, a
 # squeeze-excite mean and product, the next pointwise conv.
 @pytest.mark.parametrize("size,first,kernel,stride", [
     ((14, 14), 1, 5, 1), ((14, 14), 1, 3, 2), ((7, 7), 1, 5, 1), ((28, 28), 3, 3, 1), ((28, 28), 3, 5, 2)], ids=str)
@@ -165,6 +165,19 @@ def test_conv_chain_channels_last(backend, size, first, kernel, stride):
         h = nn.conv2d(h, d, None, stride, kernel // 2, 1, 32)
         return nn.conv2d(h * nn.adaptive_avg_pool2d(h, 1), e)
     check("conv2d", lambda *a: chain(F, *a), lambda *a: chain(TF, *a), [x, w1, b1, wd, w2], backend, atol=1e-4)
+
+
+# A depthwise conv of channels-last values reads them through its padding in place: no padded
+# copy, so a padding of 2 compiles to as many kernels as none.
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_conv_of_channels_last_values_makes_no_padded_copy(stride):
+    kernels = []
+    for padding in (0, 2):
+        g = lumen.Graph()
+        x, w1, wd = g.input("x", (1, 8, 14, 14)), g.input("w1", (32, 8, 1, 1)), g.input("wd", (32, 1, 5, 5))
+        y = F.conv2d(F.relu(F.conv2d(x, w1)), wd, None, stride, padding, 1, 32)
+        kernels.append(lumen.compile(g, [y], budget_s=0, tuning_cache=False).stats["kernels"])
+    assert kernels[1] == kernels[0], kernels
 
 
 # An image's first conv (three channels, 3 x 3, stride 2) reads its input through the padding
