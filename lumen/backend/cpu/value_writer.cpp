@@ -420,6 +420,16 @@ std::optional<Reg> KernelWriter::strided_load(const Value& v, const Combo& combo
 // An integer index expression as a lumen_i32v expression over the SIMD lane:
 // sums linear in the lane (base + k·lane), comparisons and logic of such
 // (booleans are -1/0 masks). Nothing for other forms or values beyond int32.
+namespace {
+
+// A comparison or a logical combination: in lanes, a -1 / 0 mask.
+bool is_condition(const Expr& e) {
+  ExprKind k = e.kind();
+  return k == ExprKind::Lt || k == ExprKind::Eq || k == ExprKind::And || k == ExprKind::Or || k == ExprKind::Not;
+}
+
+}  // namespace
+
 std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo& combo) const {
   const Expr& vl = combo.vl;
   // base + s·lane < b (or b < base + s·lane), b free of the lane: compared as s·lane against
@@ -464,6 +474,10 @@ std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo
     }
     case ExprKind::Min:
     case ExprKind::Max: {  // an output row's last index clamped (min(x, E - 1)) inside a padded read's mask
+      // Of two conditions (-1 / 0 masks, where true is the smaller): and, or. Of a condition and a
+      // number: no mask here (the number is no -1 / 0 mask).
+      if (is_condition(e.a()) && is_condition(e.b())) return both(e.kind() == ExprKind::Min ? " & " : " | ");
+      if (is_condition(e.a()) || is_condition(e.b())) return std::nullopt;
       auto a = index_vector(e.a(), combo), b = index_vector(e.b(), combo);
       if (!a || !b) return std::nullopt;
       const std::string& first = e.kind() == ExprKind::Min ? *a : *b;
@@ -518,8 +532,10 @@ Reg KernelWriter::vector_value(const Value& v, const Combo& combo, const std::st
   switch (v->kind) {
     case ValueKind::Acc: return Reg{acc_name(v->acc, combo), true, v->dtype};
     case ValueKind::Index: {  // affine in the lane (causal masks, iota): one vector expression
-      auto e = index_vector(subst(v->index, combo), combo);
+      Expr index = subst(v->index, combo);
+      auto e = index_vector(index, combo);
       if (!e) return lanewise(v, combo, pad);
+      if (is_condition(index) && v->dtype != DType::Bool) e = "(" + *e + " & 1)";  // a mask's -1 is the number 1
       if (v->dtype == DType::F32) return emit(type, "__builtin_convertvector(" + *e + ", lumen_f32v)", true, v->dtype, pad);
       if (v->dtype == DType::I32 || v->dtype == DType::Bool) return emit(type, *e, true, v->dtype, pad);
       return lanewise(v, combo, pad);
