@@ -79,6 +79,82 @@ bool pads_a_run(const View& v) {
   return false;
 }
 
+// Whether `v` reads its source point for point, in the source's own order.
+bool in_place(const View& v, const Shape& source) {
+  if (v.has_mask() || v.shape() != source) return false;
+  std::vector<Expr> at = loop_indices(v.shape());
+  View::Index i = v.index(at);
+  return i.valid.is_const(1) && simplify(i.index) == flat_index(source, at);
+}
+
+using KernelCounts = std::vector<std::vector<std::pair<size_t, double>>>;  // per kernel: nodes inlined, evaluations
+
+// An epilogue that reads a contraction more than once (a hardswish, x·relu6(x + 3)/6) made the
+// contraction a value with two readers, a buffer of its own, and the epilogue a pass over it.
+// Where every reader reads it in place and ended up in one elementwise kernel, each computed
+// there once per point, and that kernel holds no reduction of its own, the contraction joins
+// that kernel: its epilogue computed from the accumulators, one pass fewer over the value.
+void fold_repeated_epilogues(const Graph& graph, const std::vector<Edge>& outputs, const LowerOptions& lower_options,
+                             Partition& p, KernelCounts& counts) {
+  size_t n = graph.size();
+  std::vector<std::vector<size_t>> readers(n);
+  for (size_t r = 0; r < n; ++r) {
+    for (const Edge& e : graph.nodes()[r].inputs) readers[static_cast<size_t>(e.node)].push_back(r);
+  }
+  std::vector<bool> output(n, false);
+  for (const Edge& e : outputs) output[static_cast<size_t>(e.node)] = true;
+  auto contraction = [&](size_t j) {
+    const Node& x = graph.nodes()[j];
+    return is_reduce(x.op) && sums_product_in_place(graph, x);
+  };
+  auto reduces = [&](size_t k) {  // (a max over a stacked pair, a ReLU's, is elementwise)
+    return std::any_of(counts[k].begin(), counts[k].end(), [&](const auto& c) {
+      const Node& x = graph.nodes()[c.first];
+      return is_reduce(x.op) && !is_small_reduce(x);
+    });
+  };
+  auto points = [&](size_t j) { return assumed_numel(graph.nodes()[j].shape, lower_options.assumed_dim); };
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = graph.nodes()[i];
+    if (!p.materialized[i] || node.op == Op::Input || node.op == Op::Contiguous || output[i] || readers[i].size() < 2) continue;
+    if (!contraction(i) && std::none_of(counts[i].begin(), counts[i].end(), [&](const auto& c) { return contraction(c.first); })) {
+      continue;
+    }
+    bool fits = true;
+    for (size_t r : readers[i]) {
+      const Node& reader = graph.nodes()[r];
+      fits = fits && is_elementwise(reader.op);
+      for (const Edge& e : reader.inputs) fits = fits && (static_cast<size_t>(e.node) != i || in_place(e.view, node.shape));
+    }
+    size_t home = n;  // the one kernel computing every reader
+    for (size_t k = 0; k < n && fits; ++k) {
+      if (!p.materialized[k] || graph.nodes()[k].op == Op::Input) continue;
+      size_t found = 0;
+      for (size_t r : readers[i]) {
+        double evaluations = r == k ? points(r) : 0;
+        for (const auto& [j, count] : counts[k]) {
+          if (j == r) evaluations = count;
+        }
+        if (evaluations == 0) continue;
+        fits = fits && evaluations == points(r);  // once per point, not at a window's taps
+        ++found;
+      }
+      if (found == 0) continue;
+      fits = fits && home == n && found == readers[i].size();
+      home = k;
+    }
+    if (!fits || home == n) continue;
+    const Node& epilogue = graph.nodes()[home];
+    if (!is_elementwise(epilogue.op) || reduces(home) || epilogue.shape != node.shape) continue;
+    p.materialized[i] = false;
+    LoweredKernel k = lower(graph, static_cast<NodeId>(home), p.materialized, Schedule(epilogue.shape), "k", lower_options);
+    counts[home].clear();
+    for (size_t j = 0; j < n; ++j) {
+      if (k.evaluations[j] > 0 && j != home) counts[home].emplace_back(j, k.evaluations[j]);
+    }
+  }
+}
+
 }  // namespace
 
 Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const FusionOptions& options) {
@@ -161,7 +237,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   std::vector<bool> transcendental(n, false);  // a Log2, Exp2 or Sin among it and its inlined producers
   LowerOptions lower_options;
   lower_options.assumed_dim = options.assumed_dim;
-  std::vector<std::vector<std::pair<size_t, double>>> counts(n);  // per kernel: nodes it inlines, evaluations
+  KernelCounts counts(n);
   std::vector<double> own_cost(n);
   for (size_t i = 0; i < n; ++i) own_cost[i] = op_cost(graph.nodes()[i]) + rounding_cost(graph, graph.nodes()[i]);
   std::vector<bool> lowered(n, false);
@@ -255,6 +331,7 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
     }
     if (!changed) break;
   }
+  fold_repeated_epilogues(graph, outputs, lower_options, p, counts);
   // Each kernel's work from its last lowering (up to date unless the rounds ran out).
   // A reduction adds one op per element it reduces.
   auto ops = [&](size_t j) {

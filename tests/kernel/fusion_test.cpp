@@ -90,5 +90,39 @@ TEST(Fusion, AContractionReadThroughPaddingIsItsOwnBuffer) {
   for (int64_t i = 0; i < 16 * 16 * 48; ++i) ASSERT_EQ(cpu.get("y").get(i), ref.get("y").get(i)) << i;
 }
 
+// A matmul whose epilogue reads it twice (a hardswish, x·relu6(x + 3)/6) and whose output the next
+// kernel reads through windows (a depthwise conv's taps): the matmul is no buffer of its own, its
+// epilogue is computed in the same kernel from the accumulators; a second reader of the epilogue's
+// input in another kernel keeps the matmul a buffer.
+TEST(Fusion, AContractionReadTwiceByOneEpilogueIsThatKernel) {
+  auto build = [](Graph& g, bool second_reader) {
+    Tensor positions = g.input("x", {196, 32}), weight = g.input("w", {32, 48});
+    Tensor conv = positions.matmul(weight);
+    Tensor y = conv * ops::clamp(conv + 3.0, 0.0, 6.0) * (1.0 / 6);
+    Tensor windows = y.reshape({14, 14, 48}).pad({{1, 1}, {1, 1}, {0, 0}}).unfold(0, 3, 1, 1).unfold(2, 3, 1, 1);
+    Tensor taps = windows.sum_reduce(3).sum_reduce(1);  // [14, 14, 48]: sums of the 3 x 3 windows
+    g.mark_output(taps, "y");
+    if (second_reader) g.mark_output(conv.sum_reduce(1), "s");
+    return conv;
+  };
+  Graph g, h;
+  Tensor conv = build(g, false), shared = build(h, true);
+  kernel::Partition p = kernel::partition(g, {g.outputs()[0].edge});
+  EXPECT_FALSE(p.materialized[static_cast<size_t>(conv.node_id())]);
+  kernel::Partition q = kernel::partition(h, {h.outputs()[0].edge, h.outputs()[1].edge});
+  EXPECT_TRUE(q.materialized[static_cast<size_t>(shared.node_id())]);
+  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
+  for (Program* prog : {&cpu, &ref}) {
+    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{{"x", {196, 32}}, {"w", {32, 48}}}) {
+      Array a(DType::F32, shape);
+      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 0.25 * static_cast<double>((i * 7 + name[0]) % 11) - 1.25);
+      prog->set(name, a);
+    }
+    prog->run();
+  }
+  Array got = cpu.get("y"), want = ref.get("y");
+  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 1e-4 * (1 + std::abs(want.get(i)))) << i;
+}
+
 }  // namespace
 }  // namespace lumen
