@@ -245,9 +245,13 @@ CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Ed
     chosen_graph = &x->candidates[static_cast<size_t>(report.winner)].graph;
     chosen_outputs = &x->candidates[static_cast<size_t>(report.winner)].outputs;
   }
-  CompileResult result = compile(*chosen_graph, *chosen_outputs, options, std::move(backend));
+  // The budget bounds the whole search: the graph stage's time comes out of the schedule search's.
+  const double graph_seconds = report.saturate_seconds + report.extract_seconds + report.measure_seconds;
+  CompilerOptions rest = options;
+  rest.search.budget_s = std::max(0.0, options.search.budget_s - graph_seconds);
+  CompileResult result = compile(*chosen_graph, *chosen_outputs, rest, std::move(backend));
   result.program.report = report.to_string() + result.program.report;
-  result.program.stats["graph_search_seconds"] = report.saturate_seconds + report.extract_seconds + report.measure_seconds;
+  result.program.stats["graph_search_seconds"] = graph_seconds;
   result.program.stats["graph_candidates"] = static_cast<double>(report.candidates.size());
   result.program.stats["graph_winner_original"] =
       report.winner < 0 || report.candidates[static_cast<size_t>(report.winner)].original ? 1.0 : 0.0;
