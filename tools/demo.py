@@ -130,8 +130,10 @@ def random_weight_demo(args):
               f"({int(plain.stats['decode']['kernels'])} decode kernels, {int(plain.stats['prefill']['kernels'])} prefill kernels)")
         plain_tokens, plain_pre, plain_dec = time_lumen(plain, args.tokens)
 
-        print(f"[2/3] compiling with search: graph-level rewrites, then up to {args.budget:.0f} s of schedule search "
-              f"(shared by the prefill and decode programs; each candidate compiled, checked and timed) ...", flush=True)
+        print(f"[2/3] compiling with a search budget of {args.budget:.0f} s, shared by the prefill and decode programs: "
+              f"graph-level candidates (the original and the programs that change numerics are always measured, "
+              f"rewrites while the budget lasts), then schedule search in what is left; each candidate compiled, "
+              f"checked and timed ...", flush=True)
         start = time.perf_counter()
         tuned = lumen.models.Llama(path, capacity=256, budget_s=args.budget, tuning_cache=True, cache_path=cache)
         tuned_compile = time.perf_counter() - start
@@ -258,8 +260,10 @@ def real_model_demo(path, args):
     print(f"[1/4] lumen compiled it with heuristic schedules in {time.perf_counter() - start:.1f} s "
           f"({int(plain.stats['decode']['kernels'])} decode kernels, {int(plain.stats['prefill']['kernels'])} prefill kernels)")
     with tempfile.TemporaryDirectory(prefix="lumen-demo-") as tmp:
-        print(f"[2/4] compiling with search: graph-level rewrites, then up to {args.budget:.0f} s of schedule search "
-              f"(shared by the prefill and decode programs; each candidate compiled, checked and timed) ...", flush=True)
+        print(f"[2/4] compiling with a search budget of {args.budget:.0f} s, shared by the prefill and decode programs: "
+              f"graph-level candidates (the original and the programs that change numerics are always measured, "
+              f"rewrites while the budget lasts), then schedule search in what is left; each candidate compiled, "
+              f"checked and timed ...", flush=True)
         start = time.perf_counter()
         # A private tuning cache: the demo shows a search from scratch, not yesterday's results.
         # int8_dot="auto": integer dot products for the quantized weights are a candidate the graph
