@@ -116,15 +116,18 @@ void fold_repeated_epilogues(const Graph& graph, const std::vector<Edge>& output
   auto points = [&](size_t j) { return assumed_numel(graph.nodes()[j].shape, lower_options.assumed_dim); };
   for (size_t i = 0; i < n; ++i) {
     const Node& node = graph.nodes()[i];
-    if (!p.materialized[i] || node.op == Op::Input || node.op == Op::Contiguous || output[i] || readers[i].size() < 2) continue;
-    if (!contraction(i) && std::none_of(counts[i].begin(), counts[i].end(), [&](const auto& c) { return contraction(c.first); })) {
-      continue;
-    }
+    if (!p.materialized[i] || node.op == Op::Input || node.op == Op::Contiguous || output[i]) continue;
+    bool holds = contraction(i) || std::any_of(counts[i].begin(), counts[i].end(), [&](const auto& c) {
+      return contraction(c.first);
+    });
+    if (readers[i].size() < 2 || !holds) continue;
     bool fits = true;
     for (size_t r : readers[i]) {
       const Node& reader = graph.nodes()[r];
       fits = fits && is_elementwise(reader.op);
-      for (const Edge& e : reader.inputs) fits = fits && (static_cast<size_t>(e.node) != i || in_place(e.view, node.shape));
+      for (const Edge& e : reader.inputs) {
+        fits = fits && (static_cast<size_t>(e.node) != i || in_place(e.view, node.shape));
+      }
     }
     size_t home = n;  // the one kernel computing every reader
     for (size_t k = 0; k < n && fits; ++k) {
@@ -147,7 +150,8 @@ void fold_repeated_epilogues(const Graph& graph, const std::vector<Edge>& output
     const Node& epilogue = graph.nodes()[home];
     if (!is_elementwise(epilogue.op) || reduces(home) || epilogue.shape != node.shape) continue;
     p.materialized[i] = false;
-    LoweredKernel k = lower(graph, static_cast<NodeId>(home), p.materialized, Schedule(epilogue.shape), "k", lower_options);
+    LoweredKernel k =
+        lower(graph, static_cast<NodeId>(home), p.materialized, Schedule(epilogue.shape), "k", lower_options);
     counts[home].clear();
     for (size_t j = 0; j < n; ++j) {
       if (k.evaluations[j] > 0 && j != home) counts[home].emplace_back(j, k.evaluations[j]);

@@ -45,8 +45,6 @@ int64_t window_count(int64_t in, int64_t kernel, int64_t stride, int64_t pad, in
   return out;
 }
 
-// [N, C, H, W] padded (pad value `fill`) and cut into windows: [N, C, OH, KH, OW, KW]. With
-// `channels_last`, x is [N, H, W, C] and the windows [N, OH, KH, OW, KW, C].
 // Whether reading `t` divides or takes a remainder per element: its view's index, simplified.
 bool read_by_division(const Tensor& t) {
   const View& v = t.edge().view;
@@ -60,6 +58,8 @@ bool read_by_division(const Tensor& t) {
   return divides(simplify(i.index)) || divides(simplify(i.valid));
 }
 
+// [N, C, H, W] padded (pad value `fill`) and cut into windows: [N, C, OH, KH, OW, KW]. With
+// `channels_last`, x is [N, H, W, C] and the windows [N, OH, KH, OW, KW, C].
 Tensor windows(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode, double fill,
                const char* op, Pair* out_size, bool channels_last = false) {
   size_t hd = channels_last ? 1 : 2;  // the spatial dims: hd, hd + 1

@@ -417,9 +417,6 @@ std::optional<Reg> KernelWriter::strided_load(const Value& v, const Combo& combo
   return emit("lumen_f32v", loaded, true, v->dtype, pad);
 }
 
-// An integer index expression as a lumen_i32v expression over the SIMD lane:
-// sums linear in the lane (base + k·lane), comparisons and logic of such
-// (booleans are -1/0 masks). Nothing for other forms or values beyond int32.
 namespace {
 
 // A comparison or a logical combination: in lanes, a -1 / 0 mask.
@@ -430,6 +427,10 @@ bool is_condition(const Expr& e) {
 
 }  // namespace
 
+// An integer index expression as a lumen_i32v expression over the SIMD lane:
+// sums linear in the lane (base + k·lane), min / max of such, comparisons and
+// logic of such (booleans are -1/0 masks). Nothing for other forms or values
+// beyond int32.
 std::optional<std::string> KernelWriter::index_vector(const Expr& e, const Combo& combo) const {
   const Expr& vl = combo.vl;
   // base + s·lane < b (or b < base + s·lane), b free of the lane: compared as s·lane against
