@@ -97,7 +97,9 @@ void choose_schedules(Pipeline& p, const search::SearchOptions& options, const S
     if (s != share.end() && planned > 0) {
       double left = options.budget_s - (search.report().seconds - stage_start);
       seconds = s->second * std::max(left, 0.0) / planned;
-      if (seconds < search::ScheduleSearch::kMinSeconds / 2) seconds = 0;  // too little to search: the heuristic
+      // Cut below half the least worth searching by the kernels before it: the heuristic (a budget
+      // too small from the start, a single kernel's 0.5 s, is still spent).
+      if (seconds < s->second && seconds < search::ScheduleSearch::kMinSeconds / 2) seconds = 0;
       planned -= s->second;
     }
     p.schedules.push_back(choose ? choose(*p.graph, n, p.materialized) : search.choose(n, seconds));
