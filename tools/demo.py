@@ -52,9 +52,11 @@ def search_breakdown(runner, wall_s):
     stats = [runner.stats[p] for p in ("decode", "prefill") if p in runner.stats]
     graph = sum(s.get("graph_search_seconds", 0.0) for s in stats)
     candidates = sum(int(s.get("graph_candidates", 0)) for s in stats)
+    timed = sum(int(s.get("graph_candidates_timed", 0)) for s in stats)
     schedules = sum(s.get("search_seconds", 0.0) for s in stats)
     runs = sum(int(s.get("search_timing_runs", 0)) for s in stats)
-    return (f"{wall_s:.1f} s: graph-level candidates {graph:.1f} s ({candidates} programs compiled, checked and timed), "
+    return (f"{wall_s:.1f} s: graph-level candidates {graph:.1f} s ({timed} of {candidates} programs compiled, checked and "
+            f"timed), "
             f"schedule search {schedules:.1f} s ({runs} timing runs), the rest {max(wall_s - graph - schedules, 0.0):.1f} s "
             f"(fusion, code generation, C++ compiles, checks)")
 
