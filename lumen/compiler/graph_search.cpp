@@ -268,8 +268,9 @@ CompileResult compile_with_graph_search(const Graph& graph, const std::vector<Ed
   result.program.report = report.to_string() + result.program.report;
   result.program.stats["graph_search_seconds"] = graph_seconds;
   result.program.stats["graph_candidates"] = static_cast<double>(report.candidates.size());
-  result.program.stats["graph_candidates_timed"] = static_cast<double>(
-      std::count_if(report.candidates.begin(), report.candidates.end(), [](const GraphCandidateReport& c) { return c.ms >= 0; }));
+  auto timed = [](const GraphCandidateReport& c) { return c.ms >= 0; };
+  result.program.stats["graph_candidates_timed"] =
+      static_cast<double>(std::count_if(report.candidates.begin(), report.candidates.end(), timed));
   result.program.stats["graph_winner_original"] =
       report.winner < 0 || report.candidates[static_cast<size_t>(report.winner)].original ? 1.0 : 0.0;
   if (report_out) *report_out = report;
