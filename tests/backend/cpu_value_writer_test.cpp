@@ -161,6 +161,22 @@ TEST(CpuValueWriter, RoundingToHalfTypesIsInLanesAndMatchesTheScalarRounding) {
   }
 }
 
+// Runs `program` and the interpreter on `g` with every input filled with sin(step·i + the length of
+// its name) and expects output "y" to agree within `tolerance`.
+void expect_y_matches_interpreter(const Graph& g, backend::CompiledProgram program,
+                                  const std::map<std::string, std::vector<int64_t>>& shapes, double step,
+                                  double tolerance) {
+  std::map<std::string, Array> in;
+  for (const auto& [name, shape] : shapes) {
+    Array a(DType::F32, shape);
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(step * static_cast<double>(i) + static_cast<double>(name.size())));
+    in.emplace(name, std::move(a));
+  }
+  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(program)));
+  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), tolerance) << i;
+}
+
 // A depthwise 3x3 conv with padding 1 over [1, 4, rows, width] at `stride`:
 // its kernels' source (past the prelude) must hold `load` and no vector built
 // lane by lane, and its result must be the interpreter's.
@@ -212,15 +228,7 @@ TEST(CpuValueWriter, StrideTwoWindowsOverUnevenRowsAreStridedVectorLoads) {
   std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
   EXPECT_NE(kernels.find("lumen_maskload_f32_strided<2>(b1"), std::string::npos) << kernels;
   EXPECT_EQ(kernels.find("lumen_f32v{"), std::string::npos) << "a vector built lane by lane:\n" << kernels;
-  std::map<std::string, Array> in;
-  in.emplace("x", Array(DType::F32, {1, 8, 12, 56}));
-  in.emplace("w", Array(DType::F32, {8, 1, 3, 3}));
-  for (auto& [name, a] : in) {
-    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.43 * static_cast<double>(i) + static_cast<double>(name.size())));
-  }
-  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
-  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
-  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-5) << i;
+  expect_y_matches_interpreter(g, std::move(r.program), {{"x", {1, 8, 12, 56}}, {"w", {8, 1, 3, 3}}}, 0.43, 1e-5);
 }
 
 // Every third element of each row, plus one: an unmasked stride-3 load (a
@@ -288,16 +296,8 @@ TEST(CpuValueWriter, TapsOverAPaddedComputedValueNeedNoDivision) {
   compiler::CompileResult r = compiler::compile(g, {y.edge()}, no_cache(), cpu::CpuBackend::shared());
   std::string kernels = r.program.source.substr(r.program.source.find("// kernel k"));
   EXPECT_NE(kernels.find("_strided<2>(b"), std::string::npos) << kernels;
-  std::map<std::string, Array> in;
-  in.emplace("x", Array(DType::F32, {1, 8, 32, 32}));
-  in.emplace("pw", Array(DType::F32, {24, 8, 1, 1}));
-  in.emplace("dw", Array(DType::F32, {24, 1, 3, 3}));
-  for (auto& [name, a] : in) {
-    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.61 * static_cast<double>(i) + static_cast<double>(name.size())));
-  }
-  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
-  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
-  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-4) << i;
+  expect_y_matches_interpreter(g, std::move(r.program),
+                               {{"x", {1, 8, 32, 32}}, {"pw", {24, 8, 1, 1}}, {"dw", {24, 1, 3, 3}}}, 0.61, 1e-4);
 }
 
 // A row max and a row sum over rows of 256 take reduce lanes of four vectors, each vector its own
@@ -382,15 +382,7 @@ TEST(CpuValueWriter, ALargeDepthwiseConvReadsItsPaddedCopyWithoutMasks) {
   conv = conv.substr(0, conv.find("\n}\n", conv.find("extern \"C\" void")));  // its function alone
   EXPECT_EQ(conv.find("lumen_maskload_f32("), std::string::npos) << conv;
   EXPECT_NE(conv.find("lumen_load_f32("), std::string::npos) << conv;
-  std::map<std::string, Array> in;
-  in.emplace("x", Array(DType::F32, {2, 3, 56, 56}));
-  in.emplace("w", Array(DType::F32, {3, 1, 5, 5}));
-  for (auto& [name, a] : in) {
-    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.37 * static_cast<double>(i) + name.size()));
-  }
-  Program cpu(std::make_shared<const Graph>(g), g.outputs(), std::make_unique<CompiledExecutor>(std::move(r.program)));
-  auto [got, want] = run_against_interpreter(cpu, g, in, "y");
-  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get(i), want.get(i), 1e-4) << i;
+  expect_y_matches_interpreter(g, std::move(r.program), {{"x", {2, 3, 56, 56}}, {"w", {3, 1, 5, 5}}}, 0.37, 1e-4);
 }
 
 }  // namespace
