@@ -438,6 +438,32 @@ TEST(ScheduleSpace, FewRowsOfSevensTakeSevenRowTiles) {
         "seven-row tile");
 }
 
+// 128 rows in six-row tiles compute 132: eight-row tiles three vectors wide where three vectors
+// divide the columns; 256 rows (258 computed) and 512 columns (no three-vector panels) keep six.
+TEST(ScheduleSpace, RowsSixWouldPadTakeEightRowTiles) {
+  auto knobs_for = [](int64_t m, int64_t n) {
+    Case c;
+    Tensor a = c.g.input("a", {Expr(m), Expr(96)}), b = c.g.input("b", {Expr(96), Expr(n)});
+    c.g.mark_output(a.matmul(b), "y");
+    c.inputs["a"] = filled(DType::F32, {m, 96}, 1);
+    c.inputs["b"] = filled(DType::F32, {96, n}, 1);
+    Contraction k = contraction_kernel(c);
+    EXPECT_GE(k.node, 0);
+    return std::make_pair(kernel::heuristic_knobs(kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2})),
+                          c);
+  };
+  auto [eight, c] = knobs_for(128, 768);
+  EXPECT_EQ(eight.mr, 8) << eight.to_string();
+  EXPECT_EQ(eight.nr, 48) << eight.to_string();
+  kernel::Knobs many = knobs_for(256, 768).first, wide = knobs_for(128, 512).first;
+  EXPECT_EQ(many.mr, 6) << many.to_string();
+  EXPECT_EQ(many.nr, 64) << many.to_string();
+  EXPECT_EQ(wide.mr, 6) << wide.to_string();
+  EXPECT_EQ(wide.nr, 64) << wide.to_string();
+  check(c, [](const kernel::KernelFacts& f) { return kernel::knob_actions(f, kernel::heuristic_knobs(f)); },
+        "eight-row tile");
+}
+
 // pack_inline: the panels are made inside the kernel by the thread that reads
 // them (no pre-kernel), and a schedule whose threads would share a panel is refused.
 TEST(ScheduleSpace, PackInlineMakesPanelsInsideTheKernel) {
