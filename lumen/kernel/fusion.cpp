@@ -181,9 +181,10 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //    two or more consumers, or through a view that skips some of its points
   //    (a slice) or visits them in another order (a transpose): inlined there,
   //    it would be computed in the consumer's loops without a register tile;
-  //    copied through a padded view (the next convolution's padded copy), the
+  //    copied through a padded view (the next convolution's padded copy) or
+  //    passed over elementwise there (a max pool's -inf border added), the
   //    contraction itself is given a buffer, and what it feeds (a bias, a ReLU)
-  //    is left to the copy. (A window that reads it through the padding in
+  //    is left to that pass. (A window that reads it through the padding in
   //    place, a depthwise conv of channels-last values, is no copy: the value
   //    and its epilogue are one kernel, as for any other reader.)
   // In graph order, so a buffer given here stops what its consumers hold
@@ -200,7 +201,10 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
     for (const Node& node : graph.nodes()) {
       std::for_each(node.inputs.begin(), node.inputs.end(), read);
       for (const Edge& e : node.inputs) {
-        if (node.op == Op::Contiguous && pads_a_run(e.view)) padded[static_cast<size_t>(e.node)] = true;
+        // A copy, or an elementwise pass over the padded values (a max pool's -inf border added):
+        // the view pads and keeps the value's dims. Windows that read it in place unfold it too.
+        bool whole = node.op == Op::Contiguous || e.view.shape().size() == graph.node(e.node).shape.size();
+        if (whole && pads_a_run(e.view)) padded[static_cast<size_t>(e.node)] = true;
       }
     }
     std::for_each(outputs.begin(), outputs.end(), read);
