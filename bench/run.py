@@ -502,6 +502,27 @@ def render(data):
     return "\n".join(lines)
 
 
+SECTIONS_NOTE = ("\n# Partial runs\n\nEach section below is a partial run (`--section`), dated; a full run keeps them. "
+                 "Sections measured before 2026-11-28 ran PyTorch and ONNX Runtime with their threads quieted "
+                 "(`OMP_WAIT_POLICY=PASSIVE`, no spinning), which made them several times slower on models of many "
+                 "small operations: they flatter lumen there.\n")
+
+
+def kept_sections(doc):
+    """The partial runs' sections of `doc` (between their markers), for a full run to keep below its page."""
+    old = open(doc).read() if os.path.exists(doc) else ""
+    blocks, at = [], 0
+    while (begin := old.find("<!-- section: ", at)) >= 0:
+        title = old[begin + len("<!-- section: "):old.index(" -->", begin)]
+        end_marker = f"<!-- end section: {title} -->"
+        end = old.find(end_marker, begin)
+        if end < 0:
+            break
+        blocks.append(old[begin:end + len(end_marker)])
+        at = end + len(end_marker)
+    return SECTIONS_NOTE + "\n" + "\n\n".join(blocks) + "\n" if blocks else ""
+
+
 def write_section(doc, title, text, argv):
     """Puts a partial run's page into `doc` as the section `title` (between markers, so a rerun replaces it)."""
     begin, end = f"<!-- section: {title} -->", f"<!-- end section: {title} -->"
@@ -690,7 +711,7 @@ def main():
     text = render(data)
     if only == []:  # a partial run does not replace the full results page
         with open(args.doc + ".tmp", "w") as f:
-            f.write(text)
+            f.write(text.rstrip("\n") + "\n" + kept_sections(args.doc))
         os.replace(args.doc + ".tmp", args.doc)
     elif args.section:
         write_section(args.doc, args.section, text, sys.argv[1:])

@@ -55,3 +55,16 @@ def test_the_kept_program_is_read_from_the_compile_report():
     data = _data(wrong=False)
     data["results"][0]["winner"] = "original graph, heuristic schedules"
     assert "| 93.00 | 11% FMA | original graph, heuristic schedules |" in run.render(data)
+
+
+def test_a_full_run_keeps_the_partial_runs_sections(tmp_path):
+    run = _bench_run()
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nold full page\n")
+    run.write_section(str(doc), "Attention (issue 16)", "# Benchmarks\n\nfirst\n## 2 threads\n| a |\n", ["--only", "x"])
+    run.write_section(str(doc), "Decode (issue 19)", "# Benchmarks\n\nsecond\n", ["--only", "y"])
+    kept = run.kept_sections(str(doc))
+    assert "old full page" not in kept
+    assert kept.index("<!-- section: Attention (issue 16) -->") < kept.index("<!-- section: Decode (issue 19) -->")
+    assert "### 2 threads" in kept and "<!-- end section: Decode (issue 19) -->" in kept
+    assert run.kept_sections(str(tmp_path / "missing.md")) == ""
