@@ -519,7 +519,11 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
       break;
     }
   }
-  if (f.contraction < 0 || rank < 2 || !last_ok) return f;
+  // A static N the lanes do not divide (ViT's 197 keys, Whisper's 1,500 frames, a 51,865-token LM
+  // head) takes a tile too on a CPU when an operand is packed: the panels past N hold zeros and the
+  // last tile's stores are masked.
+  bool overhang_tile = overhangs && !target.gpu && last.is_const() && last.value() >= 2 * f.lanes;
+  if (f.contraction < 0 || rank < 2 || !(last_ok || overhang_tile)) return f;
   // Which operand of the product to pack: one that varies along n and k but is
   // not already contiguous along n with close reduction rows (B of a row-major
   // matmul at large N, transposed weights, convolution windows).
@@ -563,7 +567,8 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
     bool kept = kept_weight(product.inputs[static_cast<size_t>(j)]);
     if (!friendly && mentions(used, probe[k_dim]) && (reuse >= 8 || kept) && f.pack_operand < 0) f.pack_operand = j;
   }
-  f.tileable = f.pack_operand >= 0 || (all_friendly && unit_stride(strides, last_var));
+  f.tileable = f.pack_operand >= 0 || (last_ok && all_friendly && unit_stride(strides, last_var));
+  f.tile_overhangs = f.tileable && !last_ok;
   f.pair_dot = bf16_pairs && f.pack_operand >= 0;
   return f;
 }

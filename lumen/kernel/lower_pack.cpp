@@ -59,7 +59,9 @@ void Lowerer::prepare_pack(NodeId target, int operand, int64_t nr, const std::st
   if (m.shape.size() < 2) fail("schedule: pack needs a product of rank >= 2");
   const Expr& n = m.shape[pk.n_dim];
   int64_t n_factor = known_factor(n);
-  if (n_factor == 0 || n_factor % nr != 0) {
+  // A static N that nr does not divide (and no bf16 pairs): its last panel holds zeros past N.
+  if (n.is_const() && n_factor % nr != 0 && schedule_.pair_dot() != operand) pk.n_extent = n.value();
+  if (n_factor == 0 || (n_factor % nr != 0 && pk.n_extent == 0)) {
     fail("schedule: pack(", operand, ", ", nr, ") does not divide N = ", n, " of the product ", to_string(m.shape),
          " in kernel ", target, " (", op_name(graph_.node(target).op), " ", to_string(graph_.node(target).shape), ")");
   }
@@ -79,7 +81,7 @@ void Lowerer::prepare_pack(NodeId target, int operand, int64_t nr, const std::st
     check_pair_dot(t, operand);
     pair_reduction_ = reduce;
   }
-  pk.shape.push_back(simplify(n / nr));
+  pk.shape.push_back(pk.n_extent > 0 ? Expr((pk.n_extent + nr - 1) / nr) : simplify(n / nr));
   pk.shape.push_back(pk.pairs ? simplify(m.shape[pk.k_dim] / 2) : m.shape[pk.k_dim]);
   pk.shape.push_back(Expr(nr));
   if (pk.pairs) pk.shape.push_back(Expr(2));
@@ -150,13 +152,28 @@ void Lowerer::pack_inline(const Edge& e, const Packed& pk, const std::vector<Exp
 }
 
 void Lowerer::copy_to_panel(const Edge& e, const Packed& pk, const std::vector<Expr>& panel, int buffer, Context& ctx) {
-  Value v = edge_value(e, product_of(pk, panel), Expr(1), ctx);
+  std::vector<Expr> at = product_of(pk, panel);
+  if (pk.n_extent > 0) {  // past N: zeros, nothing read
+    Expr inside = simplify(lt(at[pk.n_dim], Expr(pk.n_extent)));
+    Value v = edge_value(e, at, inside, ctx);
+    v = select(index_value(inside, DType::Bool), v, number(0, graph_.node(e.node).dtype));
+    ctx.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, panel), v));
+    return;
+  }
+  Value v = edge_value(e, at, Expr(1), ctx);
   ctx.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, panel), v));
 }
 
 Value Lowerer::packed_load(const Edge& e, const Packed& pk, const std::vector<Expr>& coords, const Expr& guard) {
   int buffer = buffer_for(-1 - pk.scratch);
-  Expr at = flat_index(pk.shape, panel_of(pk, coords));
+  std::vector<Expr> point = coords;
+  // The last tile's columns past N are clamped to N - 1 (lowering's overhang); the panel has them, as zeros.
+  const Expr& n = point[pk.n_dim];
+  if (pk.n_extent > 0 && n.kind() == ExprKind::Min) {
+    if (n.b().is_const(pk.n_extent - 1)) point[pk.n_dim] = n.a();
+    else if (n.a().is_const(pk.n_extent - 1)) point[pk.n_dim] = n.b();
+  }
+  Expr at = flat_index(pk.shape, panel_of(pk, point));
   if (pk.pairs) return cast(load(buffer, DType::BF16, at, simplify(guard)), DType::F32);  // exact: a bf16 value
   return load(buffer, graph_.node(e.node).dtype, at, simplify(guard));
 }

@@ -21,6 +21,7 @@ struct Packed {
   bool rows_outer = false;   // the operand is contiguous along n: copy it row by row (k outer)
   bool k_inner = false;      // ... along k (a transposed B): copy vectors along k, lanes outside
   bool pairs = false;        // pair_dot: bf16 k-pairs interleaved, shape [kept dims..., N/nr, K/2, nr, 2]
+  int64_t n_extent = 0;      // a static N that nr does not divide: ceil(N/nr) panels, zeros past N; else 0
   size_t rank = 0;           // the product's rank
 };
 

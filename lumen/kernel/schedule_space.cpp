@@ -43,6 +43,18 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
   return out;
 }
 
+// Panel widths for a tile whose columns the lanes do not divide, widest first: those whose last
+// panel overhangs N by at most a sixteenth of N (one vector always qualifies past 16 vectors).
+std::vector<int64_t> overhanging_panels(const KernelFacts& f) {
+  int64_t n = f.shape.back().value(), l = f.lanes;
+  std::vector<int64_t> out;
+  for (int64_t w : {4 * l, 3 * l, 2 * l, l}) {
+    if (((n + w - 1) / w * w - n) * 16 <= n) out.push_back(w);
+  }
+  if (out.empty()) out.push_back(l);
+  return out;
+}
+
 // A float contraction whose output rows run in SIMD lanes (not an int8 dot product, whose
 // byte blocks are tuned on their own): what the row knobs below apply to.
 bool float_contraction_in_lanes(const KernelFacts& f) {
@@ -144,6 +156,9 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // as keep the accumulators within 24 registers.
     int64_t l = f.lanes;
     std::vector<int64_t> widths = divisors_in(known_factor(f.shape.back()), {4 * l, 7 * l, 6 * l, 5 * l, 3 * l, 2 * l, l});
+    // Columns the lanes do not divide: the widest panels whose last one overhangs N by at most a
+    // sixteenth of it (1,500 frames: four vectors, 1,536 computed; 197 keys: one vector, 208).
+    if (f.tile_overhangs) widths = overhanging_panels(f);
     k.nr = widths.front();
     // A packed K x nr panel larger than L2 is read from L3 again for every
     // row tile (a 512-channel 3x3 convolution at 7x7: K = 4608, 1.2 MB at
@@ -169,6 +184,11 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // Seven rows where they divide the rows exactly and fit (49 positions of a 7 x 7 map at nr = 2 vectors).
     bool seven = most_rows >= 7 && m.is_const() && m.value() % 7 == 0;
     auto mrs = seven ? std::vector<int64_t>{7} : tile_rows_in(m, {6, 4, 3, 2});
+    // One-vector panels over columns that overhang: twelve or eight rows keep the FMA units busy.
+    if (f.tile_overhangs && k.nr == l && !seven) {
+      std::vector<int64_t> more = tile_rows_in(m, {12, 8});
+      mrs.insert(mrs.begin(), more.begin(), more.end());
+    }
     // Tiles over a short static contraction (K <= 128: attention scores, K = a head) run m-outer:
     //  - the output is written row after row (n-outer writes it a column strip at a time: with
     //    one-vector tiles, a line a row and a page a line once rows are 4 KB);
@@ -493,7 +513,8 @@ std::vector<Knobs> neighbours(const KernelFacts& f, const Knobs& k) {
       n.mr = mr;
       push(n);
     }
-    for (int64_t nr : divisors_in(known_factor(last), {l, 2 * l, 3 * l, 4 * l, 5 * l, 6 * l, 7 * l})) {
+    for (int64_t nr : f.tile_overhangs ? overhanging_panels(f)
+                                       : divisors_in(known_factor(last), {l, 2 * l, 3 * l, 4 * l, 5 * l, 6 * l, 7 * l})) {
       Knobs n = k;
       n.nr = nr;
       push(n);

@@ -41,6 +41,7 @@ struct KernelFacts {
   bool one_sum_axis = true;   // the contraction sums one axis of its product (nested sums merged sum several:
                               // a pack is then made before the kernel, not inline)
   bool tileable = false;      // contraction that can take a register tile
+  bool tile_overhangs = false;  // ... whose last tile of columns overhangs N (static, not a multiple of the lanes)
   int row_dim = -1;           // a tile's rows: the innermost dim before the last whose extent is not 1 (a
                               // [197, 1, 2304] projection tiles its 197 rows), else rank - 2
   bool vector_last = false;   // the last output dim can be SIMD (static, divisible, unit stride or 2-4)

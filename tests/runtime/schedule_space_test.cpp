@@ -438,6 +438,32 @@ TEST(ScheduleSpace, FewRowsOfSevensTakeSevenRowTiles) {
         "seven-row tile");
 }
 
+// Columns the lanes do not divide (ViT's 197 keys; 100 here, and 1,000 classes) take a register
+// tile over a packed operand: its panels hold zeros past N and the last tile's stores are masked.
+// The heuristic and every neighbour (other panel widths, rows, orders, inline packing) match the
+// interpreter, a bias read at the overhanging columns included.
+TEST(ScheduleSpace, ColumnsTheLanesDoNotDivideTakeATile) {
+  for (int64_t n : {100, 1000}) {
+    Case c;
+    Tensor a = c.g.input("a", {Expr(2), Expr(37), Expr(64)}), b = c.g.input("b", {Expr(2), Expr(n), Expr(64)});
+    Tensor bias = c.g.input("bias", {Expr(n)});
+    c.g.mark_output(a.matmul(b.permute({0, 2, 1})) + bias, "y");
+    c.inputs["a"] = filled(DType::F32, {2, 37, 64}, 1);
+    c.inputs["b"] = filled(DType::F32, {2, n, 64}, 2);
+    c.inputs["bias"] = filled(DType::F32, {n}, 3);
+    Contraction k = contraction_kernel(c);
+    ASSERT_GE(k.node, 0);
+    kernel::KernelFacts f = kernel::kernel_facts(c.g, k.node, k.materialized, kernel::Target{16, 2});
+    EXPECT_TRUE(f.tileable);
+    EXPECT_TRUE(f.tile_overhangs);
+    kernel::Knobs h = kernel::heuristic_knobs(f);
+    EXPECT_GT(h.nr, 0) << h.to_string();
+    EXPECT_TRUE(h.pack) << h.to_string();
+    EXPECT_EQ(h.nr, n == 100 ? 16 : 64) << h.to_string();  // 100 columns: one vector (112 computed)
+    check_heuristic_and_neighbours(c);
+  }
+}
+
 // 128 rows in six-row tiles compute 132: eight-row tiles three vectors wide where three vectors
 // divide the columns; 256 rows (258 computed) and 512 columns (no three-vector panels) keep six.
 TEST(ScheduleSpace, RowsSixWouldPadTakeEightRowTiles) {
