@@ -569,7 +569,7 @@ KernelFacts kernel_facts(const Graph& graph, NodeId node, const std::vector<bool
   }
   f.tileable = f.pack_operand >= 0 || (last_ok && all_friendly && unit_stride(strides, last_var));
   f.tile_overhangs = f.tileable && !last_ok;
-  f.pair_dot = bf16_pairs && f.pack_operand >= 0;
+  f.pair_dot = bf16_pairs && f.pack_operand >= 0 && last_ok;  // (bf16 pair panels hold no zeros past N)
   return f;
 }
 
