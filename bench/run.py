@@ -508,13 +508,17 @@ SECTIONS_NOTE = ("\n# Partial runs\n\nEach section below is a partial run (`--se
                  "small operations: they flatter lumen there.\n")
 
 
+def section_markers(title):
+    """The comments a partial run's section sits between in docs/benchmarks.md."""
+    return f"<!-- section: {title} -->", f"<!-- end section: {title} -->"
+
+
 def kept_sections(doc):
     """The partial runs' sections of `doc` (between their markers), for a full run to keep below its page."""
     old = open(doc).read() if os.path.exists(doc) else ""
     blocks, at = [], 0
     while (begin := old.find("<!-- section: ", at)) >= 0:
-        title = old[begin + len("<!-- section: "):old.index(" -->", begin)]
-        end_marker = f"<!-- end section: {title} -->"
+        end_marker = section_markers(old[begin + len("<!-- section: "):old.index(" -->", begin)])[1]
         end = old.find(end_marker, begin)
         if end < 0:
             break
@@ -525,7 +529,7 @@ def kept_sections(doc):
 
 def write_section(doc, title, text, argv):
     """Puts a partial run's page into `doc` as the section `title` (between markers, so a rerun replaces it)."""
-    begin, end = f"<!-- section: {title} -->", f"<!-- end section: {title} -->"
+    begin, end = section_markers(title)
     body = text.split("\n", 2)[2] if text.startswith("# ") else text  # without the page title
     body = body.replace("\n## ", "\n### ")
     command = "python3 bench/run.py " + " ".join(a for a in argv if not a.startswith("--section") and a != title)

@@ -153,14 +153,10 @@ void Lowerer::pack_inline(const Edge& e, const Packed& pk, const std::vector<Exp
 
 void Lowerer::copy_to_panel(const Edge& e, const Packed& pk, const std::vector<Expr>& panel, int buffer, Context& ctx) {
   std::vector<Expr> at = product_of(pk, panel);
-  if (pk.n_extent > 0) {  // past N: zeros, nothing read
-    Expr inside = simplify(lt(at[pk.n_dim], Expr(pk.n_extent)));
-    Value v = edge_value(e, at, inside, ctx);
-    v = select(index_value(inside, DType::Bool), v, number(0, graph_.node(e.node).dtype));
-    ctx.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, panel), v));
-    return;
-  }
-  Value v = edge_value(e, at, Expr(1), ctx);
+  Expr inside = pk.n_extent > 0 ? simplify(lt(at[pk.n_dim], Expr(pk.n_extent))) : Expr(1);
+  Value v = edge_value(e, at, inside, ctx);
+  // Past N: zeros, nothing read.
+  if (pk.n_extent > 0) v = select(index_value(inside, DType::Bool), v, number(0, graph_.node(e.node).dtype));
   ctx.back()->block.push_back(Stmt::store(buffer, flat_index(pk.shape, panel), v));
 }
 

@@ -24,9 +24,12 @@ std::vector<int64_t> divisors_in(int64_t n, std::initializer_list<int64_t> choic
   return out;
 }
 
+// The points past n that tiles of `c` over n points compute (the last tile's overhang).
+int64_t overhang(int64_t n, int64_t c) { return (n + c - 1) / c * c - n; }
+
 // Tiles of `c` over n points whose last tile overhangs by at most 1/25 of n
 // (the overhang is clamped to the last point and computed again).
-bool nearly_divides(int64_t c, int64_t n) { return c >= 1 && c <= n && ((n + c - 1) / c * c - n) * 25 <= n; }
+bool nearly_divides(int64_t c, int64_t n) { return c >= 1 && c <= n && overhang(n, c) * 25 <= n; }
 
 // Register-tile row counts for a dim of extent m: divisors, and for a static m
 // also counts whose last tile's overhanging rows (clamped, computed twice) add
@@ -38,7 +41,7 @@ std::vector<int64_t> tile_rows_in(const Expr& m, std::initializer_list<int64_t> 
   std::vector<int64_t> out;
   for (int64_t c : choices) {
     int64_t n = m.value();
-    if (c >= 1 && c <= n && ((n + c - 1) / c * c - n) * 8 <= n) out.push_back(c);
+    if (c >= 1 && c <= n && overhang(n, c) * 8 <= n) out.push_back(c);
   }
   return out;
 }
@@ -49,7 +52,7 @@ std::vector<int64_t> overhanging_panels(const KernelFacts& f) {
   int64_t n = f.shape.back().value(), l = f.lanes;
   std::vector<int64_t> out;
   for (int64_t w : {4 * l, 3 * l, 2 * l, l}) {
-    if (((n + w - 1) / w * w - n) * 16 <= n) out.push_back(w);
+    if (overhang(n, w) * 16 <= n) out.push_back(w);
   }
   if (out.empty()) out.push_back(l);
   return out;
@@ -95,10 +98,9 @@ std::vector<int64_t> overhanging_widths(const KernelFacts& f) {
   const Expr& last = f.shape.back();
   if (!f.vector_last || !last.is_const()) return {};
   int64_t n = last.value(), l = f.lanes;
-  auto overhang = [&](int64_t w) { return (n + w - 1) / w * w - n; };
   std::vector<int64_t> out;
   for (int64_t w : {4 * l, 2 * l}) {
-    if (w <= n && overhang(w) <= overhang(l)) out.push_back(w);
+    if (w <= n && overhang(n, w) <= overhang(n, l)) out.push_back(w);
   }
   return out;
 }
@@ -205,7 +207,7 @@ Knobs heuristic_knobs(const KernelFacts& f) {
     // vectors the columns. GPT-2 block at 128 positions, 2 threads: 1.03-1.05x in-process (its
     // [128, 768] x [768, 3072] 1.04x); 256 rows (258 computed) measured the same either way.
     if (k.mr == 6 && k.nr == 4 * l && m.is_const() && m.value() % 8 == 0 &&
-        ((m.value() + 5) / 6 * 6 - m.value()) * 50 > m.value() && known_factor(f.shape.back()) % (3 * l) == 0) {
+        overhang(m.value(), 6) * 50 > m.value() && known_factor(f.shape.back()) % (3 * l) == 0) {
       k.mr = 8;
       k.nr = 3 * l;
     }
