@@ -7,7 +7,12 @@ medians; the physical limits (FMA peak, STREAM triad, read bandwidth) are
 measured in the same run. Writes bench/results/latest.json and
 docs/benchmarks.md and prints the table.
 
-  bench/run.py [--only sgemm_1024,softmax_4096] [--threads 1,2] [--runs 10]
+  bench/run.py [--only sgemm_1024,softmax_4096] [--threads 1,2] [--runs 10] [--resume]
+
+Each worker appends a workload's rows to bench/results/latest.json.<N>threads.progress.jsonl as soon as
+they are measured. A worker that dies (a crash in a peer or in lumen) loses only the workload it was on:
+that workload is reported failed and a new worker goes on with the rest. `--resume` continues a run
+that was stopped from its progress files (same --runs and --impls) instead of starting over.
 
 `--only serve_110m` runs only the serving rows and the soak (bench/serve_bench.py);
 `--only smollm2_parity` only the agreement check with llama.cpp.
@@ -296,7 +301,81 @@ def _make(impl, w, arrays, threads):
     raise Missing("no such workload for this implementation yet")
 
 
-def worker(threads, only, runs, impls):
+def append_progress(path, name, rows):
+    """Records one finished workload's rows (one JSON line, on disk before the next workload starts)."""
+    cut = False  # the last line is one a dead worker left unfinished
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            cut = f.read(1) != b"\n"
+    with open(path, "a") as f:
+        f.write(("\n" if cut else "") + json.dumps({"workload": name, "rows": rows}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_progress(path):
+    """The header (the run's settings) and the rows recorded so far by workload, from a progress file. A last
+    line cut short by a crash is ignored."""
+    header, done = None, {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if "header" in entry:
+                    header = entry["header"]
+                else:
+                    done[entry["workload"]] = entry["rows"]
+    return header, done
+
+
+def start_progress(path, header, resume):
+    """Starts a progress file for a run with these settings, or with `resume` keeps the one there if it was
+    written by a run with the same settings."""
+    if resume and os.path.exists(path):
+        old, done = read_progress(path)
+        if old != header:
+            sys.exit(f"bench: --resume: {path} was written by a run with other settings ({old}, now {header}); "
+                     "run without --resume to start over")
+        print(f"bench: resuming {len(done)} finished workload(s) from {path}", file=sys.stderr)
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        f.write(json.dumps({"header": header}) + "\n")
+
+
+def run_workers(threads, names, impls, launch, progress):
+    """Measures the workloads `names` in worker processes: `launch(names)` runs one on those still to do and
+    returns (exit code, stderr); the worker appends each finished workload to `progress`. A worker that
+    stops before it has recorded them all died on the first one missing: that workload is recorded as failed
+    for every implementation and a new worker goes on after it. Returns (rows in the order of `names`, the
+    workloads a worker died on)."""
+    died = []
+    while True:
+        _, done = read_progress(progress)
+        left = [n for n in names if n not in done]
+        if not left:
+            return [row for n in names for row in done[n]], died
+        code, err = launch(left)
+        _, done = read_progress(progress)
+        if all(n in done for n in left):
+            continue
+        victim = next(n for n in left if n not in done)
+        last = (err.strip().splitlines() or ["no output"])[-1][:200]
+        why = f"failed: the bench worker died on this workload (exit code {code}: {last})"
+        append_progress(progress, victim, [{"workload": victim, "impl": impl, "threads": threads, "missing": why}
+                                           for impl in impls])
+        if victim not in read_progress(progress)[1]:
+            sys.exit(f"bench: cannot record {victim} in {progress}")
+        died.append(victim)
+        print(f"bench: the worker with {threads} thread(s) died on {victim} (exit code {code}); going on",
+              file=sys.stderr)
+
+
+def worker(threads, only, runs, impls, progress):
     _setup_threads(threads)
     sys.path.insert(0, os.path.join(ROOT, "python"))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -304,8 +383,8 @@ def worker(threads, only, runs, impls):
     import workloads
     all_w = workloads.all_workloads()
     selected = [all_w[n] for n in only] if only else list(all_w.values())
-    results = []
     for w in selected:
+        results = []
         rng = np.random.default_rng(0)
         arrays = w.inputs(rng) if hasattr(w, "inputs") else []
         calls, outputs, extra, reference = {}, {}, {}, None
@@ -362,9 +441,7 @@ def worker(threads, only, runs, impls):
             results.append(row)
             if impl == "lumen":
                 print(f"  [{threads} thread(s)] {w.name}: lumen {row['median_ms']:.3f} ms", file=sys.stderr)
-        if w.name.startswith("lumen_nosearch"):
-            pass
-    print(json.dumps(results))
+        append_progress(progress, w.name, results)
 
 
 # ---------------------------------------------------------------- driver side
@@ -648,6 +725,9 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--impls", default="", help="comma-separated subset of implementations")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--progress", help=argparse.SUPPRESS)
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a stopped run from its progress files instead of starting over")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latest.json"))
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     parser.add_argument("--section", default="",
@@ -656,7 +736,7 @@ def main():
     args = parser.parse_args()
     only = [s for s in args.only.split(",") if s]
     if args.worker:
-        worker(args.worker, only, args.runs, [i for i in args.impls.split(",") if i])
+        worker(args.worker, only, args.runs, [i for i in args.impls.split(",") if i], args.progress)
         return
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -673,23 +753,29 @@ def main():
         if name not in known:
             sys.exit(f"bench: unknown workload {name!r}; known: {', '.join(known)}")
     threads = [int(t) for t in args.threads.split(",")]
-    results, limits = [], {}
+    results, limits, died, progress_files = [], {}, [], []
+    names = only or list(known)
+    impls = [i for i in args.impls.split(",") if i] or IMPLS
     for t in (threads if only is not None else []):
         print(f"bench: measuring limits with {t} thread(s)", file=sys.stderr)
         limits[str(t)] = measure_limits(t)
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(t), "--runs", str(args.runs)]
-        if only:
-            cmd += ["--only", ",".join(only)]
-        if args.impls:
-            cmd += ["--impls", args.impls]
+        progress = f"{args.out}.{t}threads.progress.jsonl"
+        start_progress(progress, {"threads": t, "runs": args.runs, "impls": impls, "workloads": names}, args.resume)
+        progress_files.append(progress)
         env = dict(os.environ)
         for var in ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LUMEN_THREADS"]:
             env[var] = str(t)
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        sys.stderr.write(out.stderr[-4000:] if out.returncode else "")
-        if out.returncode != 0:
-            sys.exit(f"bench: worker with {t} thread(s) failed")
-        results += json.loads(out.stdout.strip().splitlines()[-1])
+
+        def launch(left, t=t, progress=progress, env=env):
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(t), "--runs", str(args.runs),
+                   "--only", ",".join(left), "--impls", ",".join(impls), "--progress", progress]
+            out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+            sys.stderr.write(out.stderr[-4000:] if out.returncode else "")
+            return out.returncode, out.stderr
+
+        rows, lost = run_workers(t, names, impls, launch, progress)
+        results += rows
+        died += [f"{n} ({t} thread(s))" for n in lost]
     parity = run_parity(max(threads)) if want_parity else None
     from dist_workloads import run_allreduce
     allreduce = run_allreduce() if want_allreduce else None
@@ -724,6 +810,10 @@ def main():
     if soak and (soak["failed"] or soak["kv_blocks_in_use_after"]):
         sys.exit(f"bench: the serving soak had {soak['failed']} failed request(s) and ended with "
                  f"{soak['kv_blocks_in_use_after']:.0f} KV block(s) in use")
+    for path in progress_files:  # the run is in --out now
+        os.remove(path)
+    if died:
+        sys.exit(f"bench: a worker died on {len(died)} workload(s): {', '.join(died)} (reported as failed)")
     wrong = [r for r in wrong_rows(data) if r["impl"].startswith("lumen")]
     if wrong:
         sys.exit(f"bench: lumen gave wrong results on {len(wrong)} row(s): "

@@ -4,6 +4,8 @@ import importlib.util
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -68,3 +70,53 @@ def test_a_full_run_keeps_the_partial_runs_sections(tmp_path):
     assert kept.index("<!-- section: Attention (issue 16) -->") < kept.index("<!-- section: Decode (issue 19) -->")
     assert "### 2 threads" in kept and "<!-- end section: Decode (issue 19) -->" in kept
     assert run.kept_sections(str(tmp_path / "missing.md")) == ""
+
+
+def _fake_worker(run, progress, dies_on=(), cut_line_on=()):
+    """A launch() that records each workload like a worker, and dies (exit code -11) on those in `dies_on`,
+    the first time only (the second write of a cut line is what a crash mid-write leaves)."""
+    calls = []
+
+    def launch(left):
+        calls.append(list(left))
+        for name in left:
+            if name in cut_line_on:
+                with open(progress, "a") as f:
+                    f.write('{"workload": "' + name + '", "rows": [{"wor')
+                return -11, "Segmentation fault\n"
+            if name in dies_on:
+                return -11, "some output\nSegmentation fault\n"
+            run.append_progress(progress, name, [{"workload": name, "impl": "lumen", "threads": 2, "median_ms": 1.0}])
+        return 0, ""
+    return launch, calls
+
+
+def test_a_worker_that_dies_loses_only_its_workload(tmp_path):
+    run = _bench_run()
+    progress = str(tmp_path / "p.jsonl")
+    run.start_progress(progress, {"threads": 2}, resume=False)
+    launch, calls = _fake_worker(run, progress, dies_on={"b"}, cut_line_on={"d"})
+    rows, died = run.run_workers(2, ["a", "b", "c", "d", "e"], ["lumen", "torch"], launch, progress)
+    assert died == ["b", "d"]
+    assert calls == [["a", "b", "c", "d", "e"], ["c", "d", "e"], ["e"]]
+    assert [r["workload"] for r in rows] == ["a", "b", "b", "c", "d", "d", "e"]
+    failed = [r for r in rows if "missing" in r]
+    assert [(r["workload"], r["impl"]) for r in failed] == [("b", "lumen"), ("b", "torch"), ("d", "lumen"), ("d", "torch")]
+    assert "died on this workload (exit code -11: Segmentation fault)" in failed[0]["missing"]
+
+
+def test_resume_skips_finished_workloads_and_refuses_other_settings(tmp_path):
+    run = _bench_run()
+    progress = str(tmp_path / "p.jsonl")
+    header = {"threads": 2, "runs": 10, "impls": ["lumen"], "workloads": ["a", "b"]}
+    run.start_progress(progress, header, resume=False)
+    run.append_progress(progress, "a", [{"workload": "a", "impl": "lumen", "threads": 2, "median_ms": 3.0}])
+    run.start_progress(progress, header, resume=True)
+    launch, calls = _fake_worker(run, progress)
+    rows, died = run.run_workers(2, ["a", "b"], ["lumen"], launch, progress)
+    assert calls == [["b"]] and died == []
+    assert [(r["workload"], r["median_ms"]) for r in rows] == [("a", 3.0), ("b", 1.0)]
+    with pytest.raises(SystemExit, match="other settings"):
+        run.start_progress(progress, dict(header, runs=5), resume=True)
+    run.start_progress(progress, header, resume=False)  # without --resume: starts over
+    assert run.read_progress(progress) == (header, {})
