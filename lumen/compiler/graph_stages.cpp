@@ -1,5 +1,7 @@
 #include "lumen/compiler/graph_stages.h"
 
+#include "lumen/passes/epilogue_shape.h"
+
 namespace lumen::compiler {
 
 std::vector<GraphStage> graph_stages() {
@@ -10,6 +12,11 @@ std::vector<GraphStage> graph_stages() {
   stages.push_back({"egraph", [](Graph& graph, std::vector<Edge>& outputs) {
                       (void)graph;
                       (void)outputs;
+                    }});
+  stages.push_back({"epilogue-shape", [](Graph& graph, std::vector<Edge>& outputs) {
+                      int moved = 0;
+                      Graph rewritten = passes::epilogues_in_contraction_shape(graph, outputs, &moved);
+                      if (moved > 0) graph = std::move(rewritten);
                     }});
   return stages;
 }
