@@ -18,13 +18,6 @@ bool all_static(const Shape& shape) {
   return true;
 }
 
-Expr flat(const Shape& shape, const std::vector<Expr>& at) {
-  std::vector<Expr> strides = contiguous_strides(shape);
-  Expr sum(0);
-  for (size_t d = 0; d < at.size(); ++d) sum = sum + at[d] * strides[d];
-  return simplify(sum);
-}
-
 // Whether `view` reads a buffer of its base shape at the same flat position
 // as each of its own points (a reshape), splitting the base's last dim into
 // smaller rows: [.., 384] as [.., 6, 64] or [.., 9000, 64].
@@ -39,7 +32,7 @@ bool splits_columns(const View& view) {
   if (!(simplify(shape_numel(base)) == simplify(shape_numel(shape)))) return false;
   std::vector<Expr> at = loop_indices(shape);
   View::Index i = view.index(at);
-  return i.valid.is_const(1) && simplify(i.index) == flat(shape, at);
+  return i.valid.is_const(1) && simplify(i.index) == simplify(View::contiguous(shape).index(at).index);
 }
 
 class Rewriter {

@@ -35,14 +35,19 @@ void expect_same_values(const Graph& before, const std::vector<Edge>& want_edges
   }
 }
 
+// x [6, 32] @ w [32, 64] in `g`.
+Tensor projection(Graph& g) {
+  Tensor x = g.input("x", {Expr(6), Expr(32)});
+  Tensor w = g.parameter("w", {Expr(32), Expr(64)});
+  return ops::matmul(x, w);
+}
+
 // exp((x @ w).reshape(6, 4, 16) * 0.125 + b): the scale and the bias read the
 // projection's [6, 64] columns as 4 heads of 16.
 TEST(EpilogueShape, AScaleAndBiasOnHeadsAreComputedInTheProjectionsShape) {
   Graph g;
-  Tensor x = g.input("x", {Expr(6), Expr(32)});
-  Tensor w = g.parameter("w", {Expr(32), Expr(64)});
+  Tensor heads = projection(g).reshape({Expr(6), Expr(4), Expr(16)});
   Tensor b = g.input("b", {Expr(16)});
-  Tensor heads = ops::matmul(x, w).reshape({Expr(6), Expr(4), Expr(16)});
   Tensor scaled = heads * heads.scalar(0.125f) + b.reshape({Expr(1), Expr(1), Expr(16)}).expand(heads.shape());
   Tensor y = scaled.exp2();
   g.mark_output(y, "y");
@@ -70,9 +75,7 @@ TEST(EpilogueShape, AScaleAndBiasOnHeadsAreComputedInTheProjectionsShape) {
 // view(bsz * heads, -1, d) does) and read by a later matmul through the moved value.
 TEST(EpilogueShape, MergedRowsAndHeadsAndALaterReader) {
   Graph g;
-  Tensor x = g.input("x", {Expr(6), Expr(32)});
-  Tensor w = g.parameter("w", {Expr(32), Expr(64)});
-  Tensor q = ops::matmul(x, w).reshape({Expr(1), Expr(24), Expr(16)});
+  Tensor q = projection(g).reshape({Expr(1), Expr(24), Expr(16)});
   Tensor scaled = q * q.scalar(0.5f);
   Tensor scores = ops::matmul(scaled, scaled.permute({0, 2, 1}));
   g.mark_output(scores, "scores");
@@ -86,9 +89,7 @@ TEST(EpilogueShape, MergedRowsAndHeadsAndALaterReader) {
 
 TEST(EpilogueShape, ReshapesThatAreNoHeadSplitStay) {
   Graph g;
-  Tensor x = g.input("x", {Expr(6), Expr(32)});
-  Tensor w = g.parameter("w", {Expr(32), Expr(64)});
-  Tensor p = ops::matmul(x, w);
+  Tensor p = projection(g);
   // A channel scale's [6, 64] -> [6, 64, 1, 1], a merge of rows [6, 64] -> [384], and a plain epilogue.
   Tensor a = p.reshape({Expr(6), Expr(64), Expr(1), Expr(1)}).exp2();
   Tensor b = p.reshape({Expr(384)}).exp2();
