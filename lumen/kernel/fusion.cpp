@@ -182,7 +182,8 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
   //    (a slice) or visits them in another order (a transpose): inlined there,
   //    it would be computed in the consumer's loops without a register tile;
   //    copied through a padded view (the next convolution's padded copy) or
-  //    passed over elementwise there (a max pool's -inf border added), the
+  //    passed over elementwise there (a max pool's -inf border added, a class
+  //    token's row put before flattened patches), the
   //    contraction itself is given a buffer, and what it feeds (a bias, a ReLU)
   //    is left to that pass. (A window that reads it through the padding in
   //    place, a depthwise conv of channels-last values, is no copy: the value
@@ -203,7 +204,9 @@ Partition partition(const Graph& graph, const std::vector<Edge>& outputs, const 
       for (const Edge& e : node.inputs) {
         // A copy, or an elementwise pass over the padded values (a max pool's -inf border added):
         // the view pads and keeps the value's dims. Windows that read it in place unfold it too.
-        bool whole = node.op == Op::Contiguous || e.view.shape().size() == graph.node(e.node).shape.size();
+        // So does a view that flattens it first (a ViT's patch embedding, [1, 768, 14, 14] read as
+        // 196 tokens after the class token's row); only windows (unfold) add dims.
+        bool whole = node.op == Op::Contiguous || e.view.shape().size() <= graph.node(e.node).shape.size();
         if (whole && pads_a_run(e.view)) padded[static_cast<size_t>(e.node)] = true;
       }
     }

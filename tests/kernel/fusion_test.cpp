@@ -10,6 +10,7 @@
 #include "lumen/ops/creation.h"
 #include "lumen/ops/conv.h"
 #include "lumen/ops/elementwise.h"
+#include "lumen/ops/movement.h"
 #include "lumen/ops/math.h"
 #include "lumen/ops/normalization.h"
 
@@ -152,6 +153,37 @@ TEST(Fusion, AConvUnderAPaddedMaxPoolIsAKernelOfItsOwn) {
              {"x", {1, 3, 32, 32}}, {"w", {32, 3, 7, 7}}, {"mean", {32}}, {"var", {32}}, {"scale", {32}}, {"shift", {32}}}) {
       Array a(DType::F32, shape);
       for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 0.125 * static_cast<double>((i * 5 + name[0]) % 13) + (name == "var" ? 0.5 : -0.75));
+      prog->set(name, a);
+    }
+    prog->run();
+  }
+  Array got = cpu.get("y"), want = ref.get("y");
+  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 1e-4 * (1 + std::abs(want.get(i)))) << i;
+}
+
+// A ViT's patch embedding: a 4x4/4 conv, flattened to tokens and put after a class token's row
+// (a concat: a sum of padded views) plus position embeddings. The conv is a kernel of its own
+// (a register tile); inlined into the concat's pass through the flattening view, each token's
+// channel was a dot product of its own (ViT-B/16's 3.4 ms against 1.1 ms).
+TEST(Fusion, AConvFlattenedUnderAConcatIsAKernelOfItsOwn) {
+  Graph g;
+  Tensor x = g.input("x", {1, 3, 16, 16}), w = g.parameter("w", {64, 3, 4, 4});
+  Tensor cls = g.parameter("cls", {1, 1, 64}), pos = g.parameter("pos", {1, 17, 64});
+  Tensor patches = ops::conv2d(x, w, std::nullopt, {4, 4}).reshape({1, 64, 16}).permute({0, 2, 1});
+  Tensor y = ops::concat({cls, patches}, 1) + pos;
+  g.mark_output(y, "y");
+  kernel::Partition p = kernel::partition(g, {g.outputs()[0].edge});
+  bool conv_kernel = false;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    conv_kernel = conv_kernel || (g.nodes()[i].op == Op::SumReduce && p.materialized[i]);
+  }
+  EXPECT_TRUE(conv_kernel);
+  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
+  for (Program* prog : {&cpu, &ref}) {
+    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"x", {1, 3, 16, 16}}, {"w", {64, 3, 4, 4}}, {"cls", {1, 1, 64}}, {"pos", {1, 17, 64}}}) {
+      Array a(DType::F32, shape);
+      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 0.125 * static_cast<double>((i * 7 + name[0]) % 11) - 0.5);
       prog->set(name, a);
     }
     prog->run();
