@@ -452,7 +452,36 @@ void KernelWriter::write_loop(const Stmt& s, int depth, LaneState& lanes, bool t
   loop_stack_.push_back(s.var);
   write_block(s.body, depth + 1, lanes, false);
   loop_stack_.pop_back();
+  if (!parallel && !lanes.active()) {
+    std::string saturated = saturated_condition(s);
+    if (!saturated.empty()) out_ << pad << "  if (" << saturated << ") break;  // any: true for good\n";
+  }
   out_ << pad << "}\n";
+}
+
+std::string KernelWriter::saturated_condition(const Stmt& loop) const {
+  std::vector<int> accs;
+  bool only_any = true;
+  walk(loop.body, [&](const Stmt& u) {
+    if (u.kind == StmtKind::Store || u.kind == StmtKind::Bind || u.kind == StmtKind::AccInit) only_any = false;
+    if (u.kind != StmtKind::AccUpdate) return;
+    auto it = accs_.find(u.acc);
+    // One value an accumulator (not one per output lane, nor per unrolled row).
+    if (it == accs_.end() || it->second.dtype != DType::Bool || it->second.combine != Combine::Max ||
+        it->second.vector || !it->second.lane_vars.empty()) {
+      only_any = false;
+      return;
+    }
+    if (std::find(accs.begin(), accs.end(), u.acc) == accs.end()) accs.push_back(u.acc);
+  });
+  if (!only_any) return "";
+  std::string condition;
+  for (int a : accs) {
+    const AccState& st = accs_.at(a);
+    std::string name = "acc" + std::to_string(a);
+    condition += (condition.empty() ? "" : " && ") + (st.partial ? "lumen_hany(" + chunks_combined(st, name) + ")" : name);
+  }
+  return condition;
 }
 
 void KernelWriter::write_leaf(const Stmt& s, const std::string& pad, const Combo& combo) {

@@ -76,6 +76,10 @@ class KernelWriter {
   void write_block(const kernel::Block& block, int depth, LaneState& lanes, bool top);
   void write_loop(const kernel::Stmt& s, int depth, LaneState& lanes, bool top);
   void write_leaf(const kernel::Stmt& s, const std::string& pad, const Combo& combo);
+  // The condition under which serial `loop` may stop early: every accumulator it updates is
+  // an any (a max of booleans) that holds true, so later iterations cannot change it. Empty
+  // when the loop does anything else (stores, checked gathers, other reductions).
+  std::string saturated_condition(const kernel::Stmt& loop) const;
   bool lane_region_supported(const kernel::Stmt& loop) const;
   bool is_reduce_lanes_span(const kernel::Stmt& loop) const;
   std::vector<Combo> combos(const LaneState& lanes) const;
