@@ -128,6 +128,32 @@ TEST(Fusion, AContractionReadTwiceByOneEpilogueIsThatKernel) {
   for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 1e-4 * (1 + std::abs(want.get(i)))) << i;
 }
 
+using NamedShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+// Whether `g`'s partition gives a sum (a conv's contraction) a buffer of its own.
+bool a_sum_has_a_kernel(const Graph& g) {
+  kernel::Partition p = kernel::partition(g, {g.outputs()[0].edge});
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (g.nodes()[i].op == Op::SumReduce && p.materialized[i]) return true;
+  }
+  return false;
+}
+
+// Output y of `g` compiled for the CPU against the interpreter's, on the same inputs (a `var` kept positive).
+void expect_cpu_like_the_interpreter(const Graph& g, const NamedShapes& inputs) {
+  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
+  for (Program* prog : {&cpu, &ref}) {
+    for (const auto& [name, shape] : inputs) {
+      Array a(DType::F32, shape);
+      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 0.125 * static_cast<double>((i * 5 + name[0]) % 13) + (name == "var" ? 0.5 : -0.75));
+      prog->set(name, a);
+    }
+    prog->run();
+  }
+  Array got = cpu.get("y"), want = ref.get("y");
+  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 1e-4 * (1 + std::abs(want.get(i)))) << i;
+}
+
 // A conv, a batch norm and a ReLU under a max pool with padding (resnet's stem, as torch.compile
 // hands it over): the max pool adds its -inf border to the values, an elementwise pass over the
 // padded points. The conv is a kernel of its own (a register tile); inlined into that pass, it was
@@ -141,24 +167,9 @@ TEST(Fusion, AConvUnderAPaddedMaxPoolIsAKernelOfItsOwn) {
                                                        scale, shift)),
                              {3, 3}, {2, 2}, {1, 1});
   g.mark_output(y, "y");
-  kernel::Partition p = kernel::partition(g, {g.outputs()[0].edge});
-  bool conv_kernel = false;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    conv_kernel = conv_kernel || (g.nodes()[i].op == Op::SumReduce && p.materialized[i]);
-  }
-  EXPECT_TRUE(conv_kernel);
-  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
-  for (Program* prog : {&cpu, &ref}) {
-    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {"x", {1, 3, 32, 32}}, {"w", {32, 3, 7, 7}}, {"mean", {32}}, {"var", {32}}, {"scale", {32}}, {"shift", {32}}}) {
-      Array a(DType::F32, shape);
-      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 0.125 * static_cast<double>((i * 5 + name[0]) % 13) + (name == "var" ? 0.5 : -0.75));
-      prog->set(name, a);
-    }
-    prog->run();
-  }
-  Array got = cpu.get("y"), want = ref.get("y");
-  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 1e-4 * (1 + std::abs(want.get(i)))) << i;
+  EXPECT_TRUE(a_sum_has_a_kernel(g));
+  expect_cpu_like_the_interpreter(
+      g, {{"x", {1, 3, 32, 32}}, {"w", {32, 3, 7, 7}}, {"mean", {32}}, {"var", {32}}, {"scale", {32}}, {"shift", {32}}});
 }
 
 // A ViT's patch embedding: a 4x4/4 conv, flattened to tokens and put after a class token's row
@@ -172,24 +183,8 @@ TEST(Fusion, AConvFlattenedUnderAConcatIsAKernelOfItsOwn) {
   Tensor patches = ops::conv2d(x, w, std::nullopt, {4, 4}).reshape({1, 64, 16}).permute({0, 2, 1});
   Tensor y = ops::concat({cls, patches}, 1) + pos;
   g.mark_output(y, "y");
-  kernel::Partition p = kernel::partition(g, {g.outputs()[0].edge});
-  bool conv_kernel = false;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    conv_kernel = conv_kernel || (g.nodes()[i].op == Op::SumReduce && p.materialized[i]);
-  }
-  EXPECT_TRUE(conv_kernel);
-  Program cpu = compile(g, {}, {Backend::Cpu}), ref = compile(g, {}, {Backend::Interp});
-  for (Program* prog : {&cpu, &ref}) {
-    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {"x", {1, 3, 16, 16}}, {"w", {64, 3, 4, 4}}, {"cls", {1, 1, 64}}, {"pos", {1, 17, 64}}}) {
-      Array a(DType::F32, shape);
-      for (int64_t i = 0; i < a.numel(); ++i) a.set(i, 0.125 * static_cast<double>((i * 7 + name[0]) % 11) - 0.5);
-      prog->set(name, a);
-    }
-    prog->run();
-  }
-  Array got = cpu.get("y"), want = ref.get("y");
-  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 1e-4 * (1 + std::abs(want.get(i)))) << i;
+  EXPECT_TRUE(a_sum_has_a_kernel(g));
+  expect_cpu_like_the_interpreter(g, {{"x", {1, 3, 16, 16}}, {"w", {64, 3, 4, 4}}, {"cls", {1, 1, 64}}, {"pos", {1, 17, 64}}});
 }
 
 }  // namespace
