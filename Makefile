@@ -31,7 +31,7 @@ test: build
 # lumen and its peers side by side: `make bench`, or `make bench ONLY=sgemm_1024,softmax_4096`.
 bench: build
 	@bash scripts/setup --bench
-	$(PYTHON) bench/run.py $(if $(ONLY),--only $(ONLY),) $(if $(THREADS),--threads $(THREADS),)
+	$(PYTHON) bench/run.py $(if $(ONLY),--only $(ONLY),) $(if $(THREADS),--threads $(THREADS),) $(if $(RESUME),--resume,)
 	$(if $(ONLY),,$(PYTHON) bench/gpu_rows.py)  # CUDA rows where a GPU exists; else it says so
 
 # Regenerates docs/ops.md from the registry and a fresh test run.
