@@ -124,15 +124,17 @@ void ThreadPool::run_part(int64_t base, int64_t tasks, int parts) {
   }
 }
 
-int64_t ThreadPool::execute(int64_t begin, int64_t end) {
+int64_t ThreadPool::run_block(std::atomic<uint64_t>& range, uint64_t& seen, int64_t block, bool from_back) {
+  int64_t begin, end;
+  if (!claim(range, seen, block, from_back, &begin, &end)) return 0;
   task_(context_, base_ + begin, base_ + end);
+  seen = range.load(std::memory_order_acquire);
   return end - begin;
 }
 
 void ThreadPool::drain(int index) {
   int active = active_.load(std::memory_order_relaxed);
   int64_t block = block_.load(std::memory_order_relaxed);
-  int64_t begin, end;
   uint64_t patience = 0;  // cycles: how long one of this thread's blocks took
   int64_t done = 0;
   if (index < active) {
@@ -140,11 +142,9 @@ void ThreadPool::drain(int index) {
     int64_t blocks = 0;
     std::atomic<uint64_t>& own = parts_[index].range;
     for (uint64_t seen = own.load(std::memory_order_acquire); front_of(seen) < back_of(seen);) {
-      if (claim(own, seen, block, false, &begin, &end)) {
-        done += execute(begin, end);
-        ++blocks;
-        seen = own.load(std::memory_order_acquire);
-      }
+      int64_t ran = run_block(own, seen, block, false);
+      done += ran;
+      blocks += ran > 0;
     }
     if (blocks > 0) patience = (__rdtsc() - start) / static_cast<uint64_t>(blocks);
   }
@@ -160,7 +160,7 @@ int64_t ThreadPool::steal(int victim, int64_t block, uint64_t patience) {
   std::atomic<uint64_t>& range = parts_[victim].range;
   int64_t start, stop;
   chunk(tasks_.load(std::memory_order_relaxed), active_.load(std::memory_order_relaxed), victim, &start, &stop);
-  int64_t begin, end, done = 0;
+  int64_t done = 0;
   for (uint64_t seen = range.load(std::memory_order_acquire); front_of(seen) < back_of(seen);) {
     // The last block of a part its thread is working through is left to it
     // for as long as a block takes: taking it would only move its rows to
@@ -177,10 +177,7 @@ int64_t ThreadPool::steal(int victim, int64_t block, uint64_t patience) {
         continue;
       }
     }
-    if (claim(range, seen, block, true, &begin, &end)) {
-      done += execute(begin, end);
-      seen = range.load(std::memory_order_acquire);
-    }
+    done += run_block(range, seen, block, true);
   }
   return done;
 }

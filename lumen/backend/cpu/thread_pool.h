@@ -59,8 +59,9 @@ class ThreadPool {
   // Runs blocks taken from the back of part `victim`; its last block only
   // after `patience` cycles without its thread taking it.
   int64_t steal(int victim, int64_t block, uint64_t patience);
-  // Runs tasks [begin, end) of the current run; returns how many.
-  int64_t execute(int64_t begin, int64_t end);
+  // Claims up to `block` tasks from the front (or back) of `range` if it still
+  // holds `seen`, runs them and returns how many; `seen` is the range after.
+  int64_t run_block(std::atomic<uint64_t>& range, uint64_t& seen, int64_t block, bool from_back);
 
   // A part's tasks not yet taken, [front, back), packed as front << 32 | back
   // so that a block is claimed from either end by one compare-and-swap.
